@@ -1,0 +1,601 @@
+#include "cas.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "io.h"
+
+struct tcfs_cas {
+	int objfd;	/* STORE/objects */
+	int stagefd;	/* STORE/staging */
+	int storefd;	/* STORE, for quarantine/ (not owned) */
+	char *path;	/* STORE, for messages */
+	atomic_ulong seq;
+};
+
+struct tcfs_cas_stage {
+	struct tcfs_cas *cas;
+	int fd;
+	char name[64];
+	struct tcfs_hasher *hasher;
+	uint64_t hashed;	/* bytes hashed so far, all in order */
+	int in_order;		/* every write so far was an append */
+};
+
+/* "ab/<32 hex>": the fan-out keeps directories small on big stores. */
+struct blob_path {
+	char s[3 + TCFS_HASH_HEXLEN];
+};
+
+static struct blob_path blob_path(const struct tcfs_hash *h)
+{
+	struct blob_path p;
+
+	tcfs_hash_hex(h, p.s + 3);
+	p.s[0] = p.s[3];
+	p.s[1] = p.s[4];
+	p.s[2] = '/';
+	return p;
+}
+
+static int open_subdir(int storefd, const char *storepath, const char *name,
+		       int create)
+{
+	int fd;
+
+	if (create && mkdirat(storefd, name, 0700) < 0 && errno != EEXIST)
+		return tcfs_err_errno(-errno, "%s/%s", storepath, name);
+	fd = openat(storefd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s/%s", storepath, name);
+	return fd;
+}
+
+int tcfs_cas_open(int storefd, const char *storepath, int create,
+		  struct tcfs_cas **out)
+{
+	struct tcfs_cas *cas = calloc(1, sizeof(*cas));
+	int rc;
+
+	if (!cas)
+		return -ENOMEM;
+	cas->objfd = cas->stagefd = -1;
+	cas->storefd = storefd;
+	cas->path = strdup(storepath);
+	if (!cas->path) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = open_subdir(storefd, storepath, "objects", create);
+	if (rc < 0)
+		goto fail;
+	cas->objfd = rc;
+	rc = open_subdir(storefd, storepath, "staging", create);
+	if (rc < 0)
+		goto fail;
+	cas->stagefd = rc;
+	*out = cas;
+	return 0;
+fail:
+	tcfs_cas_close(cas);
+	return rc;
+}
+
+void tcfs_cas_close(struct tcfs_cas *cas)
+{
+	if (!cas)
+		return;
+	if (cas->objfd >= 0)
+		close(cas->objfd);
+	if (cas->stagefd >= 0)
+		close(cas->stagefd);
+	free(cas->path);
+	free(cas);
+}
+
+int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out)
+{
+	struct tcfs_cas_stage *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->cas = cas;
+	s->in_order = 1;
+	s->hasher = tcfs_hash_new();
+	if (!s->hasher) {
+		free(s);
+		return -ENOMEM;
+	}
+	do {
+		snprintf(s->name, sizeof(s->name), "%ld.%lu", (long)getpid(),
+			 atomic_fetch_add(&cas->seq, 1));
+		s->fd = openat(cas->stagefd, s->name,
+			       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	} while (s->fd < 0 && errno == EEXIST);
+	if (s->fd < 0) {
+		rc = tcfs_err_errno(-errno, "%s/staging", cas->path);
+		tcfs_hash_free(s->hasher);
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int tcfs_cas_stage_fd(const struct tcfs_cas_stage *s)
+{
+	return s->fd;
+}
+
+int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
+			 size_t len, uint64_t off)
+{
+	int rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
+
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,
+				      s->name);
+	if (s->in_order && off == s->hashed) {
+		tcfs_hash_update(s->hasher, buf, len);
+		s->hashed += len;
+	} else {
+		s->in_order = 0;
+	}
+	return 0;
+}
+
+int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size)
+{
+	if (ftruncate(s->fd, (off_t)size) < 0)
+		return tcfs_err_errno(-errno, "%s/staging/%s", s->cas->path,
+				      s->name);
+	if (size != s->hashed)
+		s->in_order = 0;
+	return 0;
+}
+
+static void stage_free(struct tcfs_cas_stage *s)
+{
+	close(s->fd);
+	tcfs_hash_free(s->hasher);
+	free(s);
+}
+
+void tcfs_cas_stage_abort(struct tcfs_cas_stage *s)
+{
+	if (!s)
+		return;
+	unlinkat(s->cas->stagefd, s->name, 0);
+	stage_free(s);
+}
+
+/* Hashes fd from offset 0 to EOF. */
+static int hash_fd(int fd, struct tcfs_hash *out, uint64_t *size)
+{
+	struct tcfs_hasher *h = tcfs_hash_new();
+	char buf[1 << 16];
+	uint64_t total = 0;
+	ssize_t n;
+
+	if (!h)
+		return -ENOMEM;
+	while ((n = pread(fd, buf, sizeof(buf), (off_t)total)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			tcfs_hash_free(h);
+			return -errno;
+		}
+		tcfs_hash_update(h, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	tcfs_hash_final(h, out);
+	tcfs_hash_free(h);
+	*size = total;
+	return 0;
+}
+
+/* An existing blob of the same name: share it if its bytes equal the staged
+ * ones, heal it if it is damaged, refuse if it is a genuine collision. */
+static int settle_existing(struct tcfs_cas *cas, int stagefd,
+			   const char *stagename, const struct tcfs_hash *h,
+			   enum tcfs_cas_put *put)
+{
+	struct blob_path p = blob_path(h);
+	int objfd = openat(cas->objfd, p.s, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (objfd < 0)
+		return -errno;
+	rc = tcfs_io_same_bytes(objfd, stagefd);
+	close(objfd);
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	if (rc == 1) {
+		*put = TCFS_CAS_SHARED;
+		unlinkat(cas->stagefd, stagename, 0);
+		return 0;
+	}
+	rc = tcfs_cas_verify(cas, h);
+	if (rc == 0) {
+		unlinkat(cas->stagefd, stagename, 0);
+		return tcfs_err_set(-EIO,
+				    "%s/objects/%s: hash collision: different "
+				    "bytes with the same XXH3-128; not stored",
+				    cas->path, p.s);
+	}
+	/* The stored copy is damaged (or vanished meanwhile): the staged bytes
+	 * hash to the name, so they are the right ones. */
+	if (fsync(stagefd) < 0 ||
+	    renameat(cas->stagefd, stagename, cas->objfd, p.s) < 0) {
+		rc = -errno;
+		unlinkat(cas->stagefd, stagename, 0);
+		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	}
+	*put = TCFS_CAS_HEALED;
+	return 0;
+}
+
+static int sync_fanout(struct tcfs_cas *cas, const struct blob_path *p)
+{
+	char sub[3] = { p->s[0], p->s[1], '\0' };
+	int fd = openat(cas->objfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* Moves a fully written staging file to its blob name.  The staging file is
+ * gone afterwards whatever happens. */
+static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
+		   const struct tcfs_hash *h, enum tcfs_cas_put *put)
+{
+	struct blob_path p = blob_path(h);
+	char sub[3] = { p.s[0], p.s[1], '\0' };
+	struct stat st;
+	int rc;
+
+	if (fstatat(cas->objfd, p.s, &st, 0) == 0)
+		return settle_existing(cas, stagefd, stagename, h, put);
+	/* Durable bytes before the name: a crash never leaves a blob whose
+	 * name promises content it does not hold. */
+	if (fsync(stagefd) < 0 || fchmod(stagefd, 0444) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = renameat2(cas->stagefd, stagename, cas->objfd, p.s,
+		       RENAME_NOREPLACE);
+	if (rc < 0 && errno == ENOENT) {
+		if (mkdirat(cas->objfd, sub, 0700) < 0 && errno != EEXIST) {
+			rc = -errno;
+			goto fail;
+		}
+		rc = renameat2(cas->stagefd, stagename, cas->objfd, p.s,
+			       RENAME_NOREPLACE);
+	}
+	if (rc < 0 && errno == EEXIST)	/* another thread won the race */
+		return settle_existing(cas, stagefd, stagename, h, put);
+	if (rc < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = sync_fanout(cas, &p);
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, sub);
+	*put = TCFS_CAS_CREATED;
+	return 0;
+fail:
+	unlinkat(cas->stagefd, stagename, 0);
+	return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+}
+
+int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
+			  uint64_t *size, enum tcfs_cas_put *put)
+{
+	enum tcfs_cas_put dummy;
+	struct stat st;
+	int rc = 0;
+
+	if (fstat(s->fd, &st) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (s->in_order && (uint64_t)st.st_size == s->hashed) {
+		tcfs_hash_final(s->hasher, out);
+		*size = s->hashed;
+	} else {
+		rc = hash_fd(s->fd, out, size);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = install(s->cas, s->fd, s->name, out, put ? put : &dummy);
+	stage_free(s);
+	return rc;
+fail:
+	rc = tcfs_err_errno(rc, "%s/staging/%s", s->cas->path, s->name);
+	tcfs_cas_stage_abort(s);
+	return rc;
+}
+
+/* Shares an existing blob without writing anything when the bytes match:
+ * re-importing a cache costs reads only. */
+static int put_buf_existing(struct tcfs_cas *cas, const void *buf, size_t len,
+			    const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+	int fd = openat(cas->objfd, p.s, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = tcfs_io_equals_buf(fd, buf, len);
+	close(fd);
+	return rc == 1 ? 0 : -EAGAIN;
+}
+
+int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
+		     struct tcfs_hash *out, enum tcfs_cas_put *put)
+{
+	struct tcfs_cas_stage *s;
+	uint64_t size;
+	int rc;
+
+	tcfs_hash_buf(buf, len, out);
+	if (put_buf_existing(cas, buf, len, out) == 0) {
+		if (put)
+			*put = TCFS_CAS_SHARED;
+		return 0;
+	}
+	rc = tcfs_cas_stage_new(cas, &s);
+	if (rc < 0)
+		return rc;
+	rc = tcfs_cas_stage_write(s, buf, len, 0);
+	if (rc < 0) {
+		tcfs_cas_stage_abort(s);
+		return rc;
+	}
+	return tcfs_cas_stage_commit(s, out, &size, put);
+}
+
+/* Files up to this size are read whole, so a blob that exists costs no
+ * writes at all. */
+#define PUT_FD_BUFFERED (8u << 20)
+
+int tcfs_cas_put_fd(struct tcfs_cas *cas, int fd, struct tcfs_hash *out,
+		    uint64_t *size, enum tcfs_cas_put *put)
+{
+	struct tcfs_cas_stage *s = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = tcfs_io_read_small(fd, PUT_FD_BUFFERED, &buf, &len);
+	if (rc == 0) {
+		rc = tcfs_cas_put_buf(cas, buf, len, out, put);
+		free(buf);
+		*size = len;
+		return rc;
+	}
+	if (rc != -EFBIG)
+		return rc;
+	/* Too big to buffer: buf holds the first len bytes already read. */
+	rc = tcfs_cas_stage_new(cas, &s);
+	if (rc == 0)
+		rc = tcfs_cas_stage_write(s, buf, len, 0);
+	free(buf);
+	if (rc < 0)
+		goto fail;
+	for (;;) {
+		char chunk[1 << 16];
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;	/* the caller names its own file */
+			tcfs_err_clear();
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		rc = tcfs_cas_stage_write(s, chunk, (size_t)n, s->hashed);
+		if (rc < 0)
+			goto fail;
+	}
+	return tcfs_cas_stage_commit(s, out, size, put);
+fail:
+	if (s)
+		tcfs_cas_stage_abort(s);
+	return rc;
+}
+
+int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+	int fd = openat(cas->objfd, p.s, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
+	return fd;
+}
+
+int tcfs_cas_stat(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		  uint64_t *size)
+{
+	struct blob_path p = blob_path(h);
+	struct stat st;
+
+	if (fstatat(cas->objfd, p.s, &st, 0) < 0)
+		return -errno;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int tcfs_cas_verify(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+	struct tcfs_hash got;
+	uint64_t size;
+	int fd, rc;
+
+	fd = openat(cas->objfd, p.s, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = hash_fd(fd, &got, &size);
+	close(fd);
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	return tcfs_hash_equal(&got, h) ? 0 : -EBADMSG;
+}
+
+int tcfs_cas_remove(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+
+	if (unlinkat(cas->objfd, p.s, 0) < 0)
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
+	return 0;
+}
+
+int tcfs_cas_quarantine(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+	int qfd, rc = 0;
+
+	qfd = open_subdir(cas->storefd, cas->path, "quarantine", 1);
+	if (qfd < 0)
+		return qfd;
+	if (renameat(cas->objfd, p.s, qfd, p.s + 3) < 0)
+		rc = tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
+	close(qfd);
+	return rc;
+}
+
+int tcfs_cas_seal(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+
+	if (fchmodat(cas->objfd, p.s, 0444, 0) < 0)
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
+	return 0;
+}
+
+static int foreach_in(struct tcfs_cas *cas, const char *sub,
+		      int (*cb)(void *, const struct tcfs_cas_entry *),
+		      void *ctx)
+{
+	int fd = openat(cas->objfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, sub);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		struct tcfs_cas_entry e = { 0 };
+		struct tcfs_hash h;
+		char rel[512];
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;	/* removed meanwhile */
+		snprintf(rel, sizeof(rel), "%s/%s", sub, de->d_name);
+		e.relpath = rel;
+		e.size = (uint64_t)st.st_size;
+		e.mode = st.st_mode;
+		if (S_ISREG(st.st_mode) &&
+		    tcfs_hash_parse(de->d_name, &h) == 0 &&
+		    strncmp(de->d_name, sub, 2) == 0)
+			e.h = &h;
+		rc = cb(ctx, &e);
+	}
+	closedir(d);
+	return rc;
+}
+
+int tcfs_cas_foreach(struct tcfs_cas *cas,
+		     int (*cb)(void *ctx, const struct tcfs_cas_entry *e),
+		     void *ctx)
+{
+	int fd = dup(cas->objfd);
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		rc = foreach_in(cas, de->d_name, cb, ctx);
+		if (rc == -ENOTDIR) {	/* a stray file at the top */
+			struct tcfs_cas_entry e = { .relpath = de->d_name };
+
+			rc = cb(ctx, &e);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+int tcfs_cas_remove_stray(struct tcfs_cas *cas, const char *relpath)
+{
+	if (unlinkat(cas->objfd, relpath, 0) < 0)
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path,
+				      relpath);
+	return 0;
+}
+
+int tcfs_cas_clean_staging(struct tcfs_cas *cas, uint64_t *count)
+{
+	int fd = dup(cas->stagefd);
+	uint64_t n = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	if (count)
+		*count = n;
+	return 0;
+}

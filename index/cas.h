@@ -1,0 +1,108 @@
+/*
+ * cas: the content-addressed blob store, STORE/objects/ab/<xxh3-128 hex>.
+ *
+ * A blob is written to STORE/staging, fsynced, and renamed into place without
+ * replacing anything; from then on it is read-only (mode 0444).  When a blob
+ * of the same name exists its bytes are compared first: equal bytes are
+ * shared, a damaged existing copy is healed with the new bytes, and a true
+ * collision is an error, so wrong bytes are never served.
+ *
+ * Thread safety: every function may be called from many threads at once.
+ */
+#ifndef TCFS_CAS_H
+#define TCFS_CAS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "hash.h"
+
+struct tcfs_cas;
+struct tcfs_cas_stage;
+
+/* What a put did with the bytes it was given. */
+enum tcfs_cas_put {
+	TCFS_CAS_SHARED = 0,	/* an identical blob was already there */
+	TCFS_CAS_CREATED = 1,	/* a new blob was added */
+	TCFS_CAS_HEALED = 2,	/* a damaged blob of that name was replaced */
+};
+
+/* Opens the blob store under the store directory storefd (creating
+ * objects/ and staging/ when create is set).  storepath is used only in
+ * messages; it is copied.  *out is owned by the caller: tcfs_cas_close. */
+int tcfs_cas_open(int storefd, const char *storepath, int create,
+		  struct tcfs_cas **out);
+void tcfs_cas_close(struct tcfs_cas *cas);
+
+/* Stores len bytes; *put (optional) says what happened. */
+int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
+		     struct tcfs_hash *out, enum tcfs_cas_put *put);
+
+/* Stores everything readable from fd (from its current offset to EOF);
+ * *size gets the byte count.  Errors reading fd are returned as they are,
+ * so the caller can name its own file. */
+int tcfs_cas_put_fd(struct tcfs_cas *cas, int fd, struct tcfs_hash *out,
+		    uint64_t *size, enum tcfs_cas_put *put);
+
+/*
+ * A stage is an anonymous file under STORE/staging that a writer fills
+ * piecewise (the mount's write requests) before it becomes a blob.  The
+ * stage is owned by the caller until tcfs_cas_stage_commit or _abort, which
+ * both free it.
+ */
+int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out);
+/* The stage's read-write descriptor; owned by the stage. */
+int tcfs_cas_stage_fd(const struct tcfs_cas_stage *s);
+/* Writes all of buf at off.  In-order appends are hashed as they come so
+ * that commit need not read the file back. */
+int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
+			 size_t len, uint64_t off);
+int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size);
+int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
+			  uint64_t *size, enum tcfs_cas_put *put);
+void tcfs_cas_stage_abort(struct tcfs_cas_stage *s);
+
+/* Opens a blob for reading; returns the descriptor (caller closes it). */
+int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
+/* 0 when the blob exists (size in *size), -ENOENT otherwise. */
+int tcfs_cas_stat(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		  uint64_t *size);
+
+/* Reads the blob and checks its bytes against its name: 0 when whole,
+ * -EBADMSG when damaged, -ENOENT when missing. */
+int tcfs_cas_verify(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
+/* Deletes a blob; -ENOENT when it was not there. */
+int tcfs_cas_remove(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
+/* Moves a damaged blob out of objects/ into STORE/quarantine/, where it is
+ * kept for inspection and never served. */
+int tcfs_cas_quarantine(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
+/* Makes a blob read-only again if someone made it writable. */
+int tcfs_cas_seal(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
+/* One file found under objects/.  h is NULL for a file whose name is not
+ * a blob name (a stray); relpath is "ab/name". */
+struct tcfs_cas_entry {
+	const struct tcfs_hash *h;
+	const char *relpath;
+	uint64_t size;
+	unsigned mode;
+};
+
+/* Calls cb for every file under objects/; a non-zero return from cb stops
+ * the walk and is returned. */
+int tcfs_cas_foreach(struct tcfs_cas *cas,
+		     int (*cb)(void *ctx, const struct tcfs_cas_entry *e),
+		     void *ctx);
+
+/* Removes files left in staging/ by writers that died.  Only safe while the
+ * caller holds the store's writer lock.  *count (optional) gets how many. */
+int tcfs_cas_clean_staging(struct tcfs_cas *cas, uint64_t *count);
+
+/* Removes a stray file under objects/ by its relpath from foreach. */
+int tcfs_cas_remove_stray(struct tcfs_cas *cas, const char *relpath);
+
+#endif

@@ -1,0 +1,369 @@
+#include "db.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "hash.h"
+#include "schema.h"
+
+#define DB_STMT_CACHE 96
+
+struct db_cached {
+	const char *sql;	/* identity: the caller's string literal */
+	sqlite3_stmt *st;
+};
+
+struct tcfs_db {
+	sqlite3 *conn;
+	char *path;
+	pthread_mutex_t mu;
+	int depth;		/* nesting of begin/end */
+	struct db_cached cache[DB_STMT_CACHE];
+	int ncache;
+};
+
+int tcfs_db_error(struct tcfs_db *db, int src)
+{
+	const char *msg = db && db->conn ? sqlite3_errmsg(db->conn)
+					 : sqlite3_errstr(src);
+	const char *path = db ? db->path : "index.db";
+	int sys = db && db->conn ? sqlite3_system_errno(db->conn) : 0;
+	int rc;
+
+	switch (src & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		rc = -EBUSY;
+		break;
+	case SQLITE_FULL:
+		rc = -ENOSPC;
+		break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		rc = -EUCLEAN;
+		break;
+	case SQLITE_READONLY:
+		rc = -EROFS;
+		break;
+	case SQLITE_NOMEM:
+		rc = -ENOMEM;
+		break;
+	case SQLITE_CONSTRAINT:
+		rc = -EEXIST;
+		break;
+	case SQLITE_TOOBIG:
+		rc = -EFBIG;
+		break;
+	case SQLITE_CANTOPEN:
+	case SQLITE_IOERR:
+		rc = sys > 0 ? -sys : -EIO;
+		break;
+	default:
+		rc = -EIO;
+	}
+	return tcfs_err_set(rc, "%s: %s", path, msg);
+}
+
+static int db_pragmas(struct tcfs_db *db)
+{
+	/* NORMAL in WAL mode: a killed process never loses a commit; a power
+	 * cut may lose the last ones but never corrupts the index.  Blobs are
+	 * fsynced before any row names them. */
+	static const char *const sql =
+		"PRAGMA journal_mode=WAL;"
+		"PRAGMA synchronous=NORMAL;"
+		"PRAGMA foreign_keys=ON;"
+		"PRAGMA busy_timeout=10000;";
+	int src = sqlite3_exec(db->conn, sql, NULL, NULL, NULL);
+
+	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);
+}
+
+int tcfs_db_open(const char *path, int create, struct tcfs_db **out)
+{
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+		    (create ? SQLITE_OPEN_CREATE : 0);
+	struct tcfs_db *db = calloc(1, sizeof(*db));
+	pthread_mutexattr_t attr;
+	int rc, src;
+
+	if (!db)
+		return -ENOMEM;
+	db->path = strdup(path);
+	if (!db->path) {
+		free(db);
+		return -ENOMEM;
+	}
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&db->mu, &attr);
+	pthread_mutexattr_destroy(&attr);
+	src = sqlite3_open_v2(path, &db->conn, flags, NULL);
+	if (src != SQLITE_OK) {
+		rc = tcfs_db_error(db, src);
+		goto fail;
+	}
+	sqlite3_extended_result_codes(db->conn, 1);
+	rc = db_pragmas(db);
+	if (rc == 0)
+		rc = tcfs_schema_upgrade(db);
+	if (rc < 0)
+		goto fail;
+	*out = db;
+	return 0;
+fail:
+	tcfs_db_close(db);
+	return rc;
+}
+
+void tcfs_db_close(struct tcfs_db *db)
+{
+	if (!db)
+		return;
+	for (int i = 0; i < db->ncache; i++)
+		sqlite3_finalize(db->cache[i].st);
+	sqlite3_close(db->conn);
+	pthread_mutex_destroy(&db->mu);
+	free(db->path);
+	free(db);
+}
+
+sqlite3 *tcfs_db_handle(struct tcfs_db *db)
+{
+	return db->conn;
+}
+
+const char *tcfs_db_path(const struct tcfs_db *db)
+{
+	return db->path;
+}
+
+void tcfs_db_lock(struct tcfs_db *db)
+{
+	pthread_mutex_lock(&db->mu);
+}
+
+void tcfs_db_unlock(struct tcfs_db *db)
+{
+	pthread_mutex_unlock(&db->mu);
+}
+
+static int db_simple(struct tcfs_db *db, const char *sql)
+{
+	int src = sqlite3_exec(db->conn, sql, NULL, NULL, NULL);
+
+	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);
+}
+
+int tcfs_db_begin(struct tcfs_db *db)
+{
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = db_simple(db, db->depth ? "SAVEPOINT nest" : "BEGIN IMMEDIATE");
+	if (rc < 0) {
+		tcfs_db_unlock(db);
+		return rc;
+	}
+	db->depth++;
+	return 0;
+}
+
+int tcfs_db_end(struct tcfs_db *db, int rc)
+{
+	int nested = --db->depth > 0;
+	int src;
+
+	if (rc >= 0) {
+		src = sqlite3_exec(db->conn, nested ? "RELEASE nest" : "COMMIT",
+				   NULL, NULL, NULL);
+		if (src == SQLITE_OK)
+			goto out;
+		rc = tcfs_db_error(db, src);
+	}
+	/* Keep the failing call's message: the rollback's is no news. */
+	if (nested)
+		sqlite3_exec(db->conn, "ROLLBACK TO nest; RELEASE nest", NULL,
+			     NULL, NULL);
+	else if (!sqlite3_get_autocommit(db->conn))
+		sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+out:
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+static sqlite3_stmt *db_stmt(struct tcfs_db *db, const char *sql, int *rc)
+{
+	sqlite3_stmt *st;
+	int src;
+
+	for (int i = 0; i < db->ncache; i++)
+		if (db->cache[i].sql == sql)
+			return db->cache[i].st;
+	src = sqlite3_prepare_v3(db->conn, sql, -1, SQLITE_PREPARE_PERSISTENT,
+				 &st, NULL);
+	if (src != SQLITE_OK) {
+		*rc = tcfs_db_error(db, src);
+		return NULL;
+	}
+	if (db->ncache < DB_STMT_CACHE) {
+		db->cache[db->ncache].sql = sql;
+		db->cache[db->ncache].st = st;
+		db->ncache++;
+	}
+	/* A full cache is a programming error caught by the tests. */
+	return st;
+}
+
+static int db_bind(struct tcfs_db *db, sqlite3_stmt *st, const char *fmt,
+		   va_list ap)
+{
+	int src = SQLITE_OK;
+
+	for (int i = 1; *fmt && src == SQLITE_OK; fmt++, i++) {
+		switch (*fmt) {
+		case 'd':
+			src = sqlite3_bind_int(st, i, va_arg(ap, int));
+			break;
+		case 'i':
+			src = sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+			break;
+		case 'n': {
+			int64_t v = va_arg(ap, int64_t);
+
+			src = v < 0 ? sqlite3_bind_null(st, i)
+				    : sqlite3_bind_int64(st, i, v);
+			break;
+		}
+		case 't': {
+			const char *s = va_arg(ap, const char *);
+
+			src = s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC)
+				: sqlite3_bind_null(st, i);
+			break;
+		}
+		case 's': {
+			const char *s = va_arg(ap, const char *);
+			size_t n = va_arg(ap, size_t);
+
+			src = sqlite3_bind_text(st, i, s, (int)n,
+						SQLITE_STATIC);
+			break;
+		}
+		case 'h': {
+			const struct tcfs_hash *h =
+				va_arg(ap, const struct tcfs_hash *);
+			char hex[TCFS_HASH_HEXLEN];
+
+			if (!h) {
+				src = sqlite3_bind_null(st, i);
+				break;
+			}
+			tcfs_hash_hex(h, hex);
+			src = sqlite3_bind_text(st, i, hex, 32,
+						SQLITE_TRANSIENT);
+			break;
+		}
+		default:
+			abort();
+		}
+	}
+	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);
+}
+
+static sqlite3_stmt *db_prepare(struct tcfs_db *db, const char *sql,
+				const char *fmt, va_list ap, int *rc)
+{
+	sqlite3_stmt *st = db_stmt(db, sql, rc);
+
+	if (!st)
+		return NULL;
+	*rc = db_bind(db, st, fmt, ap);
+	if (*rc < 0) {
+		tcfs_db_reset(st);
+		return NULL;
+	}
+	return st;
+}
+
+int tcfs_db_exec(struct tcfs_db *db, const char *sql, const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc = 0, src;
+
+	tcfs_db_lock(db);
+	va_start(ap, fmt);
+	st = db_prepare(db, sql, fmt, ap, &rc);
+	va_end(ap);
+	if (st) {
+		do
+			src = sqlite3_step(st);
+		while (src == SQLITE_ROW);
+		rc = src == SQLITE_DONE ? sqlite3_changes(db->conn)
+					: tcfs_db_error(db, src);
+		tcfs_db_reset(st);
+	}
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+int tcfs_db_row(struct tcfs_db *db, sqlite3_stmt **out, const char *sql,
+		const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc = 0;
+
+	tcfs_db_lock(db);
+	va_start(ap, fmt);
+	st = db_prepare(db, sql, fmt, ap, &rc);
+	va_end(ap);
+	if (st) {
+		*out = st;
+		rc = tcfs_db_next(db, st);
+	}
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st)
+{
+	int src = sqlite3_step(st);
+
+	if (src == SQLITE_ROW)
+		return 1;
+	tcfs_db_reset(st);
+	return src == SQLITE_DONE ? 0 : tcfs_db_error(db, src);
+}
+
+void tcfs_db_reset(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+int64_t tcfs_db_last_rowid(struct tcfs_db *db)
+{
+	return sqlite3_last_insert_rowid(db->conn);
+}
+
+const char *tcfs_db_text(sqlite3_stmt *st, int col, size_t *len)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+
+	if (len)
+		*len = (size_t)sqlite3_column_bytes(st, col);
+	return s ? s : "";
+}
+
+int tcfs_db_hash(sqlite3_stmt *st, int col, struct tcfs_hash *out)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+
+	return s ? tcfs_hash_parse(s, out) : -ENOENT;
+}

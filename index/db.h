@@ -1,0 +1,68 @@
+/*
+ * db: the store's SQLite connection (STORE/index.db, WAL mode).
+ *
+ * One connection, guarded by a recursive mutex: every public index function
+ * holds it for its whole duration, and a transaction holds it from begin to
+ * end, so a batch of operations on one thread is never interleaved with
+ * another thread's.  Statements are prepared once and cached by their SQL
+ * text (string literals owned by the calling module).
+ */
+#ifndef TCFS_DB_H
+#define TCFS_DB_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tcfs_hash;
+
+struct tcfs_db;
+
+/* Opens (creating when create is set) the index at path and brings its
+ * schema up to date.  *out is owned by the caller: tcfs_db_close. */
+int tcfs_db_open(const char *path, int create, struct tcfs_db **out);
+void tcfs_db_close(struct tcfs_db *db);
+
+/* The raw connection, for the schema module and tests. */
+sqlite3 *tcfs_db_handle(struct tcfs_db *db);
+const char *tcfs_db_path(const struct tcfs_db *db);
+
+void tcfs_db_lock(struct tcfs_db *db);
+void tcfs_db_unlock(struct tcfs_db *db);
+
+/* A transaction: the outermost begin is BEGIN IMMEDIATE, inner ones are
+ * savepoints.  end commits when rc >= 0 and rolls back otherwise, and returns
+ * rc, or the commit's error. */
+int tcfs_db_begin(struct tcfs_db *db);
+int tcfs_db_end(struct tcfs_db *db, int rc);
+
+/*
+ * Binding formats for exec and row: one letter per '?' in the SQL.
+ *   d int        i int64_t      n int64_t, NULL when negative
+ *   t const char * (NUL-terminated, NULL = NULL)
+ *   s const char *, size_t (text of that length)   h const struct tcfs_hash *
+ */
+
+/* Runs a statement to completion; returns the number of rows changed. */
+int tcfs_db_exec(struct tcfs_db *db, const char *sql, const char *fmt, ...);
+
+/* Runs a query and steps to its first row: returns 1 with *st positioned on
+ * the row (read it, then tcfs_db_next or tcfs_db_reset), 0 when there is no
+ * row, or a negative errno.  *st belongs to the cache, so the caller holds
+ * tcfs_db_lock from this call until the statement is reset. */
+int tcfs_db_row(struct tcfs_db *db, sqlite3_stmt **st, const char *sql,
+		const char *fmt, ...);
+/* Steps to the next row: 1, 0 at the end (already reset), or -errno. */
+int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st);
+void tcfs_db_reset(sqlite3_stmt *st);
+
+int64_t tcfs_db_last_rowid(struct tcfs_db *db);
+
+/* Turns a SQLite result code into a negative errno with a message. */
+int tcfs_db_error(struct tcfs_db *db, int sqlite_rc);
+
+/* Column helpers: text with its length, and a hash column. */
+const char *tcfs_db_text(sqlite3_stmt *st, int col, size_t *len);
+int tcfs_db_hash(sqlite3_stmt *st, int col, struct tcfs_hash *out);
+
+#endif

@@ -1,0 +1,68 @@
+#include "gc.h"
+
+#include <string.h>
+
+#include "cas.h"
+#include "db.h"
+#include "store.h"
+
+static const char sql_ref[] = "SELECT 1 FROM nodes WHERE blob = ? LIMIT 1";
+
+struct gc_walk {
+	struct tcfs_store *s;
+	int dry_run;
+	void (*cb)(void *, const char *, uint64_t);
+	void *ctx;
+	struct tcfs_gc_result *res;
+};
+
+int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_ref, "h", h);
+	if (rc == 1)
+		tcfs_db_reset(st);
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+static int gc_one(void *ctx, const struct tcfs_cas_entry *e)
+{
+	struct gc_walk *w = ctx;
+	int rc;
+
+	if (!e->h)
+		return 0;	/* not a blob: fsck reports it */
+	rc = tcfs_gc_referenced(w->s, e->h);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		w->res->kept++;
+		w->res->kept_bytes += e->size;
+		return 0;
+	}
+	if (!w->dry_run) {
+		rc = tcfs_cas_remove(tcfs_store_cas(w->s), e->h);
+		if (rc < 0)
+			return rc;
+	}
+	w->res->removed++;
+	w->res->freed_bytes += e->size;
+	if (w->cb)
+		w->cb(w->ctx, e->relpath, e->size);
+	return 0;
+}
+
+int tcfs_gc_run(struct tcfs_store *s, int dry_run,
+		void (*cb)(void *ctx, const char *relpath, uint64_t size),
+		void *ctx, struct tcfs_gc_result *res)
+{
+	struct gc_walk w = { s, dry_run, cb, ctx, res };
+
+	memset(res, 0, sizeof(*res));
+	return tcfs_cas_foreach(tcfs_store_cas(s), gc_one, &w);
+}

@@ -1,0 +1,29 @@
+/*
+ * gc: deleting blobs that no file references any more.
+ */
+#ifndef TCFS_GC_H
+#define TCFS_GC_H
+
+#include <stdint.h>
+
+struct tcfs_store;
+
+struct tcfs_gc_result {
+	uint64_t removed;	/* orphan blobs deleted (or, dry, found) */
+	uint64_t freed_bytes;
+	uint64_t kept;		/* blobs still referenced */
+	uint64_t kept_bytes;
+};
+
+/* The store must be open as the writer, so nothing can start referencing a
+ * blob while gc decides it is an orphan.  With dry_run nothing is deleted.
+ * cb (optional) hears of each orphan by its path under objects/. */
+int tcfs_gc_run(struct tcfs_store *s, int dry_run,
+		void (*cb)(void *ctx, const char *relpath, uint64_t size),
+		void *ctx, struct tcfs_gc_result *res);
+
+/* 1 when some file references blob h, 0 when none does. */
+struct tcfs_hash;
+int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h);
+
+#endif

@@ -1,0 +1,292 @@
+#include "group.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growing output string; err sticks after the first failed allocation. */
+struct out {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+static void out_add(struct out *o, const char *s, size_t n)
+{
+	if (o->err)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 256;
+		char *np;
+
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		np = realloc(o->p, cap);
+		if (!np) {
+			o->err = -ENOMEM;
+			return;
+		}
+		o->p = np;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = '\0';
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	out_add(o, s, strlen(s));
+}
+
+static void out_u(struct out *o, unsigned cp)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[6] = { '\\', 'u', hex[cp >> 12 & 15], hex[cp >> 8 & 15],
+		      hex[cp >> 4 & 15], hex[cp & 15] };
+
+	out_add(o, e, sizeof(e));
+}
+
+/* Decodes one UTF-8 sequence at s; returns its length or 0 if invalid. */
+static size_t utf8_next(const unsigned char *s, unsigned *cp)
+{
+	size_t n;
+	unsigned c = s[0], min;
+
+	if (c < 0xc0)
+		return 0;
+	if (c < 0xe0) {
+		n = 2, c &= 0x1f, min = 0x80;
+	} else if (c < 0xf0) {
+		n = 3, c &= 0x0f, min = 0x800;
+	} else if (c < 0xf5) {
+		n = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff)
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* A JSON string exactly as Python's json.dumps (ensure_ascii) writes it:
+ * everything outside printable ASCII as \uXXXX, astral characters as a
+ * surrogate pair. */
+static void out_pystr(struct out *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	out_add(o, "\"", 1);
+	while (*p && !o->err) {
+		unsigned cp;
+		size_t n;
+
+		switch (*p) {
+		case '"': out_str(o, "\\\""); p++; continue;
+		case '\\': out_str(o, "\\\\"); p++; continue;
+		case '\n': out_str(o, "\\n"); p++; continue;
+		case '\r': out_str(o, "\\r"); p++; continue;
+		case '\t': out_str(o, "\\t"); p++; continue;
+		case '\b': out_str(o, "\\b"); p++; continue;
+		case '\f': out_str(o, "\\f"); p++; continue;
+		}
+		if (*p >= 0x20 && *p < 0x7f) {
+			out_add(o, (const char *)p, 1);
+			p++;
+			continue;
+		}
+		if (*p < 0x80) {
+			out_u(o, *p++);
+			continue;
+		}
+		n = utf8_next(p, &cp);
+		if (!n) {
+			o->err = -EILSEQ;
+			return;
+		}
+		if (cp >= 0x10000) {
+			cp -= 0x10000;
+			out_u(o, 0xd800 | cp >> 10);
+			out_u(o, 0xdc00 | (cp & 0x3ff));
+		} else {
+			out_u(o, cp);
+		}
+		p += n;
+	}
+	out_add(o, "\"", 1);
+}
+
+/* The child_paths object of a group file, or NULL if it is not one. */
+static const cJSON *child_paths(const cJSON *doc)
+{
+	const cJSON *cp;
+
+	if (!cJSON_IsObject(doc) || !doc->child || doc->child->next)
+		return NULL;
+	cp = doc->child;
+	if (strcmp(cp->string, "child_paths") != 0 || !cJSON_IsObject(cp))
+		return NULL;
+	for (const cJSON *c = cp->child; c; c = c->next)
+		if (!cJSON_IsString(c))
+			return NULL;
+	return cp;
+}
+
+/* Writes {"child_paths": {"F": prefix + value, ...}} in json.dumps style;
+ * prefix may be NULL. */
+static int emit(const cJSON *cp, const char *prefix, struct out *o)
+{
+	struct out v = { 0 };
+
+	out_str(o, "{\"child_paths\": {");
+	for (const cJSON *c = cp->child; c; c = c->next) {
+		v.len = 0;
+		out_str(&v, prefix ? prefix : "");
+		out_str(&v, c->valuestring);
+		if (v.err) {
+			o->err = v.err;
+			break;
+		}
+		out_pystr(o, c->string);
+		out_str(o, ": ");
+		out_pystr(o, v.p ? v.p : "");
+		if (c->next)
+			out_str(o, ", ");
+	}
+	free(v.p);
+	out_str(o, "}}");
+	return o->err;
+}
+
+/* "ROOT/KEY/" with ROOT's trailing slashes dropped, as os.path.join. */
+static int make_prefix(const char *root, const char *key, struct out *o)
+{
+	size_t n = strlen(root);
+
+	while (n > 0 && root[n - 1] == '/')
+		n--;
+	out_add(o, root, n);
+	out_str(o, "/");
+	out_str(o, key);
+	out_str(o, "/");
+	return o->err;
+}
+
+/* Splits value into ROOT and the part below "/KEY/"; returns the part, or
+ * NULL when the value is not under a directory named key. */
+static const char *below_key(const char *value, const char *key,
+			     size_t *rootlen)
+{
+	size_t klen = strlen(key);
+	const char *hit = NULL, *p = value;
+	const char *rel;
+
+	while ((p = strstr(p, "/")) != NULL) {
+		if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '/')
+			hit = p;
+		p++;
+	}
+	if (!hit)
+		return NULL;
+	rel = hit + 1 + klen + 1;
+	if (!*rel || strstr(rel, "..") || rel[0] == '/')
+		return NULL;
+	*rootlen = (size_t)(hit - value);
+	return rel;
+}
+
+static int templatize(cJSON *cp, const char *key, char **root)
+{
+	size_t rlen = 0, first = SIZE_MAX;
+
+	if (!cp->child)
+		return 0;
+	for (cJSON *c = cp->child; c; c = c->next) {
+		const char *rel = below_key(c->valuestring, key, &rlen);
+
+		if (!rel)
+			return 0;
+		if (first == SIZE_MAX) {
+			first = rlen;
+			*root = strndup(c->valuestring, rlen);
+			if (!*root)
+				return -ENOMEM;
+		} else if (rlen != first ||
+			   strncmp(*root, c->valuestring, rlen) != 0) {
+			return 0;
+		}
+		if (!cJSON_SetValuestring(c, rel))
+			return -ENOMEM;
+	}
+	return 1;
+}
+
+int tcfs_group_relativize(const char *bytes, size_t len, const char *key,
+			  char **tmpl, size_t *tlen)
+{
+	cJSON *doc = cJSON_ParseWithLength(bytes, len);
+	struct out t = { 0 }, r = { 0 };
+	cJSON *cp = (cJSON *)child_paths(doc);
+	char *root = NULL;
+	int rc = 0;
+
+	if (!cp)
+		goto out;
+	rc = templatize(cp, key, &root);
+	if (rc <= 0)
+		goto out;
+	rc = emit(cp, NULL, &t);
+	if (rc == 0)
+		rc = tcfs_group_render(t.p, t.len, root, key, &r.p, &r.len);
+	if (rc < 0) {
+		rc = rc == -ENOMEM ? rc : 0;	/* unrenderable: keep raw */
+		goto out;
+	}
+	rc = r.len == len && memcmp(r.p, bytes, len) == 0;
+	if (rc) {
+		*tmpl = t.p;
+		*tlen = t.len;
+		t.p = NULL;
+	}
+out:
+	free(t.p);
+	free(r.p);
+	free(root);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+int tcfs_group_render(const char *tmpl, size_t len, const char *root,
+		      const char *key, char **out, size_t *olen)
+{
+	cJSON *doc = cJSON_ParseWithLength(tmpl, len);
+	const cJSON *cp = child_paths(doc);
+	struct out pre = { 0 }, o = { 0 };
+	int rc;
+
+	if (!cp) {
+		cJSON_Delete(doc);
+		return -EUCLEAN;
+	}
+	rc = make_prefix(root, key, &pre);
+	if (rc == 0)
+		rc = emit(cp, pre.p, &o);
+	free(pre.p);
+	cJSON_Delete(doc);
+	if (rc < 0) {
+		free(o.p);
+		return rc;
+	}
+	*out = o.p;
+	*olen = o.len;
+	return 0;
+}

@@ -1,0 +1,102 @@
+#include "info.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cas.h"
+#include "db.h"
+#include "store.h"
+
+static const char sql_nodes[] =
+	"SELECT count(*) FILTER (WHERE kind = 'f'),"
+	" count(*) FILTER (WHERE kind = 'd') - 1,"
+	" coalesce(sum(size), 0),"
+	" count(*) FILTER (WHERE kind = 'f' AND name GLOB '*.so')"
+	" FROM nodes";
+static const char sql_targets[] =
+	"SELECT coalesce(backend, ''), coalesce(arch, ''), count(*),"
+	" sum(total_bytes) FROM kernels GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2";
+
+static int add_blob(void *ctx, const struct tcfs_cas_entry *e)
+{
+	struct tcfs_info *info = ctx;
+
+	info->blobs++;
+	info->stored_bytes += e->size;
+	return 0;
+}
+
+static int count_nodes(struct tcfs_db *db, struct tcfs_info *info)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_nodes, "");
+	if (rc == 1) {
+		info->files = (uint64_t)sqlite3_column_int64(st, 0);
+		info->dirs = (uint64_t)sqlite3_column_int64(st, 1);
+		info->logical_bytes = (uint64_t)sqlite3_column_int64(st, 2);
+		info->modules = (uint64_t)sqlite3_column_int64(st, 3);
+		tcfs_db_reset(st);
+		rc = 0;
+	}
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+static int count_targets(struct tcfs_db *db, struct tcfs_info *info)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_targets, "");
+	while (rc == 1) {
+		struct tcfs_info_target *t, *nv;
+
+		nv = realloc(info->targets,
+			     (info->ntargets + 1) * sizeof(*nv));
+		if (!nv) {
+			tcfs_db_reset(st);
+			rc = -ENOMEM;
+			break;
+		}
+		info->targets = nv;
+		t = &nv[info->ntargets++];
+		snprintf(t->backend, sizeof(t->backend), "%s",
+			 tcfs_db_text(st, 0, NULL));
+		snprintf(t->arch, sizeof(t->arch), "%s",
+			 tcfs_db_text(st, 1, NULL));
+		t->kernels = (uint64_t)sqlite3_column_int64(st, 2);
+		t->bytes = (uint64_t)sqlite3_column_int64(st, 3);
+		info->kernels += t->kernels;
+		rc = tcfs_db_next(db, st);
+	}
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+int tcfs_info_get(struct tcfs_store *s, struct tcfs_info *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = count_nodes(tcfs_store_db(s), out);
+	if (rc == 0)
+		rc = count_targets(tcfs_store_db(s), out);
+	if (rc == 0)
+		rc = tcfs_cas_foreach(tcfs_store_cas(s), add_blob, out);
+	if (rc < 0)
+		tcfs_info_free(out);
+	return rc;
+}
+
+void tcfs_info_free(struct tcfs_info *info)
+{
+	free(info->targets);
+	info->targets = NULL;
+	info->ntargets = 0;
+}

@@ -1,0 +1,154 @@
+#include "io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int tcfs_io_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tcfs_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int tcfs_io_read_small(int fd, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 1 << 16, used = 0;
+	char *b = malloc(cap);
+
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (used == cap) {
+			char *nb;
+
+			if (cap >= max) {
+				*buf = b;
+				*len = used;
+				return -EFBIG;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+		}
+		n = read(fd, b + used, cap - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = -errno;
+
+			free(b);
+			return rc;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	*buf = b;
+	*len = used;
+	return 0;
+}
+
+/* Reads as much of [off, off+len) as the file has; returns the count. */
+static ssize_t pread_full(int fd, char *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+int tcfs_io_same_bytes(int a, int b)
+{
+	static const size_t chunk = 1 << 16;
+	char *ba = malloc(2 * chunk), *bb = ba + chunk;
+	uint64_t off = 0;
+	int rc;
+
+	if (!ba)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t na = pread_full(a, ba, chunk, off);
+		ssize_t nb = pread_full(b, bb, chunk, off);
+
+		if (na < 0 || nb < 0) {
+			rc = na < 0 ? (int)na : (int)nb;
+			break;
+		}
+		if (na != nb || memcmp(ba, bb, (size_t)na) != 0) {
+			rc = 0;
+			break;
+		}
+		if ((size_t)na < chunk) {
+			rc = 1;
+			break;
+		}
+		off += chunk;
+	}
+	free(ba);
+	return rc;
+}
+
+int tcfs_io_equals_buf(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	char chunk[1 << 16];
+	uint64_t off = 0;
+
+	for (;;) {
+		ssize_t n = pread_full(fd, chunk, sizeof(chunk), off);
+
+		if (n < 0)
+			return (int)n;
+		if ((size_t)n > len - off || memcmp(chunk, p + off, (size_t)n))
+			return 0;
+		off += (uint64_t)n;
+		if ((size_t)n < sizeof(chunk))
+			return off == len;
+	}
+}

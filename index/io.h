@@ -1,0 +1,26 @@
+/*
+ * io: whole-buffer reads, writes and comparisons on descriptors, retrying
+ * short transfers and EINTR, so that callers see all-or-error.
+ */
+#ifndef TCFS_IO_H
+#define TCFS_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int tcfs_io_write_all(int fd, const void *buf, size_t len);
+int tcfs_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
+/* Reads fd from its current offset to EOF into a new buffer (*buf, owned by
+ * the caller, free()).  When more than max bytes are there, returns -EFBIG
+ * with the first max bytes in *buf and fd positioned after them. */
+int tcfs_io_read_small(int fd, size_t max, char **buf, size_t *len);
+
+/* 1 when both descriptors hold the same bytes from offset 0, 0 when not,
+ * or a negative errno. */
+int tcfs_io_same_bytes(int a, int b);
+
+/* 1 when fd holds exactly buf[0..len) from offset 0, 0 when not. */
+int tcfs_io_equals_buf(int fd, const void *buf, size_t len);
+
+#endif

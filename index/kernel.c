@@ -1,0 +1,307 @@
+#include "kernel.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cas.h"
+#include "db.h"
+#include "io.h"
+#include "ns.h"
+#include "store.h"
+
+/* Metadata larger than this is not Triton's; it is recorded as invalid. */
+#define META_MAX (4u << 20)
+
+static const char sql_groups[] =
+	"SELECT ino FROM nodes WHERE parent = ? AND kind = 'f'"
+	" AND name GLOB '__grp__*.json'";
+static const char sql_upsert[] =
+	"INSERT OR REPLACE INTO kernels (grp_ino, name, meta, backend, arch,"
+	" warp_size, num_warps, num_stages, num_ctas, triton_version,"
+	" total_bytes, binary_bytes, ir_bytes, created)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+static const char sql_list[] =
+	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"
+	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"
+	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"
+	" k.created"
+	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"
+	" JOIN nodes d ON d.ino = g.parent ORDER BY d.name, k.name";
+
+static const char *const meta_names[] = { "ok", "missing", "invalid" };
+
+static void copy_str(char *dst, size_t len, const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		snprintf(dst, len, "%s", v->valuestring);
+	else if (cJSON_IsNumber(v))
+		snprintf(dst, len, "%.0f", v->valuedouble);
+}
+
+static int64_t get_int(const cJSON *v)
+{
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+}
+
+int tcfs_kernel_parse_meta(const char *json, size_t len,
+			   struct tcfs_kernel *k)
+{
+	cJSON *doc = cJSON_ParseWithLength(json, len);
+	const cJSON *target;
+
+	k->backend[0] = k->arch[0] = k->triton_version[0] = '\0';
+	k->warp_size = k->num_warps = k->num_stages = k->num_ctas = -1;
+	if (!cJSON_IsObject(doc)) {
+		cJSON_Delete(doc);
+		k->meta = TCFS_META_INVALID;
+		return -EINVAL;
+	}
+	k->meta = TCFS_META_OK;
+	target = cJSON_GetObjectItemCaseSensitive(doc, "target");
+	if (cJSON_IsObject(target)) {
+		copy_str(k->backend, sizeof(k->backend),
+			 cJSON_GetObjectItemCaseSensitive(target, "backend"));
+		copy_str(k->arch, sizeof(k->arch),
+			 cJSON_GetObjectItemCaseSensitive(target, "arch"));
+		k->warp_size = get_int(
+			cJSON_GetObjectItemCaseSensitive(target, "warp_size"));
+	}
+	/* Older and third-party files: the flat fields, where present. */
+	if (!k->backend[0])
+		copy_str(k->backend, sizeof(k->backend),
+			 cJSON_GetObjectItemCaseSensitive(doc, "backend_name"));
+	if (!k->arch[0])
+		copy_str(k->arch, sizeof(k->arch),
+			 cJSON_GetObjectItemCaseSensitive(doc, "arch"));
+	if (k->warp_size < 0)
+		k->warp_size = get_int(
+			cJSON_GetObjectItemCaseSensitive(doc, "warp_size"));
+	k->num_warps = get_int(cJSON_GetObjectItemCaseSensitive(doc, "num_warps"));
+	k->num_stages =
+		get_int(cJSON_GetObjectItemCaseSensitive(doc, "num_stages"));
+	k->num_ctas = get_int(cJSON_GetObjectItemCaseSensitive(doc, "num_ctas"));
+	copy_str(k->triton_version, sizeof(k->triton_version),
+		 cJSON_GetObjectItemCaseSensitive(doc, "triton_version"));
+	cJSON_Delete(doc);
+	return 0;
+}
+
+/* Reads NAME.json's blob and parses it into k. */
+static int load_meta(struct tcfs_store *s, const struct tcfs_node *meta,
+		     struct tcfs_kernel *k)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, rc;
+
+	fd = tcfs_cas_open_blob(tcfs_store_cas(s), &meta->blob);
+	if (fd < 0)
+		return fd;
+	rc = tcfs_io_read_small(fd, META_MAX, &buf, &len);
+	close(fd);
+	if (rc == 0 || rc == -EFBIG)
+		tcfs_kernel_parse_meta(rc == 0 ? buf : "", rc == 0 ? len : 0,
+				       k);
+	free(buf);
+	return rc == -EFBIG ? 0 : rc;
+}
+
+static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
+		       const struct tcfs_node *sib, size_t nsib)
+{
+	char metaname[TCFS_NAME_MAX + 8];
+	struct tcfs_kernel k = { 0 };
+	const struct tcfs_node *meta = NULL;
+	int rc;
+
+	tcfs_name_group_kernel(grp->name, k.name, sizeof(k.name));
+	snprintf(metaname, sizeof(metaname), "%s.json", k.name);
+	for (size_t i = 0; i < nsib; i++) {
+		if (sib[i].kind != TCFS_FILE)
+			continue;
+		k.total_bytes += sib[i].size;
+		switch (tcfs_name_artifact(sib[i].name)) {
+		case TCFS_ART_BINARY:
+			k.binary_bytes += sib[i].size;
+			break;
+		case TCFS_ART_IR:
+			k.ir_bytes += sib[i].size;
+			break;
+		default:
+			break;
+		}
+		if (strcmp(sib[i].name, metaname) == 0)
+			meta = &sib[i];
+	}
+	tcfs_kernel_parse_meta("", 0, &k);
+	k.meta = TCFS_META_MISSING;
+	if (meta) {
+		rc = load_meta(s, meta, &k);
+		if (rc < 0)
+			return rc;
+	}
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiii",
+			  (int64_t)grp->ino, k.name, meta_names[k.meta],
+			  k.backend[0] ? k.backend : NULL,
+			  k.arch[0] ? k.arch : NULL, k.warp_size, k.num_warps,
+			  k.num_stages, k.num_ctas,
+			  k.triton_version[0] ? k.triton_version : NULL,
+			  (int64_t)k.total_bytes, (int64_t)k.binary_bytes,
+			  (int64_t)k.ir_bytes, grp->mtime_ns);
+	return rc < 0 ? rc : 0;
+}
+
+/* Inode numbers of the group files in dir. */
+static int group_inos(struct tcfs_store *s, uint64_t dir, uint64_t **out,
+		      size_t *n)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	uint64_t *v = NULL;
+	size_t used = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_groups, "i", (int64_t)dir);
+	while (rc == 1) {
+		uint64_t *nv = realloc(v, (used + 1) * sizeof(*v));
+
+		if (!nv) {
+			tcfs_db_reset(st);
+			rc = -ENOMEM;
+			break;
+		}
+		v = nv;
+		v[used++] = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = tcfs_db_next(db, st);
+	}
+	tcfs_db_unlock(db);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = used;
+	return 0;
+}
+
+int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
+{
+	struct tcfs_node *sib = NULL;
+	uint64_t *grp = NULL;
+	size_t ngrp = 0, nsib = 0;
+	int rc;
+
+	rc = group_inos(s, dir, &grp, &ngrp);
+	if (rc < 0 || ngrp == 0)
+		goto out;
+	rc = tcfs_ns_list(s, dir, 0, 0, &sib, &nsib);
+	for (size_t i = 0; rc == 0 && i < nsib; i++)
+		for (size_t j = 0; rc == 0 && j < ngrp; j++)
+			if (sib[i].ino == grp[j])
+				rc = refresh_one(s, &sib[i], sib, nsib);
+out:
+	free(grp);
+	free(sib);
+	return rc;
+}
+
+/* "sm_90" and "sm90" name the same CUDA arch as "90". */
+static const char *arch_core(const char *a)
+{
+	if (strncmp(a, "sm_", 3) == 0)
+		return a + 3;
+	if (strncmp(a, "sm", 2) == 0 && a[2] >= '0' && a[2] <= '9')
+		return a + 2;
+	return a;
+}
+
+int tcfs_kernel_match(const struct tcfs_kernel *k,
+		      const struct tcfs_kernel_filter *f)
+{
+	if (!f)
+		return 1;
+	if (f->name && fnmatch(f->name, k->name, 0) != 0)
+		return 0;
+	if (f->backend && strcmp(f->backend, k->backend) != 0)
+		return 0;
+	if (f->arch && strcmp(arch_core(f->arch), arch_core(k->arch)) != 0)
+		return 0;
+	return 1;
+}
+
+static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
+{
+	const char *meta = tcfs_db_text(st, 4, NULL);
+
+	memset(k, 0, sizeof(*k));
+	k->grp_ino = (uint64_t)sqlite3_column_int64(st, 0);
+	k->dir_ino = (uint64_t)sqlite3_column_int64(st, 1);
+	snprintf(k->key, sizeof(k->key), "%s", tcfs_db_text(st, 2, NULL));
+	snprintf(k->name, sizeof(k->name), "%s", tcfs_db_text(st, 3, NULL));
+	k->meta = strcmp(meta, "ok") == 0	   ? TCFS_META_OK
+		  : strcmp(meta, "missing") == 0 ? TCFS_META_MISSING
+						 : TCFS_META_INVALID;
+	snprintf(k->backend, sizeof(k->backend), "%s",
+		 tcfs_db_text(st, 5, NULL));
+	snprintf(k->arch, sizeof(k->arch), "%s", tcfs_db_text(st, 6, NULL));
+	k->warp_size = sqlite3_column_type(st, 7) == SQLITE_NULL
+			       ? -1 : sqlite3_column_int64(st, 7);
+	k->num_warps = sqlite3_column_type(st, 8) == SQLITE_NULL
+			       ? -1 : sqlite3_column_int64(st, 8);
+	k->num_stages = sqlite3_column_type(st, 9) == SQLITE_NULL
+				? -1 : sqlite3_column_int64(st, 9);
+	k->num_ctas = sqlite3_column_type(st, 10) == SQLITE_NULL
+			      ? -1 : sqlite3_column_int64(st, 10);
+	snprintf(k->triton_version, sizeof(k->triton_version), "%s",
+		 tcfs_db_text(st, 11, NULL));
+	k->total_bytes = (uint64_t)sqlite3_column_int64(st, 12);
+	k->binary_bytes = (uint64_t)sqlite3_column_int64(st, 13);
+	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
+	k->created_ns = sqlite3_column_int64(st, 15);
+}
+
+int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
+		     struct tcfs_kernel **out, size_t *n)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_kernel *v = NULL, k;
+	size_t used = 0, cap = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_list, "");
+	while (rc == 1) {
+		kernel_from_row(st, &k);
+		if (tcfs_kernel_match(&k, f)) {
+			if (used == cap) {
+				struct tcfs_kernel *nv;
+
+				cap = cap ? cap * 2 : 64;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					tcfs_db_reset(st);
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			v[used++] = k;
+		}
+		rc = tcfs_db_next(db, st);
+	}
+	tcfs_db_unlock(db);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = used;
+	return 0;
+}

@@ -1,0 +1,66 @@
+/*
+ * kernel: the kernels table, one row per compiled kernel (a key dir with a
+ * group file), parsed from its NAME.json metadata with cJSON.
+ *
+ * Rows are kept by ns: whenever a directory that holds a group file
+ * changes, tcfs_kernel_refresh_dir runs in the same transaction.  Metadata
+ * that is missing or does not parse is recorded as such, never fatal.
+ */
+#ifndef TCFS_KERNEL_H
+#define TCFS_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "name.h"
+
+struct tcfs_store;
+
+enum tcfs_meta {
+	TCFS_META_OK,		/* NAME.json parsed */
+	TCFS_META_MISSING,	/* no NAME.json beside the group file */
+	TCFS_META_INVALID,	/* NAME.json is not a JSON object */
+};
+
+/* Text fields are "" and numbers -1 when the metadata lacks them. */
+struct tcfs_kernel {
+	uint64_t grp_ino;
+	uint64_t dir_ino;
+	char key[TCFS_NAME_MAX + 1];
+	char name[TCFS_NAME_MAX + 1];
+	enum tcfs_meta meta;
+	char backend[32];	/* "cuda", "hip", ... */
+	char arch[32];		/* "90", "gfx942", ... */
+	char triton_version[32];
+	int64_t warp_size, num_warps, num_stages, num_ctas;
+	uint64_t total_bytes;	/* every file of the key dir */
+	uint64_t binary_bytes;	/* .cubin, .hsaco */
+	uint64_t ir_bytes;	/* .ttir .ttgir .llir .ptx .amdgcn */
+	int64_t created_ns;	/* when the group file landed */
+};
+
+/* NULL fields match anything.  name is a glob (fnmatch); arch matches
+ * "90", "sm90" and "sm_90" alike. */
+struct tcfs_kernel_filter {
+	const char *name;
+	const char *backend;
+	const char *arch;
+};
+
+/* Recomputes the rows of every group file in dir; cheap when dir has none. */
+int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
+
+/* Fills the metadata fields of k from NAME.json bytes; -EINVAL (and
+ * meta = TCFS_META_INVALID) when they are not a JSON object. */
+int tcfs_kernel_parse_meta(const char *json, size_t len,
+			   struct tcfs_kernel *k);
+
+int tcfs_kernel_match(const struct tcfs_kernel *k,
+		      const struct tcfs_kernel_filter *f);
+
+/* Every kernel matching f (NULL: all), ordered by key.  *out is owned by the
+ * caller (free()). */
+int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
+		     struct tcfs_kernel **out, size_t *n);
+
+#endif

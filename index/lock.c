@@ -1,0 +1,80 @@
+#include "lock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "io.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "pid command" of the holder, for the message. */
+static void read_holder(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (!buf[0])
+		snprintf(buf, len, "unknown");
+}
+
+static void write_holder(int fd)
+{
+	char self[256] = "", line[300];
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	size_t got = 0;
+
+	if (f) {
+		got = fread(self, 1, sizeof(self) - 1, f);
+		fclose(f);
+		for (size_t i = 0; i + 1 < got; i++)
+			if (self[i] == '\0')
+				self[i] = ' ';
+		self[got] = '\0';
+	}
+	snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), self);
+	if (ftruncate(fd, 0) == 0)
+		tcfs_io_pwrite_all(fd, line, strlen(line), 0);
+}
+
+int tcfs_lock_writer(int storefd, const char *storepath, double wait_s)
+{
+	double deadline = now_s() + wait_s;
+	char holder[256];
+	int fd;
+
+	fd = openat(storefd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s/lock", storepath);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			int rc = -errno;
+
+			close(fd);
+			return tcfs_err_errno(rc, "%s/lock", storepath);
+		}
+		if (now_s() >= deadline) {
+			read_holder(fd, holder, sizeof(holder));
+			close(fd);
+			return tcfs_err_set(-EBUSY,
+					    "%s: store is in use by another "
+					    "writer (pid %s); waited %.0f s",
+					    storepath, holder, wait_s);
+		}
+		usleep(50 * 1000);
+	}
+	write_holder(fd);
+	return fd;
+}

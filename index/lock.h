@@ -1,0 +1,18 @@
+/*
+ * lock: the store's writer lock, STORE/lock.
+ *
+ * One process writes a store at a time (an import, a mount, gc, a repair);
+ * readers never lock, SQLite's WAL gives them a consistent snapshot.  The
+ * lock is an flock(2), so it dies with its holder: a killed writer never
+ * leaves a stale lock.  The holder writes its pid and command into the file
+ * so a second writer can say who is in the way.
+ */
+#ifndef TCFS_LOCK_H
+#define TCFS_LOCK_H
+
+/* Takes the writer lock, waiting up to wait_s seconds for the current
+ * holder.  Returns the lock's descriptor (the lock is held until it is
+ * closed), or -EBUSY with a message naming the holder. */
+int tcfs_lock_writer(int storefd, const char *storepath, double wait_s);
+
+#endif

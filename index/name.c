@@ -1,0 +1,100 @@
+#include "name.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int all_of(const char *s, size_t n, const char *set)
+{
+	return strspn(s, set) == n;
+}
+
+int tcfs_name_is_key(const char *name)
+{
+	size_t n = strlen(name);
+
+	switch (n) {
+	case 64:
+		return all_of(name, n, "0123456789abcdef");
+	case 43:
+		return all_of(name, n,
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			      "0123456789-_");
+	case 52:
+		return all_of(name, n, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+	default:
+		return 0;
+	}
+}
+
+int tcfs_name_is_temp(const char *name, int at_top)
+{
+	if (at_top)
+		return strncmp(name, "tmp.", 4) == 0;
+	return strncmp(name, "tmp.pid_", 8) == 0 ||
+	       strstr(name, ".tmp.pid_") != NULL;
+}
+
+static int ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+int tcfs_name_group_kernel(const char *name, char *kname, size_t len)
+{
+	static const char pre[] = "__grp__", suf[] = ".json";
+	size_t n = strlen(name), k;
+
+	if (strncmp(name, pre, sizeof(pre) - 1) != 0 ||
+	    n <= sizeof(pre) - 1 + sizeof(suf) - 1 || !ends_with(name, n, suf))
+		return 0;
+	k = n - (sizeof(pre) - 1) - (sizeof(suf) - 1);
+	if (k >= len)
+		return 0;
+	memcpy(kname, name + sizeof(pre) - 1, k);
+	kname[k] = '\0';
+	return 1;
+}
+
+enum tcfs_artifact tcfs_name_artifact(const char *name)
+{
+	static const struct {
+		const char *suffix;
+		enum tcfs_artifact kind;
+	} table[] = {
+		{ ".autotune.json", TCFS_ART_AUTOTUNE },
+		{ ".json", TCFS_ART_META },
+		{ ".source", TCFS_ART_SOURCE },
+		{ ".ttir", TCFS_ART_IR },
+		{ ".ttgir", TCFS_ART_IR },
+		{ ".llir", TCFS_ART_IR },
+		{ ".ptx", TCFS_ART_IR },
+		{ ".amdgcn", TCFS_ART_IR },
+		{ ".cubin", TCFS_ART_BINARY },
+		{ ".hsaco", TCFS_ART_BINARY },
+		{ ".so", TCFS_ART_MODULE },
+	};
+	size_t n = strlen(name);
+	char k[TCFS_NAME_MAX + 1];
+
+	if (tcfs_name_group_kernel(name, k, sizeof(k)))
+		return TCFS_ART_GROUP;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (ends_with(name, n, table[i].suffix))
+			return table[i].kind;
+	return TCFS_ART_OTHER;
+}
+
+int tcfs_name_check(const char *name)
+{
+	size_t n = strnlen(name, TCFS_NAME_MAX + 1);
+
+	if (n > TCFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (n == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    memchr(name, '/', n))
+		return -EINVAL;
+	return 0;
+}

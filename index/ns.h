@@ -1,0 +1,91 @@
+/*
+ * ns: the namespace, one row per directory entry (table nodes).
+ *
+ * Every operation that changes the tree is one transaction and answers with
+ * ext4's errors: EEXIST, ENOTEMPTY, ENOENT, ENOTDIR, EISDIR, EINVAL exactly
+ * where ext4 gives them.  Inode numbers are never reused; a rename keeps a
+ * node's number, a replacement (create + rename over) gets a new one.
+ * Kernel rows follow the tree: whenever a directory holding a group file
+ * changes, its kernels are refreshed in the same transaction.
+ */
+#ifndef TCFS_NS_H
+#define TCFS_NS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+#include "name.h"
+
+struct tcfs_store;
+
+#define TCFS_ROOT_INO 1
+
+enum tcfs_kind {
+	TCFS_DIR = 'd',
+	TCFS_FILE = 'f',
+};
+
+/* How a file's blob becomes its bytes. */
+enum tcfs_fmt {
+	TCFS_FMT_RAW = 0,	/* the blob is the file */
+	TCFS_FMT_GROUP = 1,	/* a key-relative group template (group.h) */
+};
+
+struct tcfs_node {
+	uint64_t ino;
+	uint64_t parent;
+	char name[TCFS_NAME_MAX + 1];
+	enum tcfs_kind kind;
+	unsigned mode;		/* permission bits */
+	uint64_t size;		/* as written; see schema.c for group files */
+	int64_t mtime_ns;
+	struct tcfs_hash blob;	/* files only */
+	enum tcfs_fmt fmt;
+};
+
+/* A file's content: which blob, how big as written, in which format. */
+struct tcfs_content {
+	struct tcfs_hash blob;
+	uint64_t size;
+	enum tcfs_fmt fmt;
+};
+
+int tcfs_ns_get(struct tcfs_store *s, uint64_t ino, struct tcfs_node *out);
+int tcfs_ns_lookup(struct tcfs_store *s, uint64_t parent, const char *name,
+		   struct tcfs_node *out);
+
+/* out is optional in the three below. */
+int tcfs_ns_mkdir(struct tcfs_store *s, uint64_t parent, const char *name,
+		  unsigned mode, int64_t mtime_ns, struct tcfs_node *out);
+int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
+		   unsigned mode, int64_t mtime_ns,
+		   const struct tcfs_content *c, struct tcfs_node *out);
+/* New content for an existing file, keeping its inode number. */
+int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
+			const struct tcfs_content *c, int64_t mtime_ns);
+
+#define TCFS_SET_MODE 1
+#define TCFS_SET_MTIME 2
+int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
+		    unsigned mode, int64_t mtime_ns);
+
+/* flags: 0 or RENAME_NOREPLACE or RENAME_EXCHANGE, as renameat2(2). */
+int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
+		   uint64_t newparent, const char *newname, unsigned flags);
+int tcfs_ns_unlink(struct tcfs_store *s, uint64_t parent, const char *name);
+int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name);
+
+/* Up to max (0: all) children of dir with inode numbers above after, in
+ * inode order, so that a listing resumed from the last inode seen is stable
+ * while entries come and go.  *out is owned by the caller (free()). */
+int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
+		 size_t max, struct tcfs_node **out, size_t *n);
+
+/* "KEY/NAME" style path of a node below the root, for messages. */
+int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
+
+/* Current time in nanoseconds, the unit of mtime_ns. */
+int64_t tcfs_ns_now(void);
+
+#endif

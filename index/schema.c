@@ -1,0 +1,167 @@
+#include "schema.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+
+#include "db.h"
+#include "err.h"
+
+/*
+ * Version 1.
+ *
+ * nodes: one row per directory entry.  ino is AUTOINCREMENT so an inode
+ * number is never reused, even after its row is gone: dlopen and the
+ * kernel's caches tell files apart by it.  blob is the XXH3-128 hex of the
+ * content (files only); fmt 1 marks a group file stored as a key-relative
+ * template.  size is the size as written (for a group file, with the child
+ * paths it was written with).  mtime is in nanoseconds.
+ *
+ * kernels: one row per group file, i.e. per compiled kernel; its key is the
+ * name of the group file's directory, so renaming a key directory needs no
+ * update here.  Every metadata field may be NULL: third-party and old files
+ * lack fields, and meta says whether NAME.json parsed at all.
+ *
+ * events: the probe log the mount fills, hit or miss per probe.
+ */
+static const char schema_v1[] =
+	"CREATE TABLE nodes ("
+	"  ino    INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  parent INTEGER NOT NULL,"
+	"  name   TEXT NOT NULL,"
+	"  kind   TEXT NOT NULL CHECK (kind IN ('d', 'f')),"
+	"  mode   INTEGER NOT NULL,"
+	"  size   INTEGER NOT NULL DEFAULT 0,"
+	"  mtime  INTEGER NOT NULL,"
+	"  blob   TEXT,"
+	"  fmt    INTEGER NOT NULL DEFAULT 0,"
+	"  UNIQUE (parent, name),"
+	"  CHECK ((kind = 'f') = (blob IS NOT NULL))"
+	");"
+	"CREATE INDEX nodes_blob ON nodes(blob) WHERE blob IS NOT NULL;"
+	"INSERT INTO nodes (ino, parent, name, kind, mode, mtime)"
+	"  VALUES (1, 0, '', 'd', 493, CAST((julianday('now') - 2440587.5) * 86400e9 AS INTEGER));"
+	"CREATE TABLE kernels ("
+	"  grp_ino        INTEGER PRIMARY KEY"
+	"                 REFERENCES nodes(ino) ON DELETE CASCADE,"
+	"  name           TEXT NOT NULL,"
+	"  meta           TEXT NOT NULL CHECK (meta IN ('ok', 'missing', 'invalid')),"
+	"  backend        TEXT,"
+	"  arch           TEXT,"
+	"  warp_size      INTEGER,"
+	"  num_warps      INTEGER,"
+	"  num_stages     INTEGER,"
+	"  num_ctas       INTEGER,"
+	"  triton_version TEXT,"
+	"  total_bytes    INTEGER NOT NULL,"
+	"  binary_bytes   INTEGER NOT NULL,"
+	"  ir_bytes       INTEGER NOT NULL,"
+	"  created        INTEGER NOT NULL"
+	");"
+	"CREATE INDEX kernels_name ON kernels(name);"
+	"CREATE TABLE events ("
+	"  id    INTEGER PRIMARY KEY,"
+	"  time  INTEGER NOT NULL,"
+	"  pid   INTEGER NOT NULL,"
+	"  comm  TEXT NOT NULL,"
+	"  key   TEXT NOT NULL,"
+	"  name  TEXT,"
+	"  kind  TEXT NOT NULL CHECK (kind IN ('kernel', 'module')),"
+	"  hit   INTEGER NOT NULL CHECK (hit IN (0, 1))"
+	");"
+	"CREATE INDEX events_time ON events(time);";
+
+static const struct tcfs_migration schema_steps[] = {
+	{ 1, schema_v1 },
+};
+
+#define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
+
+int tcfs_schema_version(void)
+{
+	return schema_steps[SCHEMA_NSTEPS - 1].version;
+}
+
+static int pragma_int(struct tcfs_db *db, const char *sql, int *out)
+{
+	sqlite3_stmt *st;
+	int src;
+
+	src = sqlite3_prepare_v2(tcfs_db_handle(db), sql, -1, &st, NULL);
+	if (src != SQLITE_OK)
+		return tcfs_db_error(db, src);
+	src = sqlite3_step(st);
+	if (src == SQLITE_ROW)
+		*out = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return src == SQLITE_ROW ? 0 : tcfs_db_error(db, src);
+}
+
+static int apply_step(struct tcfs_db *db, const struct tcfs_migration *m)
+{
+	sqlite3 *conn = tcfs_db_handle(db);
+	char bump[96];
+	int rc, src;
+
+	rc = tcfs_db_begin(db);
+	if (rc < 0)
+		return rc;
+	src = sqlite3_exec(conn, m->sql, NULL, NULL, NULL);
+	if (src == SQLITE_OK) {
+		snprintf(bump, sizeof(bump),
+			 "PRAGMA user_version=%d; PRAGMA application_id=%d;",
+			 m->version, TCFS_SCHEMA_APP_ID);
+		src = sqlite3_exec(conn, bump, NULL, NULL, NULL);
+	}
+	if (src != SQLITE_OK)
+		rc = tcfs_db_error(db, src);
+	return tcfs_db_end(db, rc);
+}
+
+/* A database is ours if it carries our application_id, or is brand new
+ * (no id, no tables): anything else is some other program's file. */
+static int check_ours(struct tcfs_db *db)
+{
+	int app, ntables, rc;
+
+	rc = pragma_int(db, "PRAGMA application_id", &app);
+	if (rc == 0 && app == 0)
+		rc = pragma_int(db, "SELECT count(*) FROM sqlite_master",
+				&ntables);
+	if (rc < 0)
+		return rc;
+	if (app == TCFS_SCHEMA_APP_ID || (app == 0 && ntables == 0))
+		return 0;
+	return tcfs_err_set(-EUCLEAN, "%s: not a tcfs index", tcfs_db_path(db));
+}
+
+int tcfs_schema_apply(struct tcfs_db *db, const struct tcfs_migration *steps,
+		      int n)
+{
+	int version, rc;
+
+	rc = check_ours(db);
+	if (rc == 0)
+		rc = pragma_int(db, "PRAGMA user_version", &version);
+	if (rc < 0)
+		return rc;
+	if (n > 0 && version > steps[n - 1].version)
+		return tcfs_err_set(-EPROTONOSUPPORT,
+				    "%s: written by a newer tcfs (schema "
+				    "version %d, this build knows up to %d)",
+				    tcfs_db_path(db), version,
+				    steps[n - 1].version);
+	for (int i = 0; i < n; i++) {
+		if (steps[i].version <= version)
+			continue;
+		rc = apply_step(db, &steps[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int tcfs_schema_upgrade(struct tcfs_db *db)
+{
+	return tcfs_schema_apply(db, schema_steps, SCHEMA_NSTEPS);
+}

@@ -1,0 +1,33 @@
+/*
+ * schema: the tables of index.db and the migrations between versions.
+ *
+ * The version is PRAGMA user_version; application_id marks the file as a
+ * tcfs index.  Each migration runs in its own transaction together with the
+ * version bump, so a failed upgrade leaves the index at the older version.
+ */
+#ifndef TCFS_SCHEMA_H
+#define TCFS_SCHEMA_H
+
+struct tcfs_db;
+
+/* 'TCFS' */
+#define TCFS_SCHEMA_APP_ID 0x54434653
+
+struct tcfs_migration {
+	int version;		/* the version this step produces */
+	const char *sql;	/* statements, run as one script */
+};
+
+/* The version this build writes. */
+int tcfs_schema_version(void);
+
+/* Brings the index to tcfs_schema_version(); -EPROTONOSUPPORT for an index
+ * written by a newer tcfs, -EUCLEAN for a database that is not a tcfs index. */
+int tcfs_schema_upgrade(struct tcfs_db *db);
+
+/* Applies steps[0..n) above the current version: the mechanism behind
+ * tcfs_schema_upgrade, exposed for tests of the migration path. */
+int tcfs_schema_apply(struct tcfs_db *db, const struct tcfs_migration *steps,
+		      int n);
+
+#endif

@@ -1,0 +1,174 @@
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cas.h"
+#include "db.h"
+#include "err.h"
+#include "lock.h"
+
+struct tcfs_store {
+	char *path;
+	int dirfd;
+	int lockfd;		/* -1 for a reader */
+	struct tcfs_db *db;
+	struct tcfs_cas *cas;
+};
+
+int tcfs_store_default_dir(char *buf, size_t len)
+{
+	const char *v = getenv("TCFS_STORE");
+	int n;
+
+	if (v && *v)
+		n = snprintf(buf, len, "%s", v);
+	else if ((v = getenv("XDG_DATA_HOME")) && *v)
+		n = snprintf(buf, len, "%s/tcfs", v);
+	else if ((v = getenv("HOME")) && *v)
+		n = snprintf(buf, len, "%s/.local/share/tcfs", v);
+	else
+		return tcfs_err_set(-ENOENT, "no store: give --store DIR or "
+				    "set TCFS_STORE");
+	if (n < 0 || (size_t)n >= len)
+		return tcfs_err_set(-ENAMETOOLONG, "%s: store path too long",
+				    v);
+	return 0;
+}
+
+/* mkdir -p with mode 0700 for what it creates: the store holds private
+ * data, the parents are the user's usual ~/.local/share. */
+static int make_dirs(const char *path)
+{
+	char *p = strdup(path);
+	int rc = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			rc = -errno;
+		*s = '/';
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0 && mkdir(p, 0700) < 0 && errno != EEXIST)
+		rc = -errno;
+	free(p);
+	return rc < 0 ? tcfs_err_errno(rc, "%s", path) : 0;
+}
+
+static int open_dir(const struct tcfs_store_opts *o)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (o->create) {
+		rc = make_dirs(o->dir);
+		if (rc < 0)
+			return rc;
+	}
+	fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return tcfs_err_set(-ENOENT, "%s: no tcfs store here (create "
+				    "one with tcfs import)", o->dir);
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s", o->dir);
+	if (!o->create && fstatat(fd, "index.db", &st, 0) < 0) {
+		close(fd);
+		return tcfs_err_set(-ENOENT, "%s: no tcfs store here (no "
+				    "index.db; create one with tcfs import)",
+				    o->dir);
+	}
+	return fd;
+}
+
+int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
+{
+	struct tcfs_store *s = calloc(1, sizeof(*s));
+	char dbpath[4096];
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->dirfd = s->lockfd = -1;
+	s->path = strdup(o->dir);
+	if (!s->path) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = open_dir(o);
+	if (rc < 0)
+		goto fail;
+	s->dirfd = rc;
+	if (o->writer) {
+		rc = tcfs_lock_writer(s->dirfd, s->path, o->wait_s);
+		if (rc < 0)
+			goto fail;
+		s->lockfd = rc;
+	}
+	snprintf(dbpath, sizeof(dbpath), "%s/index.db", s->path);
+	rc = tcfs_db_open(dbpath, o->create, &s->db);
+	if (rc < 0)
+		goto fail;
+	rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer, &s->cas);
+	if (rc < 0)
+		goto fail;
+	if (o->writer) {
+		rc = tcfs_cas_clean_staging(s->cas, NULL);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	tcfs_store_close(s);
+	return rc;
+}
+
+void tcfs_store_close(struct tcfs_store *s)
+{
+	if (!s)
+		return;
+	tcfs_cas_close(s->cas);
+	tcfs_db_close(s->db);
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	free(s->path);
+	free(s);
+}
+
+const char *tcfs_store_path(const struct tcfs_store *s)
+{
+	return s->path;
+}
+
+struct tcfs_db *tcfs_store_db(struct tcfs_store *s)
+{
+	return s->db;
+}
+
+struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s)
+{
+	return s->cas;
+}
+
+int tcfs_store_begin(struct tcfs_store *s)
+{
+	return tcfs_db_begin(s->db);
+}
+
+int tcfs_store_end(struct tcfs_store *s, int rc)
+{
+	return tcfs_db_end(s->db, rc);
+}

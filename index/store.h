@@ -1,0 +1,51 @@
+/*
+ * store: one tcfs store directory, the root object of libtcfs.
+ *
+ *   STORE/index.db      namespace, kernels and probe events (db, schema)
+ *   STORE/objects/ab/…  blobs named by XXH3-128 (cas)
+ *   STORE/staging/      blobs being written
+ *   STORE/quarantine/   damaged blobs set aside by fsck --repair
+ *   STORE/lock          the writer lock (lock)
+ *
+ * A store handle is safe to use from many threads.
+ */
+#ifndef TCFS_STORE_H
+#define TCFS_STORE_H
+
+#include <stddef.h>
+
+struct tcfs_store;
+struct tcfs_db;
+struct tcfs_cas;
+
+struct tcfs_store_opts {
+	const char *dir;	/* the store directory */
+	int create;		/* create it (mode 0700) if missing */
+	int writer;		/* take the writer lock */
+	double wait_s;		/* how long to wait for the writer lock */
+};
+
+/* Seconds a writer waits for another by default. */
+#define TCFS_STORE_WAIT_S 10.0
+
+/* The store directory a command uses when not told: $TCFS_STORE, else
+ * $XDG_DATA_HOME/tcfs, else $HOME/.local/share/tcfs.  -ENOENT when none of
+ * those variables is set. */
+int tcfs_store_default_dir(char *buf, size_t len);
+
+/* Opens a store; *out is owned by the caller: tcfs_store_close.  A writer
+ * also removes what dead writers left in staging/. */
+int tcfs_store_open(const struct tcfs_store_opts *opts,
+		    struct tcfs_store **out);
+void tcfs_store_close(struct tcfs_store *s);
+
+/* Owned by the store. */
+const char *tcfs_store_path(const struct tcfs_store *s);
+struct tcfs_db *tcfs_store_db(struct tcfs_store *s);
+struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
+
+/* Groups the operations between them into one transaction; nests. */
+int tcfs_store_begin(struct tcfs_store *s);
+int tcfs_store_end(struct tcfs_store *s, int rc);
+
+#endif

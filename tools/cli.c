@@ -1,0 +1,129 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "index/err.h"
+#include "index/store.h"
+
+void cli_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tcfs %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_lib_err(const char *cmd, int rc, const char *what)
+{
+	const char *msg = tcfs_err_msg();
+
+	if (msg[0])
+		cli_err(cmd, "%s", msg);
+	else
+		cli_err(cmd, "%s: %s", what, strerror(-rc));
+	tcfs_err_clear();
+}
+
+int cli_usage_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tcfs %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'tcfs %s --help'.\n", cmd);
+	return CLI_USAGE;
+}
+
+double cli_parse_wait(const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || v < 0 || v > 86400)
+		return -1;
+	return v;
+}
+
+int cli_open_store(const char *cmd, const struct cli_store_opts *o,
+		   int create, int writer, struct tcfs_store **out)
+{
+	struct tcfs_store_opts so = { 0 };
+	char dir[PATH_MAX];
+	int rc;
+
+	tcfs_err_clear();
+	if (o->dir) {
+		snprintf(dir, sizeof(dir), "%s", o->dir);
+	} else {
+		rc = tcfs_store_default_dir(dir, sizeof(dir));
+		if (rc < 0) {
+			cli_lib_err(cmd, rc, "store");
+			return CLI_FAIL;
+		}
+	}
+	so.dir = dir;
+	so.create = create;
+	so.writer = writer;
+	so.wait_s = o->wait_s;
+	rc = tcfs_store_open(&so, out);
+	if (rc < 0) {
+		cli_lib_err(cmd, rc, dir);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+const char *cli_human(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
+					     "PiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+int cli_print_json(cJSON *doc)
+{
+	char *s = doc ? cJSON_Print(doc) : NULL;
+
+	cJSON_Delete(doc);
+	if (!s) {
+		fprintf(stderr, "tcfs: out of memory building JSON\n");
+		return CLI_FAIL;
+	}
+	puts(s);
+	free(s);
+	return CLI_OK;
+}
+
+const char *cli_time(int64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%F %T", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}

@@ -1,0 +1,159 @@
+/*
+ * tcfs fsck: verify the store, optionally repair what is safe to repair.
+ */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "index/fsck.h"
+#include "index/store.h"
+
+static const char *const help =
+	"Usage: tcfs fsck [OPTIONS]\n"
+	"\n"
+	"Checks the store: SQLite's integrity check of index.db, every blob's\n"
+	"bytes against its XXH3-128 name, every file's blob being present,\n"
+	"blobs being read-only, and every kernel being indexed.  Each problem\n"
+	"is one line naming the damaged file.\n"
+	"\n"
+	"--repair fixes what is safe: damaged blobs move to STORE/quarantine/\n"
+	"(nothing is deleted), files whose blob is damaged or missing are\n"
+	"removed with their kernel's group file so Triton recompiles that\n"
+	"kernel, blobs are made read-only again, kernels are re-indexed.  A\n"
+	"damaged index.db is reported, never rewritten: keep a copy and try\n"
+	"'sqlite3 index.db .recover'.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR   the store (default as for tcfs import)\n"
+	"  -r, --repair      repair (takes the store's writer lock)\n"
+	"  -w, --wait SECS   with --repair, wait this long for another writer\n"
+	"      --json        print {problems, repaired, blobs, files, orphans,\n"
+	"                    orphan_bytes, reports: [{problem, path, detail,\n"
+	"                    repaired}]}\n"
+	"  -h, --help        show this help\n"
+	"\n"
+	"Exit status: 0 no damage, 1 damage found (even if repaired: run fsck\n"
+	"again to confirm) or the check could not run, 2 usage error.\n";
+
+static const char *const problem_names[] = {
+	[TCFS_FSCK_INDEX] = "index",
+	[TCFS_FSCK_DAMAGED] = "damaged",
+	[TCFS_FSCK_MISSING] = "missing",
+	[TCFS_FSCK_WRITABLE] = "writable",
+	[TCFS_FSCK_STRAY] = "stray",
+	[TCFS_FSCK_KERNEL] = "unindexed",
+};
+
+struct fsck_out {
+	cJSON *reports;		/* --json: collected; else printed */
+};
+
+static void on_problem(void *ctx, const struct tcfs_fsck_report *r)
+{
+	struct fsck_out *o = ctx;
+	cJSON *j;
+
+	if (!o->reports) {
+		printf("%s: %s: %s\n", problem_names[r->what], r->path,
+		       r->detail);
+		return;
+	}
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "problem", problem_names[r->what]);
+	cJSON_AddStringToObject(j, "path", r->path);
+	cJSON_AddStringToObject(j, "detail", r->detail);
+	cJSON_AddBoolToObject(j, "repaired", r->repaired);
+	cJSON_AddItemToArray(o->reports, j);
+}
+
+static int print_result(const struct tcfs_fsck_result *res,
+			struct fsck_out *o)
+{
+	char b[16];
+
+	if (o->reports) {
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(j, "problems", (double)res->problems);
+		cJSON_AddNumberToObject(j, "repaired", (double)res->repaired);
+		cJSON_AddNumberToObject(j, "blobs", (double)res->blobs);
+		cJSON_AddNumberToObject(j, "files", (double)res->files);
+		cJSON_AddNumberToObject(j, "orphans", (double)res->orphans);
+		cJSON_AddNumberToObject(j, "orphan_bytes",
+					(double)res->orphan_bytes);
+		cJSON_AddItemToObject(j, "reports", o->reports);
+		o->reports = NULL;
+		return cli_print_json(j);
+	}
+	printf("checked %llu blobs and %llu files: %llu problems, "
+	       "%llu repaired\n",
+	       (unsigned long long)res->blobs, (unsigned long long)res->files,
+	       (unsigned long long)res->problems,
+	       (unsigned long long)res->repaired);
+	if (res->orphans)
+		printf("%llu unreferenced blobs (%s): tcfs gc removes them\n",
+		       (unsigned long long)res->orphans,
+		       cli_human(res->orphan_bytes, b, sizeof(b)));
+	return CLI_OK;
+}
+
+int cmd_fsck(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "repair", no_argument, NULL, 'r' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct tcfs_fsck_result res;
+	struct fsck_out out = { NULL };
+	struct tcfs_store *s;
+	int c, repair = 0, json = 0, rc;
+
+	while ((c = getopt_long(argc, argv, "+s:rw:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			so.dir = optarg;
+			break;
+		case 'r':
+			repair = 1;
+			break;
+		case 'w':
+			so.wait_s = cli_parse_wait(optarg);
+			if (so.wait_s < 0)
+				return cli_usage_err("fsck", "--wait: '%s' is "
+						     "not a number of seconds",
+						     optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return CLI_OK;
+		default:
+			return cli_usage_err("fsck", "bad option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_err("fsck", "unexpected argument '%s'",
+				     argv[optind]);
+	if (cli_open_store("fsck", &so, 0, repair, &s) != CLI_OK)
+		return CLI_FAIL;
+	if (json)
+		out.reports = cJSON_CreateArray();
+	rc = tcfs_fsck_run(s, repair, on_problem, &out, &res);
+	if (rc < 0) {
+		cli_lib_err("fsck", rc, tcfs_store_path(s));
+		cJSON_Delete(out.reports);
+		tcfs_store_close(s);
+		return CLI_FAIL;
+	}
+	rc = print_result(&res, &out);
+	tcfs_store_close(s);
+	return rc != CLI_OK || res.problems ? CLI_FAIL : CLI_OK;
+}

@@ -1,0 +1,145 @@
+/*
+ * tcfs info: what the store holds.
+ */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "index/info.h"
+#include "index/store.h"
+
+static const char *const help =
+	"Usage: tcfs info [OPTIONS]\n"
+	"\n"
+	"Prints what the store holds: kernels, modules, files, the logical\n"
+	"size (the files as Triton wrote them), the stored size (the blobs),\n"
+	"what deduplication saved, and kernels per backend and arch.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR   the store (default as for tcfs import)\n"
+	"      --json        print one JSON object: kernels, modules, files,\n"
+	"                    dirs, logical_bytes, stored_bytes, blobs,\n"
+	"                    dedup_saved_bytes, dedup_ratio, targets\n"
+	"  -h, --help        show this help\n"
+	"\n"
+	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n";
+
+static uint64_t saved(const struct tcfs_info *in)
+{
+	return in->logical_bytes > in->stored_bytes
+		       ? in->logical_bytes - in->stored_bytes : 0;
+}
+
+static int print_json(struct tcfs_store *s, const struct tcfs_info *in)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *targets = cJSON_AddArrayToObject(o, "targets");
+
+	cJSON_AddStringToObject(o, "store", tcfs_store_path(s));
+	cJSON_AddNumberToObject(o, "kernels", (double)in->kernels);
+	cJSON_AddNumberToObject(o, "modules", (double)in->modules);
+	cJSON_AddNumberToObject(o, "files", (double)in->files);
+	cJSON_AddNumberToObject(o, "dirs", (double)in->dirs);
+	cJSON_AddNumberToObject(o, "logical_bytes", (double)in->logical_bytes);
+	cJSON_AddNumberToObject(o, "stored_bytes", (double)in->stored_bytes);
+	cJSON_AddNumberToObject(o, "blobs", (double)in->blobs);
+	cJSON_AddNumberToObject(o, "dedup_saved_bytes", (double)saved(in));
+	cJSON_AddNumberToObject(o, "dedup_ratio",
+				in->logical_bytes
+					? (double)saved(in) /
+						  (double)in->logical_bytes
+					: 0.0);
+	for (size_t i = 0; targets && i < in->ntargets; i++) {
+		cJSON *t = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(t, "backend", in->targets[i].backend);
+		cJSON_AddStringToObject(t, "arch", in->targets[i].arch);
+		cJSON_AddNumberToObject(t, "kernels",
+					(double)in->targets[i].kernels);
+		cJSON_AddNumberToObject(t, "bytes",
+					(double)in->targets[i].bytes);
+		cJSON_AddItemToArray(targets, t);
+	}
+	return cli_print_json(o);
+}
+
+static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
+{
+	char b1[16], b2[16], b3[16];
+
+	printf("store          %s\n", tcfs_store_path(s));
+	printf("kernels        %llu\n", (unsigned long long)in->kernels);
+	printf("modules        %llu\n", (unsigned long long)in->modules);
+	printf("files          %llu in %llu directories\n",
+	       (unsigned long long)in->files, (unsigned long long)in->dirs);
+	printf("logical size   %s (%llu bytes)\n",
+	       cli_human(in->logical_bytes, b1, sizeof(b1)),
+	       (unsigned long long)in->logical_bytes);
+	printf("stored size    %s (%llu bytes) in %llu blobs\n",
+	       cli_human(in->stored_bytes, b2, sizeof(b2)),
+	       (unsigned long long)in->stored_bytes,
+	       (unsigned long long)in->blobs);
+	printf("dedup saving   %s (%.1f%%)\n",
+	       cli_human(saved(in), b3, sizeof(b3)),
+	       in->logical_bytes ? 100.0 * (double)saved(in) /
+					   (double)in->logical_bytes
+				 : 0.0);
+	if (in->ntargets)
+		printf("\n%-10s %-10s %8s %12s\n", "backend", "arch",
+		       "kernels", "size");
+	for (size_t i = 0; i < in->ntargets; i++)
+		printf("%-10s %-10s %8llu %12s\n",
+		       in->targets[i].backend[0] ? in->targets[i].backend : "?",
+		       in->targets[i].arch[0] ? in->targets[i].arch : "?",
+		       (unsigned long long)in->targets[i].kernels,
+		       cli_human(in->targets[i].bytes, b1, sizeof(b1)));
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct tcfs_store *s;
+	struct tcfs_info in;
+	int c, json = 0, rc;
+
+	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			so.dir = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return CLI_OK;
+		default:
+			return cli_usage_err("info", "bad option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_err("info", "unexpected argument '%s'",
+				     argv[optind]);
+	if (cli_open_store("info", &so, 0, 0, &s) != CLI_OK)
+		return CLI_FAIL;
+	rc = tcfs_info_get(s, &in);
+	if (rc < 0) {
+		cli_lib_err("info", rc, tcfs_store_path(s));
+		tcfs_store_close(s);
+		return CLI_FAIL;
+	}
+	if (json)
+		rc = print_json(s, &in);
+	else
+		print_text(s, &in);
+	tcfs_info_free(&in);
+	tcfs_store_close(s);
+	return rc == CLI_OK ? CLI_OK : CLI_FAIL;
+}

@@ -1,0 +1,14 @@
+/*
+ * The tcfs subcommands, one file each: cmd_NAME.c.  Each takes its own
+ * argv (argv[0] is the command's name) and returns an exit code (cli.h).
+ */
+#ifndef TCFS_CMDS_H
+#define TCFS_CMDS_H
+
+int cmd_import(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_fsck(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * tcfs: the command.  Dispatches to one subcommand per file (cmds.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmds.h"
+
+#ifndef TCFS_VERSION
+#define TCFS_VERSION "unknown"
+#endif
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "import", cmd_import, "add existing Triton cache dirs to the store" },
+	{ "export", cmd_export, "write the store out as a plain Triton cache" },
+	{ "info", cmd_info, "what the store holds: kernels, files, sizes" },
+	{ "fsck", cmd_fsck, "verify every blob and row; --repair what is safe" },
+	{ "gc", cmd_gc, "delete blobs that no file references" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tcfs COMMAND [OPTIONS] [ARGS]\n"
+		"\n"
+		"tcfs keeps Triton's kernel cache (TRITON_CACHE_DIR) in a "
+		"content-addressed\nstore: every distinct file once, the tree "
+		"and each kernel's metadata in SQLite.\n\nCommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(f,
+		"\n"
+		"The store is --store DIR, else $TCFS_STORE, else "
+		"$XDG_DATA_HOME/tcfs,\nelse ~/.local/share/tcfs.  "
+		"'tcfs COMMAND --help' describes a command.\n"
+		"\n"
+		"Exit status: 0 success, 1 failure (fsck: damage found), "
+		"2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return CLI_USAGE;
+	}
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		usage(stdout);
+		return CLI_OK;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+		printf("tcfs %s\n", TCFS_VERSION);
+		return CLI_OK;
+	}
+	if (!strcmp(cmd, "help") && argc > 2) {
+		char *help_argv[] = { argv[2], "--help", NULL };
+
+		for (size_t i = 0; i < NCOMMANDS; i++)
+			if (!strcmp(argv[2], commands[i].name))
+				return commands[i].run(2, help_argv);
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "tcfs: '%s' is not a tcfs command\n", cmd);
+	usage(stderr);
+	return CLI_USAGE;
+}
