@@ -20,6 +20,9 @@
 static const char sql_groups[] =
 	"SELECT ino FROM nodes WHERE parent = ? AND kind = 'f'"
 	" AND name GLOB '__grp__*.json'";
+static const char sql_forget[] =
+	"DELETE FROM kernels WHERE grp_ino IN"
+	" (SELECT ino FROM nodes WHERE parent = ?)";
 static const char sql_upsert[] =
 	"INSERT OR REPLACE INTO kernels (grp_ino, name, meta, backend, arch,"
 	" warp_size, num_warps, num_stages, num_ctas, triton_version,"
@@ -190,13 +193,33 @@ static int group_inos(struct tcfs_store *s, uint64_t dir, uint64_t **out,
 	return 0;
 }
 
+/* Kernels live in key dirs, directly under the root; a group file still in
+ * a temp dir (Inductor's tmp.*, Triton's tmp.pid_*) is not a kernel yet. */
+static int is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
+{
+	struct tcfs_node d;
+	int rc = tcfs_ns_get(s, dir, &d);
+
+	*yes = rc == 0 && d.parent == TCFS_ROOT_INO &&
+	       !tcfs_name_is_temp(d.name, 1);
+	return rc;
+}
+
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
 {
 	struct tcfs_node *sib = NULL;
 	uint64_t *grp = NULL;
 	size_t ngrp = 0, nsib = 0;
-	int rc;
+	int rc, key;
 
+	rc = is_key_dir(s, dir, &key);
+	if (rc < 0)
+		return rc;
+	if (!key) {
+		rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i",
+				  (int64_t)dir);
+		return rc < 0 ? rc : 0;
+	}
 	rc = group_inos(s, dir, &grp, &ngrp);
 	if (rc < 0 || ngrp == 0)
 		goto out;

@@ -47,7 +47,8 @@ struct tcfs_kernel_filter {
 	const char *arch;
 };
 
-/* Recomputes the rows of every group file in dir; cheap when dir has none. */
+/* Recomputes the rows of every group file in dir, a key dir directly under
+ * the root; for any other dir, drops its rows.  Cheap when dir has none. */
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
 
 /* Fills the metadata fields of k from NAME.json bytes; -EINVAL (and

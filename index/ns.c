@@ -322,6 +322,7 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int64_t now = tcfs_ns_now();
+	struct tcfs_node moved;
 	int rc = tcfs_name_check(newname);
 
 	if (rc < 0)
@@ -332,9 +333,19 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 	rc = tcfs_db_begin(db);
 	if (rc < 0)
 		return rc;
-	rc = do_rename(s, parent, name, newparent, newname, flags);
+	rc = tcfs_ns_lookup(s, parent, name, &moved);
+	if (rc == 0)
+		rc = do_rename(s, parent, name, newparent, newname, flags);
 	if (rc == 0)
 		rc = dir_changed(s, parent, now);
+	/* A dir moved into (or out of) the root becomes (or stops being) a
+	 * key dir: Inductor lands whole kernels this way. */
+	if (rc == 0 && moved.kind == TCFS_DIR)
+		rc = tcfs_kernel_refresh_dir(s, moved.ino);
+	if (rc == 0 && (flags & RENAME_EXCHANGE) &&
+	    tcfs_ns_lookup(s, parent, name, &moved) == 0 &&
+	    moved.kind == TCFS_DIR)
+		rc = tcfs_kernel_refresh_dir(s, moved.ino);
 	if (rc == 0 && newparent != parent)
 		rc = dir_changed(s, newparent, now);
 	return tcfs_db_end(db, rc);

@@ -1,0 +1,201 @@
+/* cas: blobs are stored once, read-only, verified, healed, never wrong. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index/cas.h"
+#include "index/err.h"
+#include "index/store.h"
+#include "tap.h"
+
+static struct tcfs_store *open_store(const char *dir)
+{
+	struct tcfs_store_opts o = { dir, 1, 1, 1.0 };
+	struct tcfs_store *s = NULL;
+
+	if (tcfs_store_open(&o, &s) < 0) {
+		printf("Bail out! cannot open store %s\n", dir);
+		exit(1);
+	}
+	return s;
+}
+
+static void blob_path(const char *dir, const struct tcfs_hash *h, char *out,
+		      size_t len)
+{
+	char hex[TCFS_HASH_HEXLEN];
+
+	tcfs_hash_hex(h, hex);
+	snprintf(out, len, "%s/objects/%.2s/%s", dir, hex, hex);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+	unsigned char c;
+	int fd;
+
+	chmod(path, 0644);
+	fd = open(path, O_RDWR);
+	if (fd < 0 || pread(fd, &c, 1, off) != 1)
+		return;
+	c ^= 0x5a;
+	if (pwrite(fd, &c, 1, off) != 1)
+		perror("pwrite");
+	close(fd);
+}
+
+struct racer {
+	struct tcfs_cas *cas;
+	int rc;
+	enum tcfs_cas_put put;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct tcfs_hash h;
+
+	r->rc = tcfs_cas_put_buf(r->cas, "same bytes from every thread", 28,
+				 &h, &r->put);
+	return NULL;
+}
+
+/* Entries in a directory, not counting . and .. */
+static int dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int count_entries(void *ctx, const struct tcfs_cas_entry *e)
+{
+	int *n = ctx;
+
+	n[e->h ? 0 : 1]++;
+	return 0;
+}
+
+int main(void)
+{
+	char *dir = tap_tmpdir(), path[512];
+	struct tcfs_store *s = open_store(dir);
+	struct tcfs_cas *cas = tcfs_store_cas(s);
+	struct tcfs_cas_stage *st;
+	struct tcfs_hash h, h2, h3;
+	enum tcfs_cas_put put;
+	uint64_t size;
+	struct stat sb;
+	char *big;
+	int fd, n[2] = { 0, 0 };
+	size_t bigsz = 9u << 20;
+
+	tap_eq(tcfs_cas_put_buf(cas, "hello", 5, &h, &put), 0, "put a blob");
+	tap_eq(put, TCFS_CAS_CREATED, "first put creates it");
+	blob_path(dir, &h, path, sizeof(path));
+	tap_ok(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0444,
+	       "blob is at objects/ab/<hex>, mode 0444");
+	tap_eq(tcfs_cas_put_buf(cas, "hello", 5, &h2, &put), 0, "put again");
+	tap_ok(put == TCFS_CAS_SHARED && tcfs_hash_equal(&h, &h2),
+	       "same bytes share the blob");
+	tap_eq(tcfs_cas_verify(cas, &h), 0, "blob verifies");
+
+	/* A damaged copy is healed by the next put of the right bytes. */
+	flip_byte(path, 1);
+	tap_eq(tcfs_cas_verify(cas, &h), -EBADMSG, "flipped byte: EBADMSG");
+	tap_eq(tcfs_cas_put_buf(cas, "hello", 5, &h2, &put), 0,
+	       "put over a damaged copy");
+	tap_eq(put, TCFS_CAS_HEALED, "damaged copy is healed");
+	tap_eq(tcfs_cas_verify(cas, &h), 0, "healed blob verifies");
+
+	/* Big files stream through staging, same name as from memory. */
+	big = malloc(bigsz);
+	for (size_t i = 0; i < bigsz; i++)
+		big[i] = (char)(i * 2654435761u >> 13);
+	snprintf(path, sizeof(path), "%s/big.src", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	tap_ok(fd >= 0 && write(fd, big, bigsz) == (ssize_t)bigsz &&
+		       lseek(fd, 0, SEEK_SET) == 0,
+	       "wrote a 9 MiB source file");
+	tap_eq(tcfs_cas_put_fd(cas, fd, &h2, &size, &put), 0,
+	       "put_fd of 9 MiB (streamed)");
+	close(fd);
+	tcfs_hash_buf(big, bigsz, &h3);
+	tap_ok(tcfs_hash_equal(&h2, &h3) && size == bigsz &&
+		       put == TCFS_CAS_CREATED,
+	       "streamed blob is named by its bytes");
+	tap_eq(tcfs_cas_put_buf(cas, big, bigsz, &h3, &put), 0,
+	       "same 9 MiB from memory");
+	tap_eq(put, TCFS_CAS_SHARED, "is shared");
+
+	/* Writes out of order still commit under the right name. */
+	tap_eq(tcfs_cas_stage_new(cas, &st), 0, "new stage");
+	tcfs_cas_stage_write(st, "world", 5, 5);
+	tcfs_cas_stage_write(st, "hello", 5, 0);
+	tap_eq(tcfs_cas_stage_commit(st, &h2, &size, &put), 0,
+	       "commit an out-of-order stage");
+	tcfs_hash_buf("helloworld", 10, &h3);
+	tap_ok(tcfs_hash_equal(&h2, &h3) && size == 10,
+	       "out-of-order stage is named by its final bytes");
+	tap_eq(tcfs_cas_stage_new(cas, &st), 0, "another stage");
+	tcfs_cas_stage_write(st, "helloworld", 10, 0);
+	tcfs_cas_stage_truncate(st, 5);
+	tap_eq(tcfs_cas_stage_commit(st, &h2, &size, &put), 0,
+	       "commit a truncated stage");
+	tap_ok(tcfs_hash_equal(&h2, &h) && put == TCFS_CAS_SHARED,
+	       "truncated to 'hello': shares the first blob");
+	tap_eq(tcfs_cas_stage_new(cas, &st), 0, "a stage to abort");
+	tcfs_cas_stage_write(st, "x", 1, 0);
+	tcfs_cas_stage_abort(st);
+	snprintf(path, sizeof(path), "%s/staging", dir);
+	tap_eq(dir_entries(path), 0, "abort leaves staging/ empty");
+
+	/* Many threads storing the same bytes at once: one creates. */
+	{
+		struct racer r[8];
+		pthread_t t[8];
+		int created = 0, ok = 1;
+
+		for (int i = 0; i < 8; i++) {
+			r[i].cas = cas;
+			pthread_create(&t[i], NULL, race, &r[i]);
+		}
+		for (int i = 0; i < 8; i++) {
+			pthread_join(t[i], NULL);
+			ok &= r[i].rc == 0;
+			created += r[i].put == TCFS_CAS_CREATED;
+		}
+		tap_ok(ok, "8 racing puts all succeed");
+		tap_eq(created, 1, "exactly one of them created the blob");
+	}
+
+	snprintf(path, sizeof(path), "%s/objects/zz", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/objects/zz/not-a-blob", dir);
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	tcfs_cas_foreach(cas, count_entries, n);
+	tap_eq(n[0], 4, "foreach sees the 4 blobs");
+	tap_eq(n[1], 1, "and one stray file");
+
+	tap_eq(tcfs_cas_quarantine(cas, &h), 0, "quarantine a blob");
+	snprintf(path, sizeof(path), "%s/quarantine", dir);
+	tap_ok(stat(path, &sb) == 0, "it is under quarantine/");
+	tap_eq(tcfs_cas_verify(cas, &h), -ENOENT, "and gone from objects/");
+	tap_eq(tcfs_cas_remove(cas, &h3), 0, "remove a blob");
+	tap_eq(tcfs_cas_verify(cas, &h3), -ENOENT, "removed blob is ENOENT");
+
+	free(big);
+	tcfs_store_close(s);
+	tap_rmtree(dir);
+	return tap_done();
+}

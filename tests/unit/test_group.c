@@ -1,0 +1,86 @@
+/* group: Triton's group files become key-relative templates only when they
+ * render back byte for byte; everything else is kept raw. */
+#include <errno.h>
+
+#include "index/group.h"
+#include "tap.h"
+
+#define KEY "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
+
+/* Relativizes in, renders with root, compares with want. */
+static void round_trip(const char *in, const char *root, const char *want,
+		       const char *what)
+{
+	char *tmpl = NULL, *out = NULL;
+	size_t tlen, olen;
+	int rc;
+
+	rc = tcfs_group_relativize(in, strlen(in), KEY, &tmpl, &tlen);
+	tap_eq(rc, 1, "%s: stored as a template", what);
+	if (rc != 1)
+		return;
+	tap_ok(strstr(tmpl, KEY) == NULL, "%s: template holds no key", what);
+	rc = tcfs_group_render(tmpl, tlen, root, KEY, &out, &olen);
+	tap_ok(rc == 0 && olen == strlen(want) && !memcmp(out, want, olen),
+	       "%s: renders as %s", what, want);
+	free(tmpl);
+	free(out);
+}
+
+static void kept_raw(const char *in, const char *what)
+{
+	char *tmpl = NULL;
+	size_t tlen;
+
+	tap_eq(tcfs_group_relativize(in, strlen(in), KEY, &tmpl, &tlen), 0,
+	       "%s: kept raw", what);
+	free(tmpl);
+}
+
+int main(void)
+{
+	const char *triton =
+		"{\"child_paths\": {\"add_kernel.source\": \"/tmp/big/" KEY
+		"/add_kernel.source\", \"add_kernel.cubin\": \"/tmp/big/" KEY
+		"/add_kernel.cubin\"}}";
+	char *out = NULL;
+	size_t olen;
+
+	round_trip(triton, "/tmp/big", triton, "same root");
+	round_trip(triton, "/mnt/cache/",
+		   "{\"child_paths\": {\"add_kernel.source\": \"/mnt/cache/" KEY
+		   "/add_kernel.source\", \"add_kernel.cubin\": \"/mnt/cache/" KEY
+		   "/add_kernel.cubin\"}}",
+		   "new root, trailing slash dropped as os.path.join does");
+	round_trip("{\"child_paths\": {\"k.json\": \"/caf\\u00e9/" KEY
+		   "/k.json\"}}",
+		   "/x/\xf0\x9f\x98\x80\"q",
+		   "{\"child_paths\": {\"k.json\": \"/x/\\ud83d\\ude00\\\"q/" KEY
+		   "/k.json\"}}",
+		   "non-ASCII escaped as json.dumps does");
+	round_trip("{\"child_paths\": {\"k.json\": \"/" KEY "/k.json\"}}", "/",
+		   "{\"child_paths\": {\"k.json\": \"/" KEY "/k.json\"}}",
+		   "a cache at /");
+
+	kept_raw("{\"child_paths\": [\"a.json\", \"a.cubin\"]}",
+		 "Triton's Redis format (a list)");
+	kept_raw("{\"child_paths\": {\"a\": \"/tmp/big/OTHERKEY/a\"}}",
+		 "child outside the key dir");
+	kept_raw("{\"child_paths\": {\"a\": \"/r1/" KEY "/a\", \"b\": \"/r2/" KEY
+		 "/b\"}}",
+		 "children under two different roots");
+	kept_raw("{\"child_paths\":{\"a\":\"/r/" KEY "/a\"}}",
+		 "compact JSON (not json.dumps's spacing)");
+	kept_raw("{\"child_paths\": {\"a\": \"/r/" KEY "/../x\"}}",
+		 "a child that climbs out with ..");
+	kept_raw("{\"child_paths\": {}}", "no children");
+	kept_raw("{\"child_paths\": {\"a\": 1}}", "a non-string child");
+	kept_raw("{not json", "invalid JSON");
+	kept_raw("", "an empty file");
+	kept_raw("{\"child_paths\": {\"a\": \"/r/" KEY "/a\"}, \"x\": 1}",
+		 "extra top-level members");
+
+	tap_eq(tcfs_group_render("garbage", 7, "/r", KEY, &out, &olen),
+	       -EUCLEAN, "rendering a non-template is EUCLEAN");
+	return tap_done();
+}

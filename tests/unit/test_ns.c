@@ -1,0 +1,325 @@
+/* ns: the namespace answers as ext4 does, keeps inode numbers unique, and
+ * keeps the kernels table in step with the tree. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "index/cas.h"
+#include "index/kernel.h"
+#include "index/ns.h"
+#include "index/store.h"
+#include "tap.h"
+
+#define KEY "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
+#define KEY3 "CU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
+#define KEY2 "BU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
+
+static struct tcfs_store *s;
+
+static struct tcfs_content content(const char *bytes)
+{
+	struct tcfs_content c = { .size = strlen(bytes), .fmt = TCFS_FMT_RAW };
+
+	tcfs_cas_put_buf(tcfs_store_cas(s), bytes, c.size, &c.blob, NULL);
+	return c;
+}
+
+static uint64_t mkfile(uint64_t dir, const char *name, const char *bytes)
+{
+	struct tcfs_content c = content(bytes);
+	struct tcfs_node n = { 0 };
+
+	tcfs_ns_create(s, dir, name, 0644, tcfs_ns_now(), &c, &n);
+	return n.ino;
+}
+
+static uint64_t mkdir_(uint64_t dir, const char *name)
+{
+	struct tcfs_node n = { 0 };
+
+	tcfs_ns_mkdir(s, dir, name, 0755, tcfs_ns_now(), &n);
+	return n.ino;
+}
+
+static uint64_t ino_of(uint64_t dir, const char *name)
+{
+	struct tcfs_node n;
+
+	return tcfs_ns_lookup(s, dir, name, &n) == 0 ? n.ino : 0;
+}
+
+static void test_basics(void)
+{
+	struct tcfs_content c = content("x");
+	struct tcfs_node n;
+	char big[300];
+	uint64_t d, f;
+
+	d = mkdir_(TCFS_ROOT_INO, "d");
+	tap_ok(d > TCFS_ROOT_INO, "mkdir");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "d", 0755, 0, NULL), -EEXIST,
+	       "mkdir of an existing dir: EEXIST");
+	f = mkfile(d, "f", "hello");
+	tap_eq(tcfs_ns_create(s, d, "f", 0644, 0, &c, NULL), -EEXIST,
+	       "create of an existing name: EEXIST");
+	tap_eq(tcfs_ns_mkdir(s, f, "sub", 0755, 0, NULL), -ENOTDIR,
+	       "mkdir under a file: ENOTDIR");
+	tap_eq(tcfs_ns_mkdir(s, 999999, "sub", 0755, 0, NULL), -ENOENT,
+	       "mkdir under a missing dir: ENOENT");
+	tap_ok(tcfs_ns_lookup(s, d, "f", &n) == 0 && n.ino == f &&
+		       n.kind == TCFS_FILE && n.size == 5 && n.mode == 0644,
+	       "lookup finds the file with its size and mode");
+	tap_eq(tcfs_ns_lookup(s, d, "nope", &n), -ENOENT, "lookup miss: ENOENT");
+
+	memset(big, 'n', sizeof(big));
+	big[256] = '\0';
+	tap_eq(tcfs_ns_create(s, d, big, 0644, 0, &c, NULL), -ENAMETOOLONG,
+	       "create with a 256-byte name: ENAMETOOLONG");
+	tap_eq(tcfs_ns_mkdir(s, d, big, 0755, 0, NULL), -ENAMETOOLONG,
+	       "mkdir with a 256-byte name: ENAMETOOLONG");
+	tap_eq(tcfs_ns_lookup(s, d, big, &n), -ENAMETOOLONG,
+	       "lookup of a 256-byte name: ENAMETOOLONG");
+	tap_eq(tcfs_ns_rename(s, d, "f", d, big, 0), -ENAMETOOLONG,
+	       "rename to a 256-byte name: ENAMETOOLONG");
+	big[255] = '\0';
+	tap_eq(tcfs_ns_create(s, d, big, 0644, 0, &c, &n), 0,
+	       "a 255-byte name is fine");
+	tap_ok(strlen(n.name) == 255, "and comes back whole");
+
+	tap_eq(tcfs_ns_unlink(s, TCFS_ROOT_INO, "d"), -EISDIR,
+	       "unlink of a dir: EISDIR");
+	tap_eq(tcfs_ns_rmdir(s, d, "f"), -ENOTDIR, "rmdir of a file: ENOTDIR");
+	tap_eq(tcfs_ns_rmdir(s, TCFS_ROOT_INO, "d"), -ENOTEMPTY,
+	       "rmdir of a non-empty dir: ENOTEMPTY");
+	tap_eq(tcfs_ns_unlink(s, d, "nope"), -ENOENT, "unlink a missing name");
+	tap_eq(tcfs_ns_unlink(s, d, "f"), 0, "unlink a file");
+	tap_eq(tcfs_ns_unlink(s, d, big), 0, "unlink the long name");
+	tap_eq(tcfs_ns_rmdir(s, TCFS_ROOT_INO, "d"), 0, "rmdir the empty dir");
+	tap_eq(tcfs_ns_get(s, f, &n), -ENOENT, "the file's inode is gone");
+	f = mkfile(TCFS_ROOT_INO, "d", "again");
+	tap_ok(f > d, "inode numbers are never reused");
+	tcfs_ns_unlink(s, TCFS_ROOT_INO, "d");
+}
+
+/* Triton's put: temp dir, file, rename over, rmdir temp, rmdir key fails. */
+static void test_triton_put(void)
+{
+	uint64_t key = mkdir_(TCFS_ROOT_INO, KEY), tmp, a, b;
+	struct tcfs_node n;
+
+	tmp = mkdir_(key, "tmp.pid_1_x");
+	a = mkfile(tmp, "k.cubin", "v1");
+	tap_eq(tcfs_ns_rename(s, tmp, "k.cubin", key, "k.cubin", 0), 0,
+	       "rename a file out of the temp dir");
+	tap_ok(ino_of(key, "k.cubin") == a, "a rename keeps the inode number");
+	tap_eq(tcfs_ns_rmdir(s, key, "tmp.pid_1_x"), 0,
+	       "rmdir of the emptied temp dir succeeds");
+	tap_eq(tcfs_ns_rmdir(s, TCFS_ROOT_INO, KEY), -ENOTEMPTY,
+	       "rmdir of the key dir fails with ENOTEMPTY (os.removedirs)");
+	tmp = mkdir_(key, "tmp.pid_2_y");
+	b = mkfile(tmp, "k.cubin", "v2");
+	tap_eq(tcfs_ns_rename(s, tmp, "k.cubin", key, "k.cubin", 0), 0,
+	       "a second writer's rename replaces the file atomically");
+	tap_ok(tcfs_ns_lookup(s, key, "k.cubin", &n) == 0 && n.ino == b &&
+		       n.ino != a && n.size == 2,
+	       "the replaced file has the new inode number and content");
+	tap_eq(tcfs_ns_get(s, a, &n), -ENOENT, "the old one is gone");
+	tcfs_ns_rmdir(s, key, "tmp.pid_2_y");
+}
+
+static void test_rename_rules(void)
+{
+	uint64_t r = mkdir_(TCFS_ROOT_INO, "r"), a, b, c, x;
+	struct tcfs_node n;
+
+	a = mkdir_(r, "a");
+	b = mkdir_(r, "b");
+	mkfile(b, "inner", "1");
+	c = mkdir_(r, "c");
+	x = mkfile(r, "x", "2");
+	tap_eq(tcfs_ns_rename(s, r, "a", r, "b", 0), -ENOTEMPTY,
+	       "dir onto a non-empty dir: ENOTEMPTY");
+	tap_eq(tcfs_ns_rename(s, r, "a", r, "x", 0), -ENOTDIR,
+	       "dir onto a file: ENOTDIR");
+	tap_eq(tcfs_ns_rename(s, r, "x", r, "a", 0), -EISDIR,
+	       "file onto a dir: EISDIR");
+	tap_eq(tcfs_ns_rename(s, r, "a", a, "self", 0), -EINVAL,
+	       "dir into itself: EINVAL");
+	tap_eq(tcfs_ns_rename(s, TCFS_ROOT_INO, "r", b, "deeper", 0), -EINVAL,
+	       "dir into its own subtree: EINVAL");
+	tap_eq(tcfs_ns_rename(s, r, "missing", r, "y", 0), -ENOENT,
+	       "rename of a missing name: ENOENT");
+	tap_eq(tcfs_ns_rename(s, r, "x", 424242, "y", 0), -ENOENT,
+	       "rename into a missing dir: ENOENT");
+	tap_eq(tcfs_ns_rename(s, r, "a", r, "c", 0), 0,
+	       "dir onto an empty dir replaces it (Inductor's os.replace)");
+	tap_ok(ino_of(r, "c") == a && tcfs_ns_get(s, c, &n) == -ENOENT,
+	       "the empty dir is gone, the moved one keeps its inode");
+	tap_eq(tcfs_ns_rename(s, r, "x", r, "x", 0), 0,
+	       "rename onto itself is a no-op");
+	tap_eq(tcfs_ns_rename(s, r, "x", r, "c", RENAME_NOREPLACE), -EEXIST,
+	       "RENAME_NOREPLACE onto an existing name: EEXIST");
+	tap_eq(tcfs_ns_rename(s, r, "x", r, "b", RENAME_EXCHANGE), 0,
+	       "RENAME_EXCHANGE swaps a file and a dir");
+	tap_ok(ino_of(r, "b") == x && ino_of(r, "x") == b,
+	       "both names now point at the other inode");
+	tap_eq(tcfs_ns_rename(s, r, "x", r, "nope", RENAME_EXCHANGE), -ENOENT,
+	       "RENAME_EXCHANGE with a missing target: ENOENT");
+	tap_eq(tcfs_ns_rename(s, r, "x", r, "c",
+			      RENAME_EXCHANGE | RENAME_NOREPLACE),
+	       -EINVAL, "both flags at once: EINVAL");
+}
+
+static void test_list(void)
+{
+	uint64_t d = mkdir_(TCFS_ROOT_INO, "list"), last = 0;
+	struct tcfs_node *v;
+	size_t n, total = 0;
+	char name[16];
+
+	for (int i = 0; i < 25; i++) {
+		snprintf(name, sizeof(name), "e%02d", i);
+		mkfile(d, name, name);
+	}
+	tap_eq(tcfs_ns_list(s, d, 0, 0, &v, &n), 0, "list a dir");
+	tap_eq(n, 25, "all 25 entries");
+	free(v);
+	/* Resuming from the last inode seen, with an entry removed and one
+	 * added meanwhile, sees each remaining entry once. */
+	tap_eq(tcfs_ns_list(s, d, 0, 10, &v, &n), 0, "first page of 10");
+	total += n;
+	last = v[n - 1].ino;
+	free(v);
+	tcfs_ns_unlink(s, d, "e03");
+	mkfile(d, "late", "late");
+	while (tcfs_ns_list(s, d, last, 10, &v, &n) == 0 && n > 0) {
+		total += n;
+		last = v[n - 1].ino;
+		free(v);
+	}
+	free(v);
+	tap_eq(total, 26, "paging sees 10 + 15 remaining + 1 added");
+}
+
+static void test_kernels(void)
+{
+	uint64_t key = mkdir_(TCFS_ROOT_INO, KEY2), tmp;
+	struct tcfs_kernel *k;
+	size_t n;
+
+	mkfile(key, "add_kernel.json",
+	       "{\"target\": {\"backend\": \"cuda\", \"arch\": 90, "
+	       "\"warp_size\": 32}, \"num_warps\": 4}");
+	mkfile(key, "add_kernel.cubin", "0123456789");
+	mkfile(key, "add_kernel.ptx", "0123");
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_eq(n, 0, "no kernel before its group file lands");
+	free(k);
+	tmp = mkdir_(key, "tmp.pid_3_z");
+	mkfile(tmp, "__grp__add_kernel.json", "{}");
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_eq(n, 0, "nor while the group file sits in a temp dir");
+	free(k);
+	tcfs_ns_rename(s, tmp, "__grp__add_kernel.json", key,
+		       "__grp__add_kernel.json", 0);
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_eq(n, 1, "the kernel's row appears when its group lands");
+	if (n == 1) {
+		tap_ok(!strcmp(k[0].name, "add_kernel") &&
+			       !strcmp(k[0].backend, "cuda") &&
+			       !strcmp(k[0].arch, "90") && k[0].num_warps == 4,
+		       "parsed from add_kernel.json");
+		tap_eq(k[0].binary_bytes, 10, "binary bytes: the cubin");
+		tap_eq(k[0].ir_bytes, 4, "IR bytes: the ptx");
+		tap_ok(!strcmp(k[0].key, KEY2), "keyed by its dir");
+	}
+	free(k);
+	tcfs_ns_unlink(s, key, "__grp__add_kernel.json");
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_eq(n, 0, "and goes with it");
+	free(k);
+
+	/* Inductor: a whole kernel written in tmp.<uuid>, then os.replace. */
+	tmp = mkdir_(TCFS_ROOT_INO, "tmp.6f1c2a");
+	mkfile(tmp, "k.json", "{\"num_warps\": 2}");
+	mkfile(tmp, "__grp__k.json", "{}");
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_eq(n, 0, "no kernel while Inductor's tmp dir is being filled");
+	free(k);
+	mkdir_(TCFS_ROOT_INO, KEY3);
+	tap_eq(tcfs_ns_rename(s, TCFS_ROOT_INO, "tmp.6f1c2a", TCFS_ROOT_INO,
+			      KEY3, 0),
+	       0, "os.replace(tmp dir, empty key dir)");
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_ok(n == 1 && !strcmp(k[0].key, KEY3) && k[0].num_warps == 2,
+	       "the kernel appears under its key");
+	free(k);
+}
+
+struct worker {
+	int id;
+	int errors;
+};
+
+/* Eight threads create, rename over and remove in one dir at once. */
+static void *churn(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t dir = ino_of(TCFS_ROOT_INO, "churn");
+	char tmp[32], name[32];
+
+	for (int i = 0; i < 40; i++) {
+		struct tcfs_content c = content("shared bytes");
+
+		snprintf(tmp, sizeof(tmp), "t%d.%d", w->id, i);
+		snprintf(name, sizeof(name), "f%d", i % 5);
+		if (tcfs_ns_create(s, dir, tmp, 0644, 0, &c, NULL) < 0)
+			w->errors++;
+		if (tcfs_ns_rename(s, dir, tmp, dir, name, 0) < 0)
+			w->errors++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct worker w[8];
+	pthread_t t[8];
+	struct tcfs_node *v;
+	size_t n;
+	int errors = 0;
+
+	mkdir_(TCFS_ROOT_INO, "churn");
+	for (int i = 0; i < 8; i++) {
+		w[i] = (struct worker){ i, 0 };
+		pthread_create(&t[i], NULL, churn, &w[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		errors += w[i].errors;
+	}
+	tap_eq(errors, 0, "8 threads x 40 create+rename-over: no errors");
+	tcfs_ns_list(s, ino_of(TCFS_ROOT_INO, "churn"), 0, 0, &v, &n);
+	tap_eq(n, 5, "and exactly the 5 final names remain");
+	free(v);
+}
+
+int main(void)
+{
+	char *dir = tap_tmpdir();
+	struct tcfs_store_opts o = { dir, 1, 1, 1.0 };
+
+	if (tcfs_store_open(&o, &s) < 0) {
+		printf("Bail out! cannot open a store in %s\n", dir);
+		return 1;
+	}
+	test_basics();
+	test_triton_put();
+	test_rename_rules();
+	test_list();
+	test_kernels();
+	test_threads();
+	tcfs_store_close(s);
+	tap_rmtree(dir);
+	return tap_done();
+}

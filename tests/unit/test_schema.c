@@ -1,0 +1,115 @@
+/* schema: versioned migrations, atomic steps, foreign and newer files refused. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "index/db.h"
+#include "index/err.h"
+#include "index/schema.h"
+#include "tap.h"
+
+static int user_version(struct tcfs_db *db)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+
+	sqlite3_prepare_v2(tcfs_db_handle(db), "PRAGMA user_version", -1, &st,
+			   NULL);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int count_rows(struct tcfs_db *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+
+	if (sqlite3_prepare_v2(tcfs_db_handle(db), sql, -1, &st, NULL))
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int main(void)
+{
+	static const struct tcfs_migration v1[] = {
+		{ 1, "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (7);" },
+	};
+	static const struct tcfs_migration v2[] = {
+		{ 1, "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (7);" },
+		{ 2, "ALTER TABLE t ADD COLUMN b TEXT DEFAULT 'x';" },
+	};
+	static const struct tcfs_migration v3_broken[] = {
+		{ 1, "" },
+		{ 2, "" },
+		{ 3, "CREATE TABLE u (a); INSERT INTO nosuch VALUES (1);" },
+	};
+	char *dir = tap_tmpdir(), path[512];
+	struct tcfs_db *db;
+	int fd;
+
+	/* The real schema on a fresh file. */
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index opens");
+	tap_eq(user_version(db), tcfs_schema_version(),
+	       "and is at this build's version");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes"), 1,
+	       "with the root directory");
+	tap_eq(count_rows(db, "PRAGMA journal_mode = WAL"), 0,
+	       "in WAL mode");
+	tcfs_db_close(db);
+
+	/* The migration path, with steps of our own on a side file. */
+	snprintf(path, sizeof(path), "%s/m.db", dir);
+	sqlite3 *raw;
+	sqlite3_open(path, &raw);
+	sqlite3_close(raw);
+	tap_eq(tcfs_db_open(path, 0, &db), 0, "open a side index");
+	sqlite3_exec(tcfs_db_handle(db),
+		     "DROP TABLE events; DROP TABLE kernels; DROP TABLE nodes;"
+		     "DELETE FROM sqlite_sequence; PRAGMA user_version = 0;",
+		     NULL, NULL, NULL);
+	tap_eq(tcfs_schema_apply(db, v1, 1), 0, "apply version 1");
+	tap_eq(user_version(db), 1, "at version 1");
+	tap_eq(tcfs_schema_apply(db, v2, 2), 0, "migrate to version 2");
+	tap_eq(user_version(db), 2, "at version 2");
+	tap_eq(count_rows(db, "SELECT count(*) FROM t WHERE a = 7 AND b = 'x'"),
+	       1, "the row of version 1 survived the migration");
+	tap_eq(tcfs_schema_apply(db, v2, 2), 0, "applying again is a no-op");
+	tap_ok(tcfs_schema_apply(db, v3_broken, 3) < 0,
+	       "a failing step reports an error");
+	tap_eq(user_version(db), 2, "and leaves the version where it was");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = 'u'"),
+	       0, "with nothing of the failed step left");
+	tap_eq(tcfs_schema_apply(db, v1, 1), -EPROTONOSUPPORT,
+	       "an index newer than the build is refused");
+	tap_ok(strstr(tcfs_err_msg(), "newer tcfs") != NULL,
+	       "with a message saying so");
+	tcfs_db_close(db);
+
+	/* Some other program's database. */
+	snprintf(path, sizeof(path), "%s/other.db", dir);
+	sqlite3_open(path, &raw);
+	sqlite3_exec(raw, "CREATE TABLE users (id);", NULL, NULL, NULL);
+	sqlite3_close(raw);
+	tap_eq(tcfs_db_open(path, 0, &db), -EUCLEAN,
+	       "another program's database is refused");
+
+	/* Not a database at all. */
+	snprintf(path, sizeof(path), "%s/garbage.db", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	tap_ok(write(fd, "this is not sqlite, not at all; 0123456789abcdef"
+			 "0123456789abcdef0123456789abcdef", 80) == 80,
+	       "wrote a garbage file");
+	close(fd);
+	tap_eq(tcfs_db_open(path, 0, &db), -EUCLEAN,
+	       "a garbage file is EUCLEAN");
+	tap_ok(strstr(tcfs_err_msg(), "garbage.db") != NULL,
+	       "and the message names the file");
+	tap_rmtree(dir);
+	return tap_done();
+}
