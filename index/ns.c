@@ -424,21 +424,27 @@ int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len)
 {
-	char tmp[4096] = "";
+	size_t pos = len - 1, end = len - 1;
 	struct tcfs_node n;
 	int rc;
 
+	/* Walking up from the node, names come right to left. */
+	buf[pos] = '\0';
 	while (ino != TCFS_ROOT_INO) {
-		char part[sizeof(tmp)];
+		size_t k;
 
 		rc = tcfs_ns_get(s, ino, &n);
 		if (rc < 0)
 			return rc;
-		snprintf(part, sizeof(part), "%s%s%s", n.name,
-			 tmp[0] ? "/" : "", tmp);
-		memcpy(tmp, part, sizeof(tmp));
+		k = strlen(n.name);
+		if (pos < k + (pos != end))
+			return -ENAMETOOLONG;
+		if (pos != end)
+			buf[--pos] = '/';
+		pos -= k;
+		memcpy(buf + pos, n.name, k);
 		ino = n.parent;
 	}
-	snprintf(buf, len, "%s", tmp);
+	memmove(buf, buf + pos, len - pos);
 	return 0;
 }

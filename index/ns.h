@@ -82,7 +82,8 @@ int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name);
 int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 		 size_t max, struct tcfs_node **out, size_t *n);
 
-/* "KEY/NAME" style path of a node below the root, for messages. */
+/* "KEY/NAME" style path of a node below the root, for messages; len >= 1.
+ * -ENAMETOOLONG when it does not fit. */
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
 
 /* Current time in nanoseconds, the unit of mtime_ns. */

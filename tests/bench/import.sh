@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Import throughput against plain disk: `tcfs import` of the multitarget and
+# fpfusion fixtures (2,261 files, 24.2 MiB) against `cp -a` of the same two
+# trees, on the same file system, in the same run, page cache warm for
+# both.  Also times a re-import (nothing new) and an export.
+#
+#   tests/bench/import.sh [TCFS_BINARY] [RUNS]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tcfs=${1:-$top/build-release/tools/tcfs}
+runs=${2:-7}
+fixtures=${FIXTURES:-$top/../shared/fixtures}
+[ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/tcfs-bench.XXXXXX")
+trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+tar -xzf "$fixtures/triton-3.6-multitarget.tgz" -C "$work"
+tar -xzf "$fixtures/triton-3.6-multitarget-fpfusion.tgz" -C "$work"
+bytes=$(find "$work/big" "$work/big2" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+files=$(find "$work/big" "$work/big2" -type f | wc -l)
+cat "$work"/big*/*/* >/dev/null	# warm the page cache for both sides
+
+now() { date +%s.%N; }
+# median of the arguments
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+cp_t=() imp_t=() re_t=() exp_t=()
+for ((i = 0; i < runs; i++)); do
+	rm -rf "$work/cp" "$work/store" "$work/export"
+	mkdir "$work/cp"
+	t0=$(now); cp -a "$work/big" "$work/big2" "$work/cp/"; sync -f "$work/cp"; t1=$(now)
+	cp_t+=("$(echo "$t1 - $t0" | bc -l)")
+	t0=$(now); "$tcfs" import --quiet --store "$work/store" "$work/big" "$work/big2"; t1=$(now)
+	imp_t+=("$(echo "$t1 - $t0" | bc -l)")
+	t0=$(now); "$tcfs" import --quiet --store "$work/store" "$work/big" "$work/big2"; t1=$(now)
+	re_t+=("$(echo "$t1 - $t0" | bc -l)")
+	t0=$(now); "$tcfs" export --quiet --store "$work/store" "$work/export"; t1=$(now)
+	exp_t+=("$(echo "$t1 - $t0" | bc -l)")
+done
+cp_m=$(median "${cp_t[@]}"); imp_m=$(median "${imp_t[@]}")
+re_m=$(median "${re_t[@]}"); exp_m=$(median "${exp_t[@]}")
+mib() { echo "scale=1; $bytes / 1048576 / $1" | bc -l; }
+stored=$("$tcfs" info --json --store "$work/store" | python3 -c 'import json,sys; print(json.load(sys.stdin)["stored_bytes"])')
+
+printf 'import benchmark: %d files, %d bytes, median of %d runs\n' "$files" "$bytes" "$runs"
+printf '  cp -a (+ sync)      %6.3f s  %7s MiB/s\n' "$cp_m" "$(mib "$cp_m")"
+printf '  tcfs import         %6.3f s  %7s MiB/s   ratio to cp -a: %.2f\n' "$imp_m" "$(mib "$imp_m")" "$(echo "$imp_m / $cp_m" | bc -l)"
+printf '  tcfs import again   %6.3f s  %7s MiB/s   ratio to cp -a: %.2f\n' "$re_m" "$(mib "$re_m")" "$(echo "$re_m / $cp_m" | bc -l)"
+printf '  tcfs export         %6.3f s  %7s MiB/s   ratio to cp -a: %.2f\n' "$exp_m" "$(mib "$exp_m")" "$(echo "$exp_m / $cp_m" | bc -l)"
+printf '  stored %d of %d bytes (%.1f%% saved by dedup)\n' "$stored" "$bytes" "$(echo "100 * ($bytes - $stored) / $bytes" | bc -l)"

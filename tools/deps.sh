@@ -1,0 +1,31 @@
+# Sourced by tools/setup.sh and tests/run.sh: installs the Debian 12
+# packages tcfs needs that are not there yet.  Usage: tcfs_deps PKG...
+tcfs_deps() {
+	local missing=() p sudo=
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null || {
+			echo "tcfs: need root (or sudo) to install: ${missing[*]}" >&2
+			return 1
+		}
+		sudo=sudo
+	fi
+	echo "tcfs: installing ${missing[*]}" >&2
+	$sudo apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+			--no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# What building tcfs needs.
+TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
+	libxxhash-dev libcjson-dev)
+# What running it needs.
+TCFS_RUN_DEPS=(sqlite3)
+# What the tests need on top: clang to check the build is warning-free
+# there too, xxhsum to name blobs independently, util-linux for setpriv
+# and flock, python3 for JSON checks.
+TCFS_TEST_DEPS=(clang xxhash util-linux python3)
