@@ -7,7 +7,8 @@
 /* Per thread: the mount answers many requests at once. */
 static _Thread_local char tcfs_err_buf[1024];
 
-static void err_vset(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static void err_vset(const char *fmt,
+						       va_list ap)
 {
 	vsnprintf(tcfs_err_buf, sizeof(tcfs_err_buf), fmt, ap);
 }

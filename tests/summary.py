@@ -7,7 +7,10 @@ import re
 import sys
 
 passed = failed = skipped = 0
-for path in sys.argv[1:]:
+args = sys.argv[1:]
+if args[:1] == ["--failed"]:	# failures found outside meson (builds)
+    failed, args = int(args[1]), args[2:]
+for path in args:
     with open(path) as log:
         for line in log:
             t = json.loads(line)

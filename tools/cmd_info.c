@@ -34,7 +34,7 @@ static uint64_t saved(const struct tcfs_info *in)
 static int print_json(struct tcfs_store *s, const struct tcfs_info *in)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON *targets = cJSON_AddArrayToObject(o, "targets");
+	cJSON *targets;
 
 	cJSON_AddStringToObject(o, "store", tcfs_store_path(s));
 	cJSON_AddNumberToObject(o, "kernels", (double)in->kernels);
@@ -50,6 +50,7 @@ static int print_json(struct tcfs_store *s, const struct tcfs_info *in)
 					? (double)saved(in) /
 						  (double)in->logical_bytes
 					: 0.0);
+	targets = cJSON_AddArrayToObject(o, "targets");
 	for (size_t i = 0; targets && i < in->ntargets; i++) {
 		cJSON *t = cJSON_CreateObject();
 
