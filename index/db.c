@@ -108,7 +108,9 @@ int tcfs_db_open(const char *path, int create, struct tcfs_db **out)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(db->conn, 1);
-	rc = db_pragmas(db);
+	rc = create ? 0 : tcfs_schema_check(db);
+	if (rc == 0)
+		rc = db_pragmas(db);
 	if (rc == 0)
 		rc = tcfs_schema_upgrade(db);
 	if (rc < 0)

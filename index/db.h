@@ -18,8 +18,11 @@ struct tcfs_hash;
 
 struct tcfs_db;
 
-/* Opens (creating when create is set) the index at path and brings its
- * schema up to date.  *out is owned by the caller: tcfs_db_close. */
+/* Opens the index at path and brings its schema up to date.  With create a
+ * missing file is created; without it the file must already be a tcfs
+ * index (an empty or foreign file is -EUCLEAN, never initialized, so a
+ * damaged index is not mistaken for a new one).  *out is owned by the
+ * caller: tcfs_db_close. */
 int tcfs_db_open(const char *path, int create, struct tcfs_db **out);
 void tcfs_db_close(struct tcfs_db *db);
 

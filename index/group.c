@@ -224,8 +224,14 @@ static int templatize(cJSON *cp, const char *key, char **root)
 			   strncmp(*root, c->valuestring, rlen) != 0) {
 			return 0;
 		}
-		if (!cJSON_SetValuestring(c, rel))
+		/* rel points into the value being replaced: copy it first. */
+		char *own = strdup(rel);
+
+		if (!own || !cJSON_SetValuestring(c, own)) {
+			free(own);
 			return -ENOMEM;
+		}
+		free(own);
 	}
 	return 1;
 }

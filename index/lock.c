@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,15 +21,53 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* "pid command" of the holder, for the message. */
+/* The pid holding an flock on fd's file, from /proc/locks: the pid tcfs
+ * wrote into the file may be a writer long gone, and the holder may not be
+ * tcfs at all (flock(1), a backup tool). */
+static long flock_holder(int fd)
+{
+	char line[256];
+	struct stat st;
+	long pid = -1;
+	FILE *f;
+
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return -1;
+	while (pid < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long long ino;
+		unsigned maj, min;
+		long p;
+
+		if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%llu", &p, &maj,
+			   &min, &ino) == 4 &&
+		    ino == (unsigned long long)st.st_ino &&
+		    makedev(maj, min) == st.st_dev)
+			pid = p;
+	}
+	fclose(f);
+	return pid;
+}
+
+/* "pid N (command)" of the holder, for the message. */
 static void read_holder(int fd, char *buf, size_t len)
 {
-	ssize_t n = pread(fd, buf, len - 1, 0);
+	long pid = flock_holder(fd);
+	char comm[64] = "", path[64];
+	FILE *f;
 
-	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	if (!buf[0])
-		snprintf(buf, len, "unknown");
+	if (pid < 0) {
+		snprintf(buf, len, "unknown pid");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(buf, len, "pid %ld%s%s%s", pid, comm[0] ? " (" : "", comm,
+		 comm[0] ? ")" : "");
 }
 
 static void write_holder(int fd)
@@ -70,7 +110,7 @@ int tcfs_lock_writer(int storefd, const char *storepath, double wait_s)
 			close(fd);
 			return tcfs_err_set(-EBUSY,
 					    "%s: store is in use by another "
-					    "writer (pid %s); waited %.0f s",
+					    "writer, %s; waited %.0f s",
 					    storepath, holder, wait_s);
 		}
 		usleep(50 * 1000);

@@ -4,8 +4,9 @@
  * One process writes a store at a time (an import, a mount, gc, a repair);
  * readers never lock, SQLite's WAL gives them a consistent snapshot.  The
  * lock is an flock(2), so it dies with its holder: a killed writer never
- * leaves a stale lock.  The holder writes its pid and command into the file
- * so a second writer can say who is in the way.
+ * leaves a stale lock.  A second writer names the holder from /proc/locks;
+ * the holder also writes its pid and command line into the file for people
+ * looking at the store.
  */
 #ifndef TCFS_LOCK_H
 #define TCFS_LOCK_H

@@ -161,6 +161,22 @@ int tcfs_schema_apply(struct tcfs_db *db, const struct tcfs_migration *steps,
 	return 0;
 }
 
+int tcfs_schema_check(struct tcfs_db *db)
+{
+	int version, rc;
+
+	rc = check_ours(db);
+	if (rc == 0)
+		rc = pragma_int(db, "PRAGMA user_version", &version);
+	if (rc < 0)
+		return rc;
+	if (version == 0)
+		return tcfs_err_set(-EUCLEAN, "%s: empty, not a tcfs index "
+				    "(damaged? the blobs in objects/ are "
+				    "untouched)", tcfs_db_path(db));
+	return 0;
+}
+
 int tcfs_schema_upgrade(struct tcfs_db *db)
 {
 	return tcfs_schema_apply(db, schema_steps, SCHEMA_NSTEPS);

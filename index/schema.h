@@ -21,6 +21,11 @@ struct tcfs_migration {
 /* The version this build writes. */
 int tcfs_schema_version(void);
 
+/* Checks, reading only, that an existing database is a tcfs index with a
+ * schema: -EUCLEAN for an empty or foreign file, which must never be
+ * initialized over (that would take a damaged index for an empty store). */
+int tcfs_schema_check(struct tcfs_db *db);
+
 /* Brings the index to tcfs_schema_version(); -EPROTONOSUPPORT for an index
  * written by a newer tcfs, -EUCLEAN for a database that is not a tcfs index. */
 int tcfs_schema_upgrade(struct tcfs_db *db);

@@ -95,7 +95,7 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 {
 	struct tcfs_store *s = calloc(1, sizeof(*s));
 	char dbpath[4096];
-	int rc;
+	int rc, fresh;
 
 	if (!s)
 		return -ENOMEM;
@@ -116,7 +116,11 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 		s->lockfd = rc;
 	}
 	snprintf(dbpath, sizeof(dbpath), "%s/index.db", s->path);
-	rc = tcfs_db_open(dbpath, o->create, &s->db);
+	/* Only a store without an index.db is new; an existing empty one is
+	 * damage, and must not be taken for a new store with no files. */
+	fresh = o->create && faccessat(s->dirfd, "index.db", F_OK, 0) < 0 &&
+		errno == ENOENT;
+	rc = tcfs_db_open(dbpath, fresh, &s->db);
 	if (rc < 0)
 		goto fail;
 	rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer, &s->cas);

@@ -108,13 +108,19 @@ static void show_progress(struct import *im, int final)
 		fputs("\r\033[K", stderr);
 }
 
-/* An error about one source file: the library's message if it left one
- * (it names the store's file), else the source path and the cause. */
+/* An error about one source file: its path, then the library's message if
+ * it left one (naming the store's file it failed on), else the cause. */
 static void file_err(struct import *im, int rc, const char *path)
 {
+	const char *msg = tcfs_err_msg();
+
 	if (im->progress)
 		fputs("\r\033[K", stderr);
-	cli_lib_err("import", rc, path);
+	if (msg[0] && strncmp(msg, path, strlen(path)) != 0)
+		cli_err("import", "%s: %s", path, msg);
+	else
+		cli_err("import", "%s: %s", path, strerror(-rc));
+	tcfs_err_clear();
 	switch (rc) {
 	case -ENOSPC:
 	case -EDQUOT:
@@ -127,9 +133,9 @@ static void file_err(struct import *im, int rc, const char *path)
 	}
 }
 
+/* Something not imported that is not an error: a note on stderr. */
 static void warn(struct import *im, const char *path, const char *why)
 {
-	im->st.skipped++;
 	if (im->quiet)
 		return;
 	if (im->progress)
@@ -244,8 +250,14 @@ static int open_link(struct import *im, int dirfd, const char *name,
 	int fd;
 
 	snprintf(full, sizeof(full), "/proc/self/fd/%d/%s", dirfd, name);
-	if (!realpath(full, target))
-		return -errno;
+	if (!realpath(full, target)) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "symlink cannot be followed (%s); "
+			 "skipped", strerror(errno));
+		warn(im, path, why);
+		return -EXDEV;
+	}
 	if (strncmp(target, im->realsrc, n) != 0 || target[n] != '/') {
 		warn(im, path, "symlink leads out of the source; skipped");
 		return -EXDEV;
@@ -357,16 +369,20 @@ static int import_entry(struct import *im, int dirfd,
 		return -errno;
 	if (S_ISLNK(st.st_mode)) {
 		fd = open_link(im, dirfd, name, path);
-		if (fd == -EXDEV)
+		if (fd == -EXDEV) {
+			im->st.skipped++;
 			return 0;
+		}
 		if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 			close(fd);
+			im->st.skipped++;
 			warn(im, path, "symlink to something other than a "
 				       "regular file; skipped");
 			return 0;
 		}
 	} else if (S_ISDIR(st.st_mode)) {
 		if (depth >= DEPTH_MAX) {
+			im->st.skipped++;
 			warn(im, path, "nested too deep; skipped");
 			return 0;
 		}
@@ -388,6 +404,7 @@ static int import_entry(struct import *im, int dirfd,
 			fd = -EINVAL;
 		}
 	} else {
+		im->st.skipped++;
 		warn(im, path, "not a regular file or directory; skipped");
 		return 0;
 	}
@@ -513,6 +530,7 @@ static int import_source(struct import *im, const char *src)
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode) || !tcfs_name_is_key(names[i])) {
+			im->st.skipped++;
 			warn(im, path, "not a Triton key directory; skipped");
 			continue;
 		}

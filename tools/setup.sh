@@ -26,6 +26,8 @@ if [ -d "$cache" ]; then
 	"$tcfs" import "$cache"
 else
 	echo "tcfs: no Triton cache at $cache yet; the store starts empty"
-	"$tcfs" import --quiet "$(mktemp -d)"
+	empty=$(mktemp -d)
+	"$tcfs" import --quiet "$empty"
+	rmdir "$empty"
 fi
 "$tcfs" info

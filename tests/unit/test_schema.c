@@ -68,7 +68,11 @@ int main(void)
 	sqlite3 *raw;
 	sqlite3_open(path, &raw);
 	sqlite3_close(raw);
-	tap_eq(tcfs_db_open(path, 0, &db), 0, "open a side index");
+	tap_eq(tcfs_db_open(path, 0, &db), -EUCLEAN,
+	       "an existing empty database is not taken for a new index");
+	tap_ok(strstr(tcfs_err_msg(), "empty") != NULL,
+	       "the message says it is empty");
+	tap_eq(tcfs_db_open(path, 1, &db), 0, "opened as fresh, it is");
 	sqlite3_exec(tcfs_db_handle(db),
 		     "DROP TABLE events; DROP TABLE kernels; DROP TABLE nodes;"
 		     "DELETE FROM sqlite_sequence; PRAGMA user_version = 0;",

@@ -1,0 +1,222 @@
+#!/bin/bash
+# tcfs's command line: help, version, usage errors, a missing store, and
+# where the store is when --store is not given.
+. "$(dirname "$0")/lib.sh"
+
+CMDS="import export info fsck gc"
+
+# --- help and version -------------------------------------------------------
+
+tcfs --help
+if [ "$RC" = 0 ] && grep -q '^Usage: tcfs COMMAND' "$OUT"; then
+	ok "tcfs --help exits 0 and prints Usage on stdout"
+else
+	not_ok "tcfs --help exits 0 and prints Usage on stdout"
+	show_run
+fi
+missing=
+for c in $CMDS; do
+	grep -Eq "^  $c " "$OUT" || missing="$missing $c"
+done
+check_eq "tcfs --help lists every command ($CMDS)" "" "$missing"
+
+for c in $CMDS; do
+	tcfs "$c" --help
+	if [ "$RC" = 0 ] && grep -q "^Usage: tcfs $c " "$OUT" &&
+		grep -q -- '--help' "$OUT" && [ ! -s "$ERR" ]; then
+		ok "tcfs $c --help exits 0 and prints its Usage on stdout"
+	else
+		not_ok "tcfs $c --help exits 0 and prints its Usage on stdout"
+		show_run
+	fi
+	tcfs "$c" -h
+	if [ "$RC" = 0 ] && grep -q "^Usage: tcfs $c " "$OUT"; then
+		ok "tcfs $c -h is the same help"
+	else
+		not_ok "tcfs $c -h is the same help"
+		show_run
+	fi
+done
+
+tcfs --version
+if [ "$RC" = 0 ] && grep -Eq '^tcfs [0-9]+\.[0-9]+\.[0-9]+' "$OUT"; then
+	ok "tcfs --version exits 0 and prints 'tcfs X.Y.Z' ($(head -1 "$OUT"))"
+else
+	not_ok "tcfs --version exits 0 and prints 'tcfs X.Y.Z'"
+	show_run
+fi
+
+# --- usage errors: exit 2 with a message on stderr ----------------------------
+
+tcfs
+if [ "$RC" = 2 ] && grep -q '^Usage:' "$ERR" && [ ! -s "$OUT" ]; then
+	ok "tcfs without a command exits 2 with the usage on stderr"
+else
+	not_ok "tcfs without a command exits 2 with the usage on stderr"
+	show_run
+fi
+
+tcfs frobnicate
+if [ "$RC" = 2 ] && grep -q "frobnicate" "$ERR" && [ ! -s "$OUT" ]; then
+	ok "an unknown command exits 2 and stderr names it"
+else
+	not_ok "an unknown command exits 2 and stderr names it"
+	show_run
+fi
+
+for c in $CMDS; do
+	tcfs "$c" --no-such-option
+	if [ "$RC" = 2 ] && [ -s "$ERR" ] && grep -q "tcfs $c" "$ERR" &&
+		[ ! -s "$OUT" ]; then
+		ok "tcfs $c --no-such-option exits 2 with a message on stderr"
+	else
+		not_ok "tcfs $c --no-such-option exits 2 with a message on stderr"
+		show_run
+	fi
+done
+
+tcfs import --store "$T_TMP/never"
+if [ "$RC" = 2 ] && grep -q "no source" "$ERR" && [ ! -e "$T_TMP/never" ]; then
+	ok "import without a source exits 2, says so, creates no store"
+else
+	not_ok "import without a source exits 2, says so, creates no store"
+	show_run
+fi
+
+tcfs export --store "$T_TMP/never"
+if [ "$RC" = 2 ] && grep -q "destination" "$ERR"; then
+	ok "export without DEST exits 2 and says a destination is needed"
+else
+	not_ok "export without DEST exits 2 and says a destination is needed"
+	show_run
+fi
+
+tcfs import --wait soon --store "$T_TMP/never" "$T_TMP"
+if [ "$RC" = 2 ] && grep -q "soon" "$ERR" && [ ! -e "$T_TMP/never" ]; then
+	ok "import --wait with a non-number exits 2 naming the bad value"
+else
+	not_ok "import --wait with a non-number exits 2 naming the bad value"
+	show_run
+fi
+
+tcfs info --store "$T_TMP/never" extra
+if [ "$RC" = 2 ] && grep -q "extra" "$ERR"; then
+	ok "info with a stray argument exits 2 naming it"
+else
+	not_ok "info with a stray argument exits 2 naming it"
+	show_run
+fi
+
+# --- a store that is not there: exit 1 naming it -------------------------------
+
+for c in info fsck gc; do
+	tcfs "$c" --store "$T_TMP/nonexistent-store"
+	if [ "$RC" = 1 ] && grep -q "$T_TMP/nonexistent-store" "$ERR" &&
+		[ ! -e "$T_TMP/nonexistent-store" ]; then
+		ok "$c on a nonexistent --store exits 1, names the dir, creates nothing"
+	else
+		not_ok "$c on a nonexistent --store exits 1, names the dir, creates nothing"
+		show_run
+	fi
+done
+
+tcfs export --store "$T_TMP/nonexistent-store" "$T_TMP/nowhere"
+if [ "$RC" = 1 ] && grep -q "$T_TMP/nonexistent-store" "$ERR"; then
+	ok "export from a nonexistent --store exits 1 and names the dir"
+else
+	not_ok "export from a nonexistent --store exits 1 and names the dir"
+	show_run
+fi
+
+mkdir -p "$T_TMP/empty-dir"
+tcfs info --store "$T_TMP/empty-dir"
+if [ "$RC" = 1 ] && grep -q "$T_TMP/empty-dir" "$ERR" &&
+	[ -z "$(ls -A "$T_TMP/empty-dir")" ]; then
+	ok "info on a directory that is not a store exits 1, names it, writes nothing"
+else
+	not_ok "info on a directory that is not a store exits 1, names it, writes nothing"
+	show_run
+fi
+
+# --- the default store: $TCFS_STORE, else $XDG_DATA_HOME/tcfs, else ~ ---------
+
+SRC=$(fixture_top triton-3.6-h200-small.tgz cA) || {
+	echo "Bail out! cannot extract triton-3.6-h200-small.tgz"
+	exit 1
+}
+NFILES=$(find "$SRC" -type f | wc -l)
+
+# default_store_case DESC EXPECTED_STORE ENV...: imports SRC with no --store
+# under exactly the environment ENV (plus PATH), then checks that the store
+# is EXPECTED_STORE, mode 0700, holding every file, and that info (also
+# without --store) finds it.
+default_store_case() {
+	local desc=$1 want=$2
+	shift 2
+	run env -i PATH="$PATH" "$@" "$TCFS" import --quiet "$SRC"
+	if [ "$RC" = 0 ] && [ -f "$want/index.db" ] && [ -d "$want/objects" ]; then
+		ok "$desc: import without --store creates ${want#"$T_TMP"/}"
+	else
+		not_ok "$desc: import without --store creates ${want#"$T_TMP"/}"
+		show_run
+	fi
+	check_eq "$desc: the store dir is created with mode 0700" \
+		700 "$(stat -c %a "$want" 2>/dev/null)"
+	run env -i PATH="$PATH" "$@" "$TCFS" info --json
+	local files
+	files=$(json_get "$OUT" files)
+	if [ "$RC" = 0 ] && [ "$files" = "$NFILES" ] &&
+		[ "$(json_get "$OUT" store)" = "$want" ]; then
+		ok "$desc: info without --store reads that store ($NFILES files)"
+	else
+		not_ok "$desc: info without --store reads that store ($NFILES files)"
+		show_run
+	fi
+}
+
+H=$T_TMP/home
+X=$T_TMP/xdg
+mkdir -p "$H" "$X"
+
+default_store_case "TCFS_STORE" "$T_TMP/ts/store" \
+	TCFS_STORE="$T_TMP/ts/store" XDG_DATA_HOME="$X" HOME="$H"
+if [ ! -e "$X/tcfs" ] && [ ! -e "$H/.local/share/tcfs" ]; then
+	ok "TCFS_STORE wins over XDG_DATA_HOME and HOME (nothing created there)"
+else
+	not_ok "TCFS_STORE wins over XDG_DATA_HOME and HOME (nothing created there)"
+fi
+
+default_store_case "XDG_DATA_HOME" "$X/tcfs" XDG_DATA_HOME="$X" HOME="$H"
+if [ ! -e "$H/.local/share/tcfs" ]; then
+	ok "XDG_DATA_HOME wins over HOME (nothing created under HOME)"
+else
+	not_ok "XDG_DATA_HOME wins over HOME (nothing created under HOME)"
+fi
+
+default_store_case "HOME" "$H/.local/share/tcfs" HOME="$H"
+
+run env -i PATH="$PATH" "$TCFS" info
+if [ "$RC" = 1 ] && [ -s "$ERR" ]; then
+	ok "with no --store, TCFS_STORE, XDG_DATA_HOME or HOME, info exits 1 with a message"
+else
+	not_ok "with no --store, TCFS_STORE, XDG_DATA_HOME or HOME, info exits 1 with a message"
+	show_run
+fi
+
+# --store beats the environment.
+run env TCFS_STORE="$T_TMP/ts/store" "$TCFS" import --quiet \
+	--store "$T_TMP/explicit" "$SRC"
+if [ "$RC" = 0 ] && [ -f "$T_TMP/explicit/index.db" ]; then
+	ok "--store DIR wins over TCFS_STORE"
+else
+	not_ok "--store DIR wins over TCFS_STORE"
+	show_run
+fi
+
+tcfs help import
+if [ "$RC" = 0 ] && grep -q '^Usage: tcfs import' "$OUT"; then
+	ok "tcfs help import prints import's help"
+else
+	not_ok "tcfs help import prints import's help"
+	show_run
+fi

@@ -1,0 +1,460 @@
+# shellcheck shell=bash
+#
+# Shared helpers for the tcfs end-to-end tests.  Each test script sources
+# this file, runs checks, and prints TAP: "ok N - desc" / "not ok N - desc"
+# lines as it goes and the plan "1..N" when it exits.
+#
+# Environment (set by tests/meson.build):
+#   TCFS      path to the tcfs binary
+#   FIXTURES  directory holding the fixture tarballs (read-only)
+#
+# Scripts use `set -u` but never `set -e`: a failed check is reported as
+# "not ok" and the script goes on with the next one.
+
+set -u
+umask 022
+
+: "${TCFS:?TCFS must name the tcfs binary}"
+: "${FIXTURES:?FIXTURES must name the fixtures directory}"
+export LC_ALL=C
+
+TAP_N=0
+TAP_FAILED=0
+TAP_PLAN_DONE=0
+
+# A per-script scratch directory, removed on exit.  Resolved with realpath:
+# tcfs export writes the absolute destination into group files.
+T_TMP=$(mktemp -d "/tmp/tcfs-e2e-$(basename "$0" .sh).XXXXXX") || {
+	echo "Bail out! cannot create a temp dir under /tmp"
+	exit 1
+}
+T_TMP=$(realpath "$T_TMP")
+
+# A command that forgets --store must not touch the user's own store.
+export TCFS_STORE=$T_TMP/default-store
+
+# Cleanup steps registered by the scripts (unmounts, killing helpers), run
+# in reverse order before the temp dir is removed.
+T_CLEANUPS=()
+at_exit() {
+	T_CLEANUPS+=("$1")
+}
+
+_lib_exit() {
+	local i
+	for ((i = ${#T_CLEANUPS[@]} - 1; i >= 0; i--)); do
+		eval "${T_CLEANUPS[i]}" >/dev/null 2>&1
+	done
+	if [ -n "${T_TMP:-}" ] && [ -d "$T_TMP" ]; then
+		# Blobs and test inputs may be read-only or mode 000.
+		chmod -R u+rwX "$T_TMP" 2>/dev/null
+		rm -rf "$T_TMP"
+	fi
+	if [ -n "$T_SIGNAL" ]; then
+		echo "Bail out! interrupted by SIG$T_SIGNAL"
+		exit 130
+	fi
+	if [ "$TAP_PLAN_DONE" = 0 ]; then
+		echo "1..$TAP_N"
+		TAP_PLAN_DONE=1
+	fi
+	# The TAP lines say what failed; the status only says whether
+	# something did (or the script died before its checks ran).
+	if [ "$TAP_FAILED" -gt 0 ] || [ "$TAP_N" = 0 ]; then
+		exit 1
+	fi
+	exit 0
+}
+T_SIGNAL=
+trap _lib_exit EXIT
+trap 'T_SIGNAL=INT; exit 130' INT
+trap 'T_SIGNAL=TERM; exit 143' TERM
+
+# --- TAP ------------------------------------------------------------------
+
+# ok DESC / not_ok DESC: report one check.  While TAP_TODO is set (to the
+# name of a known tcfs bug) checks are reported with "# TODO $TAP_TODO":
+# a failure is expected and does not fail the script, a pass shows up as
+# an unexpected pass (the bug was fixed: drop the TODO).
+TAP_TODO=
+_tap_directive() {
+	if [ -n "$TAP_TODO" ]; then
+		echo " # TODO $TAP_TODO"
+	fi
+}
+
+ok() {
+	TAP_N=$((TAP_N + 1))
+	echo "ok $TAP_N - $*$(_tap_directive)"
+}
+
+not_ok() {
+	TAP_N=$((TAP_N + 1))
+	[ -n "$TAP_TODO" ] || TAP_FAILED=$((TAP_FAILED + 1))
+	echo "not ok $TAP_N - $*$(_tap_directive)"
+}
+
+# skip DESC REASON: a check that could not run here.
+skip() {
+	TAP_N=$((TAP_N + 1))
+	echo "ok $TAP_N - $1 # SKIP $2"
+}
+
+# diag TEXT...: a TAP comment (each line prefixed with "# ").
+diag() {
+	printf '%s\n' "$@" | sed 's/^/# /'
+}
+
+# check DESC CMD [ARGS...]: ok when CMD exits 0.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+	fi
+}
+
+# check_eq DESC EXPECTED ACTUAL (multi-line values are shown as a diff)
+check_eq() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		case "$2$3" in
+		*$'\n'*)
+			diag "expected (-) vs got (+):"
+			diff <(printf '%s\n' "$2") <(printf '%s\n' "$3") |
+				grep '^[<>]' | sed -n '1,20p' | sed 's/^</-/; s/^>/+/; s/^/#   /'
+			;;
+		*)
+			diag "expected: $2" "     got: $3"
+			;;
+		esac
+	fi
+}
+
+# check_num DESC A OP B: numeric comparison (OP as for test: -eq -le ...).
+check_num() {
+	local desc=$1 a=$2 op=$3 b=$4
+	if [[ "$a" =~ ^-?[0-9]+$ && "$b" =~ ^-?[0-9]+$ ]] && test "$a" "$op" "$b"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "expected: $a $op $b"
+	fi
+}
+
+# check_grep DESC PATTERN FILE: ok when FILE has a line matching the
+# extended regex PATTERN (shows FILE otherwise).
+check_grep() {
+	if grep -Eq -- "$2" "$3" 2>/dev/null; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diag "no line matches /$2/ in:"
+		sed -n '1,20p' "$3" 2>/dev/null | sed 's/^/#   /'
+	fi
+}
+
+# check_grep_fixed DESC STRING FILE: like check_grep with a fixed string.
+check_grep_fixed() {
+	if grep -Fq -- "$2" "$3" 2>/dev/null; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diag "no line contains '$2' in:"
+		sed -n '1,20p' "$3" 2>/dev/null | sed 's/^/#   /'
+	fi
+}
+
+# --- running commands -----------------------------------------------------
+
+# run CMD [ARGS...]: runs CMD with stdin from /dev/null, stdout in $OUT,
+# stderr in $ERR (files), its exit status in $RC.  Never fails itself.
+OUT=$T_TMP/.out
+ERR=$T_TMP/.err
+RC=0
+run() {
+	"$@" </dev/null >"$OUT" 2>"$ERR"
+	RC=$?
+	return 0
+}
+
+# tcfs ARGS...: runs the tcfs under test as run does.
+tcfs() {
+	run "$TCFS" "$@"
+}
+
+# show_run: the last command's output as TAP comments (for diagnosis).
+show_run() {
+	diag "exit status $RC" "stdout:"
+	sed -n '1,25p' "$OUT" | sed 's/^/#   /'
+	diag "stderr:"
+	sed -n '1,25p' "$ERR" | sed 's/^/#   /'
+}
+
+# check_rc DESC EXPECTED: checks the last run's exit status.
+check_rc() {
+	if [ "$RC" = "$2" ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diag "expected exit status $2"
+		show_run
+	fi
+}
+
+# --- JSON -----------------------------------------------------------------
+
+# json_get FILE PATH: prints the value at PATH ("a.b.0.c") of the JSON
+# document in FILE ("-" for stdin); strings bare, others as JSON.  Exits 1
+# (printing nothing) when FILE is not JSON or PATH is not there.
+json_get() {
+	python3 - "$1" "$2" <<'EOF'
+import json, sys
+src, path = sys.argv[1], sys.argv[2]
+try:
+    d = json.load(sys.stdin if src == "-" else open(src))
+    for p in path.split(".") if path else []:
+        d = d[int(p)] if isinstance(d, list) else d[p]
+except Exception:
+    sys.exit(1)
+print(d if isinstance(d, str) else json.dumps(d))
+EOF
+}
+
+# json_eval FILE EXPR: prints the Python expression EXPR evaluated with d
+# bound to the JSON document in FILE.
+json_eval() {
+	python3 - "$1" "$2" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    r = eval(sys.argv[2], {"d": d})
+except Exception as e:
+    print("ERROR: %s" % e, file=sys.stderr)
+    sys.exit(1)
+print(r if isinstance(r, str) else json.dumps(r))
+EOF
+}
+
+# info_json STORE: runs tcfs info --json on STORE into a new file under
+# $T_TMP and prints that file's name; returns tcfs's exit status.
+info_json() {
+	local f
+	f=$(mktemp "$T_TMP/info.XXXXXX") || return 1
+	"$TCFS" info --store "$1" --json >"$f" 2>"$T_TMP/.info.err" </dev/null
+	local rc=$?
+	echo "$f"
+	return $rc
+}
+
+# info_field STORE FIELD: one field of tcfs info --json (empty on error).
+info_field() {
+	local f
+	f=$(info_json "$1") || return 1
+	json_get "$f" "$2"
+}
+
+# info_numbers STORE: "files logical_bytes stored_bytes blobs kernels
+# modules" of a store, one line, for before/after comparisons.
+info_numbers() {
+	local f
+	f=$(info_json "$1") || { echo "info-failed"; return 1; }
+	json_eval "$f" '" ".join(str(d[k]) for k in ("files", "logical_bytes", "stored_bytes", "blobs", "kernels", "modules"))'
+}
+
+# --- fixtures -------------------------------------------------------------
+
+# fixture NAME.tgz: extracts the tarball once under $T_TMP/fixtures and
+# prints the path of the directory holding its top folder.  The extracted
+# tree is shared by the whole script: do not modify it, copy it
+# (fixture_copy).
+fixture() {
+	local name=$1 dir=$T_TMP/fixtures/${1%.tgz}
+	if [ ! -f "$dir/.extracted" ]; then
+		if [ ! -r "$FIXTURES/$name" ]; then
+			echo "fixture $FIXTURES/$name not found" >&2
+			return 1
+		fi
+		rm -rf "$dir"
+		mkdir -p "$dir" &&
+			tar -xzf "$FIXTURES/$name" -C "$dir" &&
+			touch "$dir/.extracted" || return 1
+	fi
+	echo "$dir"
+}
+
+# fixture_top NAME.tgz TOP: prints the extracted top folder (e.g. big).
+fixture_top() {
+	local d
+	d=$(fixture "$1") || return 1
+	[ -d "$d/$2" ] || { echo "fixture $1 has no $2/" >&2; return 1; }
+	echo "$d/$2"
+}
+
+# fixture_copy NAME.tgz TOP DEST: a private, writable copy of a fixture's
+# top folder at DEST (modes and mtimes preserved).
+fixture_copy() {
+	local src
+	src=$(fixture_top "$1" "$2") || return 1
+	rm -rf "$3" && cp -a "$src" "$3"
+}
+
+# --- store and tree helpers -----------------------------------------------
+
+# xxh128 FILE...: "HASH  FILE" lines with the XXH3-128 that tcfs names
+# blobs by (-q: no progress output on stderr).
+xxh128() {
+	xxhsum -q -H2 "$@"
+}
+
+# blob_count STORE: number of files under STORE/objects.
+blob_count() {
+	find "$1/objects" -type f | wc -l
+}
+
+# blob_path STORE FILE: where FILE's bytes live in the store (it need not
+# exist): STORE/objects/<2 hex>/<32 hex of XXH3-128>.
+blob_path() {
+	local h
+	h=$(xxh128 "$2" | cut -d' ' -f1) || return 1
+	echo "$1/objects/${h:0:2}/$h"
+}
+
+# flip_byte FILE [OFFSET]: inverts one byte of FILE in place (even if it
+# is read-only; the mode is restored afterwards).
+flip_byte() {
+	local mode
+	mode=$(stat -c %a "$1") || return 1
+	chmod u+w "$1" || return 1
+	python3 - "$1" "${2:-0}" <<'EOF'
+import sys
+path, off = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    f.seek(off)
+    b = f.read(1)
+    f.seek(off)
+    f.write(bytes([b[0] ^ 0xFF]))
+EOF
+	local rc=$?
+	chmod "$mode" "$1"
+	return $rc
+}
+
+# compare_export [--subset] [--partial] DEST SRC... [-- EXCLUDED_KEY...]: compares an
+# exported cache DEST with the source trees SRC... (the union of their key
+# dirs; the excluded ones are not looked at, in DEST or the sources):
+#  - DEST has exactly the key dirs of the sources, each with exactly the
+#    same entries, and the same mode and mtime;
+#  - every non-group file is byte-identical, with the same mode and mtime;
+#  - every group file (__grp__*.json) lists the same children in the same
+#    order, each as DEST/KEY/CHILD that exists, and is exactly Python's
+#    json.dumps({"child_paths": {...}}) of those paths.
+# With --subset, DEST may hold fewer key dirs than the sources (filtered
+# exports); with --partial, it may hold more (a store with other things in
+# it); the key dirs both have must match either way.  Prints what differs; exit 0 when
+# nothing does.
+compare_export() {
+	python3 - "$@" <<'EOF'
+import json, os, stat, sys
+
+args = sys.argv[1:]
+subset = partial = False
+while args and args[0] in ("--subset", "--partial"):
+    if args[0] == "--subset":
+        subset = True
+    else:
+        partial = True
+    args = args[1:]
+excluded = set()
+if "--" in args:
+    i = args.index("--")
+    args, excluded = args[:i], set(args[i + 1:])
+dest, srcs = os.path.realpath(args[0]), args[1:]
+errors = []
+def err(msg):
+    errors.append(msg)
+
+want = {}
+for s in srcs:
+    for key in sorted(os.listdir(s)):
+        if key not in excluded:
+            want.setdefault(key, os.path.join(s, key))
+have = set(os.listdir(dest)) - excluded
+missing = sorted(set(want) - have)
+extra = sorted(have - set(want))
+if missing and not subset:
+    err("missing key dirs in DEST: %s" % missing[:5])
+if extra and not partial:
+    err("unexpected entries in DEST: %s" % extra[:5])
+for key in sorted(have & set(want)):
+    sdir, ddir = want[key], os.path.join(dest, key)
+    ss, ds = os.stat(sdir), os.stat(ddir)
+    if stat.S_IMODE(ss.st_mode) != stat.S_IMODE(ds.st_mode):
+        err("%s/: mode %o, want %o" % (key, stat.S_IMODE(ds.st_mode), stat.S_IMODE(ss.st_mode)))
+    if ss.st_mtime_ns != ds.st_mtime_ns:
+        err("%s/: mtime %d, want %d" % (key, ds.st_mtime_ns, ss.st_mtime_ns))
+    snames, dnames = sorted(os.listdir(sdir)), sorted(os.listdir(ddir))
+    if snames != dnames:
+        err("%s: entries differ: only in source %s, only in DEST %s" % (
+            key, sorted(set(snames) - set(dnames))[:5],
+            sorted(set(dnames) - set(snames))[:5]))
+    for name in sorted(set(snames) & set(dnames)):
+        sp, dp = os.path.join(sdir, name), os.path.join(ddir, name)
+        ss, ds = os.lstat(sp), os.lstat(dp)
+        if not stat.S_ISREG(ds.st_mode):
+            err("%s/%s: not a regular file in DEST" % (key, name))
+            continue
+        sb, db = open(sp, "rb").read(), open(dp, "rb").read()
+        if name.startswith("__grp__") and name.endswith(".json"):
+            try:
+                sj = json.loads(sb)["child_paths"]
+                dj = json.loads(db)["child_paths"]
+            except Exception as e:
+                err("%s/%s: group file does not parse: %s" % (key, name, e))
+                continue
+            if list(sj) != list(dj):
+                err("%s/%s: children differ: %s vs %s" % (key, name, list(sj), list(dj)))
+                continue
+            for child, p in dj.items():
+                if p != os.path.join(dest, key, child):
+                    err("%s/%s: child %s points to %s" % (key, name, child, p))
+                elif not os.path.exists(p):
+                    err("%s/%s: child %s does not exist" % (key, name, p))
+            exp = json.dumps({"child_paths": {c: os.path.join(dest, key, c) for c in sj}})
+            if db != exp.encode():
+                err("%s/%s: not json.dumps of its paths" % (key, name))
+        else:
+            if sb != db:
+                err("%s/%s: bytes differ" % (key, name))
+            if stat.S_IMODE(ss.st_mode) != stat.S_IMODE(ds.st_mode):
+                err("%s/%s: mode %o, want %o" % (key, name, stat.S_IMODE(ds.st_mode), stat.S_IMODE(ss.st_mode)))
+            if ss.st_mtime_ns != ds.st_mtime_ns:
+                err("%s/%s: mtime %d, want %d" % (key, name, ds.st_mtime_ns, ss.st_mtime_ns))
+for e in errors[:20]:
+    print(e)
+if len(errors) > 20:
+    print("... and %d more" % (len(errors) - 20))
+sys.exit(1 if errors else 0)
+EOF
+}
+
+# check_export DESC DEST SRC... [-- EXCLUDED...]: compare_export as a check.
+check_export() {
+	local desc=$1 out
+	shift
+	if out=$(compare_export "$@" 2>&1); then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "$out"
+	fi
+}
+
+# is_root: 0 when running as root.
+is_root() {
+	[ "$(id -u)" = 0 ]
+}
