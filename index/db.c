@@ -333,6 +333,31 @@ int tcfs_db_row(struct tcfs_db *db, sqlite3_stmt **out, const char *sql,
 	return rc;
 }
 
+int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
+		 void *ctx, const char *sql, const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc = 0;
+
+	tcfs_db_lock(db);
+	va_start(ap, fmt);
+	st = db_prepare(db, sql, fmt, ap, &rc);
+	va_end(ap);
+	if (st)
+		rc = tcfs_db_next(db, st);
+	while (rc == 1) {
+		rc = row(ctx, st);
+		if (rc < 0) {
+			tcfs_db_reset(st);
+			break;
+		}
+		rc = tcfs_db_next(db, st);
+	}
+	tcfs_db_unlock(db);
+	return rc;
+}
+
 int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st)
 {
 	int src = sqlite3_step(st);

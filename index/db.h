@@ -55,6 +55,12 @@ int tcfs_db_exec(struct tcfs_db *db, const char *sql, const char *fmt, ...);
  * tcfs_db_lock from this call until the statement is reset. */
 int tcfs_db_row(struct tcfs_db *db, sqlite3_stmt **st, const char *sql,
 		const char *fmt, ...);
+/* Runs a query and calls row(ctx, st) on each of its rows, holding the
+ * lock throughout; a negative return from row stops the query and is
+ * returned.  Returns 0 after the last row. */
+int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
+		 void *ctx, const char *sql, const char *fmt, ...);
+
 /* Steps to the next row: 1, 0 at the end (already reset), or -errno. */
 int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st);
 void tcfs_db_reset(sqlite3_stmt *st);

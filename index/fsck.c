@@ -12,6 +12,7 @@
 #include "kernel.h"
 #include "ns.h"
 #include "store.h"
+#include "vec.h"
 
 static const char sql_blobs[] =
 	"SELECT DISTINCT blob FROM nodes WHERE blob IS NOT NULL";
@@ -20,12 +21,12 @@ static const char sql_users[] =
 static const char sql_files[] =
 	"SELECT count(*) FROM nodes WHERE kind = 'f'";
 static const char sql_no_kernel[] =
-	"SELECT g.ino, g.parent FROM nodes g"
+	"SELECT g.ino, g.parent, g.name FROM nodes g"
 	" LEFT JOIN kernels k ON k.grp_ino = g.ino"
 	" WHERE g.kind = 'f' AND g.name GLOB '__grp__*.json'"
 	" AND k.grp_ino IS NULL";
 static const char sql_groups_in[] =
-	"SELECT name FROM nodes WHERE parent = ? AND kind = 'f'"
+	"SELECT ino, parent, name FROM nodes WHERE parent = ? AND kind = 'f'"
 	" AND name GLOB '__grp__*.json'";
 
 struct fsck {
@@ -34,9 +35,11 @@ struct fsck {
 	void (*cb)(void *, const struct tcfs_fsck_report *);
 	void *ctx;
 	struct tcfs_fsck_result *res;
-	struct tcfs_hash *bad;	/* damaged or missing blobs */
-	int *bad_missing;
-	size_t nbad;
+	struct bad {
+		struct tcfs_hash h;
+		int missing;	/* else damaged */
+	} *bad;			/* blobs that files use but cannot have */
+	size_t nbad, badcap;
 };
 
 static void report(struct fsck *f, enum tcfs_fsck_problem what,
@@ -53,19 +56,12 @@ static void report(struct fsck *f, enum tcfs_fsck_problem what,
 static int remember_bad(struct fsck *f, const struct tcfs_hash *h,
 			int missing)
 {
-	struct tcfs_hash *nb = realloc(f->bad, (f->nbad + 1) * sizeof(*nb));
-	int *nm;
+	struct bad *b = tcfs_vec_push(&f->bad, &f->nbad, &f->badcap, sizeof(*b));
 
-	if (!nb)
+	if (!b)
 		return -ENOMEM;
-	f->bad = nb;
-	nm = realloc(f->bad_missing, (f->nbad + 1) * sizeof(*nm));
-	if (!nm)
-		return -ENOMEM;
-	f->bad_missing = nm;
-	f->bad[f->nbad] = *h;
-	f->bad_missing[f->nbad] = missing;
-	f->nbad++;
+	b->h = *h;
+	b->missing = missing;
 	return 0;
 }
 
@@ -142,39 +138,23 @@ static int check_object(void *ctx, const struct tcfs_cas_entry *e)
 	return 0;
 }
 
+static int note_if_missing(void *ctx, sqlite3_stmt *st)
+{
+	struct fsck *f = ctx;
+	struct tcfs_hash h;
+	uint64_t size;
+
+	if (tcfs_db_hash(st, 0, &h) < 0 ||
+	    tcfs_cas_stat(tcfs_store_cas(f->s), &h, &size) != -ENOENT)
+		return 0;
+	return remember_bad(f, &h, 1);
+}
+
 /* Blobs that rows name but objects/ lacks. */
 static int check_missing(struct fsck *f)
 {
-	struct tcfs_db *db = tcfs_store_db(f->s);
-	struct tcfs_hash *want = NULL, h;
-	size_t n = 0;
-	sqlite3_stmt *st;
-	uint64_t size;
-	int rc;
-
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_blobs, "");
-	while (rc == 1) {
-		if (tcfs_db_hash(st, 0, &h) == 0) {
-			struct tcfs_hash *nv = realloc(want, (n + 1) * sizeof(h));
-
-			if (!nv) {
-				tcfs_db_reset(st);
-				rc = -ENOMEM;
-				break;
-			}
-			want = nv;
-			want[n++] = h;
-		}
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (tcfs_cas_stat(tcfs_store_cas(f->s), &want[i], &size) ==
-		    -ENOENT)
-			rc = remember_bad(f, &want[i], 1);
-	free(want);
-	return rc;
+	return tcfs_db_each(tcfs_store_db(f->s), note_if_missing, f,
+			    sql_blobs, "");
 }
 
 struct user {
@@ -182,59 +162,36 @@ struct user {
 	char name[TCFS_NAME_MAX + 1];
 };
 
-static int users_of(struct tcfs_store *s, const struct tcfs_hash *h,
-		    struct user **out, size_t *n)
+struct user_list {
+	struct user *v;
+	size_t n, cap;
+};
+
+static int add_user(void *ctx, sqlite3_stmt *st)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
-	struct user *v = NULL;
-	sqlite3_stmt *st;
-	int rc;
+	struct user_list *l = ctx;
+	struct user *u = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*u));
 
-	*n = 0;
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_users, "h", h);
-	while (rc == 1) {
-		struct user *nv = realloc(v, (*n + 1) * sizeof(*v));
-
-		if (!nv) {
-			tcfs_db_reset(st);
-			rc = -ENOMEM;
-			break;
-		}
-		v = nv;
-		v[*n].ino = (uint64_t)sqlite3_column_int64(st, 0);
-		v[*n].parent = (uint64_t)sqlite3_column_int64(st, 1);
-		snprintf(v[*n].name, sizeof(v[*n].name), "%s",
-			 tcfs_db_text(st, 2, NULL));
-		(*n)++;
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
-	*out = v;
-	return rc;
+	if (!u)
+		return -ENOMEM;
+	u->ino = (uint64_t)sqlite3_column_int64(st, 0);
+	u->parent = (uint64_t)sqlite3_column_int64(st, 1);
+	snprintf(u->name, sizeof(u->name), "%s", tcfs_db_text(st, 2, NULL));
+	return 0;
 }
 
 /* Takes a kernel out of the cache: Triton then misses and recompiles it
  * rather than loading a group whose children are gone. */
 static int drop_groups(struct tcfs_store *s, uint64_t dir)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
-	char names[16][TCFS_NAME_MAX + 1];
-	size_t n = 0;
-	sqlite3_stmt *st;
+	struct user_list groups = { 0 };
 	int rc;
 
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_groups_in, "i", (int64_t)dir);
-	while (rc == 1) {
-		if (n < 16)
-			snprintf(names[n++], sizeof(names[0]), "%s",
-				 tcfs_db_text(st, 0, NULL));
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = tcfs_ns_unlink(s, dir, names[i]);
+	rc = tcfs_db_each(tcfs_store_db(s), add_user, &groups, sql_groups_in,
+			  "i", (int64_t)dir);
+	for (size_t i = 0; rc == 0 && i < groups.n; i++)
+		rc = tcfs_ns_unlink(s, dir, groups.v[i].name);
+	free(groups.v);
 	return rc;
 }
 
@@ -250,85 +207,67 @@ static int repair_user(struct fsck *f, const struct user *u)
 	return tcfs_store_end(f->s, rc);
 }
 
-static int report_users(struct fsck *f, size_t i)
+static int report_users(struct fsck *f, const struct bad *b)
 {
 	char hex[TCFS_HASH_HEXLEN], path[4096], detail[256];
-	struct user *u = NULL;
-	size_t n;
+	struct user_list users = { 0 };
 	int rc;
 
-	rc = users_of(f->s, &f->bad[i], &u, &n);
-	tcfs_hash_hex(&f->bad[i], hex);
-	for (size_t j = 0; rc == 0 && j < n; j++) {
+	rc = tcfs_db_each(tcfs_store_db(f->s), add_user, &users, sql_users,
+			  "h", &b->h);
+	tcfs_hash_hex(&b->h, hex);
+	for (size_t j = 0; rc == 0 && j < users.n; j++) {
+		const struct user *u = &users.v[j];
 		int fixed = 0;
 
-		if (tcfs_ns_path(f->s, u[j].ino, path, sizeof(path)) < 0)
-			snprintf(path, sizeof(path), "%s", u[j].name);
+		if (tcfs_ns_path(f->s, u->ino, path, sizeof(path)) < 0)
+			snprintf(path, sizeof(path), "%s", u->name);
 		if (f->repair) {
-			rc = repair_user(f, &u[j]);
+			rc = repair_user(f, u);
 			fixed = rc == 0;
 		}
 		snprintf(detail, sizeof(detail), "blob %s is %s%s", hex,
-			 f->bad_missing[i] ? "missing"
-			 : f->repair	   ? "damaged (moved to quarantine/)"
-					   : "damaged",
+			 b->missing  ? "missing"
+			 : f->repair ? "damaged (moved to quarantine/)"
+				     : "damaged",
 			 fixed ? "; removed the file and its kernel's group "
 				 "file, so the kernel will be recompiled"
 			       : "");
-		report(f, f->bad_missing[i] ? TCFS_FSCK_MISSING
-					    : TCFS_FSCK_DAMAGED,
+		report(f, b->missing ? TCFS_FSCK_MISSING : TCFS_FSCK_DAMAGED,
 		       path, detail, fixed);
 	}
-	free(u);
+	free(users.v);
 	return rc;
 }
 
 static int check_kernels(struct fsck *f)
 {
-	struct tcfs_db *db = tcfs_store_db(f->s);
-	uint64_t (*v)[2] = NULL;
-	size_t n = 0;
-	sqlite3_stmt *st;
+	struct user_list groups = { 0 };
 	char path[4096];
 	int rc;
 
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_no_kernel, "");
-	while (rc == 1) {
-		uint64_t (*nv)[2] = realloc(v, (n + 1) * sizeof(*v));
-
-		if (!nv) {
-			tcfs_db_reset(st);
-			rc = -ENOMEM;
-			break;
-		}
-		v = nv;
-		v[n][0] = (uint64_t)sqlite3_column_int64(st, 0);
-		v[n][1] = (uint64_t)sqlite3_column_int64(st, 1);
-		n++;
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+	rc = tcfs_db_each(tcfs_store_db(f->s), add_user, &groups,
+			  sql_no_kernel, "");
+	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
+		const struct user *g = &groups.v[i];
 		int fixed = 0;
 
 		if (f->repair) {
 			rc = tcfs_store_begin(f->s);
 			if (rc == 0)
 				rc = tcfs_store_end(
-					f->s, tcfs_kernel_refresh_dir(f->s,
-								      v[i][1]));
+					f->s,
+					tcfs_kernel_refresh_dir(f->s, g->parent));
 			fixed = rc == 0;
 		}
-		if (tcfs_ns_path(f->s, v[i][0], path, sizeof(path)) < 0)
-			snprintf(path, sizeof(path), "inode %llu",
-				 (unsigned long long)v[i][0]);
+		if (tcfs_ns_path(f->s, g->ino, path, sizeof(path)) < 0)
+			snprintf(path, sizeof(path), "%s", g->name);
 		report(f, TCFS_FSCK_KERNEL, path,
 		       fixed ? "kernel not indexed; indexed it"
 			     : "kernel not indexed",
 		       fixed);
 	}
-	free(v);
+	free(groups.v);
 	return rc;
 }
 
@@ -353,7 +292,7 @@ int tcfs_fsck_run(struct tcfs_store *s, int repair,
 		  void (*cb)(void *ctx, const struct tcfs_fsck_report *r),
 		  void *ctx, struct tcfs_fsck_result *res)
 {
-	struct fsck f = { s, repair, cb, ctx, res, NULL, NULL, 0 };
+	struct fsck f = { s, repair, cb, ctx, res, NULL, 0, 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -367,10 +306,9 @@ int tcfs_fsck_run(struct tcfs_store *s, int repair,
 	if (rc == 0)
 		rc = check_missing(&f);
 	for (size_t i = 0; rc == 0 && i < f.nbad; i++)
-		rc = report_users(&f, i);
+		rc = report_users(&f, &f.bad[i]);
 	if (rc == 0)
 		rc = check_kernels(&f);
 	free(f.bad);
-	free(f.bad_missing);
 	return rc == -EUCLEAN ? 0 : rc;
 }

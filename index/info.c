@@ -8,6 +8,7 @@
 #include "cas.h"
 #include "db.h"
 #include "store.h"
+#include "vec.h"
 
 static const char sql_nodes[] =
 	"SELECT count(*) FILTER (WHERE kind = 'f'),"
@@ -47,46 +48,40 @@ static int count_nodes(struct tcfs_db *db, struct tcfs_info *info)
 	return rc;
 }
 
-static int count_targets(struct tcfs_db *db, struct tcfs_info *info)
+struct target_list {
+	struct tcfs_info *info;
+	size_t cap;
+};
+
+static int add_target(void *ctx, sqlite3_stmt *st)
 {
-	sqlite3_stmt *st;
-	int rc;
+	struct target_list *l = ctx;
+	struct tcfs_info *info = l->info;
+	struct tcfs_info_target *t = tcfs_vec_push(&info->targets,
+						   &info->ntargets, &l->cap,
+						   sizeof(*t));
 
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_targets, "");
-	while (rc == 1) {
-		struct tcfs_info_target *t, *nv;
-
-		nv = realloc(info->targets,
-			     (info->ntargets + 1) * sizeof(*nv));
-		if (!nv) {
-			tcfs_db_reset(st);
-			rc = -ENOMEM;
-			break;
-		}
-		info->targets = nv;
-		t = &nv[info->ntargets++];
-		snprintf(t->backend, sizeof(t->backend), "%s",
-			 tcfs_db_text(st, 0, NULL));
-		snprintf(t->arch, sizeof(t->arch), "%s",
-			 tcfs_db_text(st, 1, NULL));
-		t->kernels = (uint64_t)sqlite3_column_int64(st, 2);
-		t->bytes = (uint64_t)sqlite3_column_int64(st, 3);
-		info->kernels += t->kernels;
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
-	return rc;
+	if (!t)
+		return -ENOMEM;
+	snprintf(t->backend, sizeof(t->backend), "%s",
+		 tcfs_db_text(st, 0, NULL));
+	snprintf(t->arch, sizeof(t->arch), "%s", tcfs_db_text(st, 1, NULL));
+	t->kernels = (uint64_t)sqlite3_column_int64(st, 2);
+	t->bytes = (uint64_t)sqlite3_column_int64(st, 3);
+	info->kernels += t->kernels;
+	return 0;
 }
 
 int tcfs_info_get(struct tcfs_store *s, struct tcfs_info *out)
 {
+	struct target_list targets = { out, 0 };
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	rc = count_nodes(tcfs_store_db(s), out);
 	if (rc == 0)
-		rc = count_targets(tcfs_store_db(s), out);
+		rc = tcfs_db_each(tcfs_store_db(s), add_target, &targets,
+				  sql_targets, "");
 	if (rc == 0)
 		rc = tcfs_cas_foreach(tcfs_store_cas(s), add_blob, out);
 	if (rc < 0)

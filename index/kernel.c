@@ -13,6 +13,7 @@
 #include "io.h"
 #include "ns.h"
 #include "store.h"
+#include "vec.h"
 
 /* Metadata larger than this is not Triton's; it is recorded as invalid. */
 #define META_MAX (4u << 20)
@@ -159,37 +160,19 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 	return rc < 0 ? rc : 0;
 }
 
-/* Inode numbers of the group files in dir. */
-static int group_inos(struct tcfs_store *s, uint64_t dir, uint64_t **out,
-		      size_t *n)
+struct ino_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int add_ino(void *ctx, sqlite3_stmt *st)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
-	uint64_t *v = NULL;
-	size_t used = 0;
-	sqlite3_stmt *st;
-	int rc;
+	struct ino_list *l = ctx;
+	uint64_t *ino = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*ino));
 
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_groups, "i", (int64_t)dir);
-	while (rc == 1) {
-		uint64_t *nv = realloc(v, (used + 1) * sizeof(*v));
-
-		if (!nv) {
-			tcfs_db_reset(st);
-			rc = -ENOMEM;
-			break;
-		}
-		v = nv;
-		v[used++] = (uint64_t)sqlite3_column_int64(st, 0);
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
-	if (rc < 0) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = used;
+	if (!ino)
+		return -ENOMEM;
+	*ino = (uint64_t)sqlite3_column_int64(st, 0);
 	return 0;
 }
 
@@ -208,8 +191,8 @@ static int is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
 {
 	struct tcfs_node *sib = NULL;
-	uint64_t *grp = NULL;
-	size_t ngrp = 0, nsib = 0;
+	struct ino_list grp = { 0 };
+	size_t nsib = 0;
 	int rc, key;
 
 	rc = is_key_dir(s, dir, &key);
@@ -220,16 +203,17 @@ int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
 				  (int64_t)dir);
 		return rc < 0 ? rc : 0;
 	}
-	rc = group_inos(s, dir, &grp, &ngrp);
-	if (rc < 0 || ngrp == 0)
+	rc = tcfs_db_each(tcfs_store_db(s), add_ino, &grp, sql_groups, "i",
+			  (int64_t)dir);
+	if (rc < 0 || grp.n == 0)
 		goto out;
 	rc = tcfs_ns_list(s, dir, 0, 0, &sib, &nsib);
 	for (size_t i = 0; rc == 0 && i < nsib; i++)
-		for (size_t j = 0; rc == 0 && j < ngrp; j++)
-			if (sib[i].ino == grp[j])
+		for (size_t j = 0; rc == 0 && j < grp.n; j++)
+			if (sib[i].ino == grp.v[j])
 				rc = refresh_one(s, &sib[i], sib, nsib);
 out:
-	free(grp);
+	free(grp.v);
 	free(sib);
 	return rc;
 }
@@ -289,42 +273,39 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->created_ns = sqlite3_column_int64(st, 15);
 }
 
+struct kernel_list {
+	const struct tcfs_kernel_filter *f;
+	struct tcfs_kernel *v;
+	size_t n, cap;
+};
+
+static int add_kernel(void *ctx, sqlite3_stmt *st)
+{
+	struct kernel_list *l = ctx;
+	struct tcfs_kernel k, *slot;
+
+	kernel_from_row(st, &k);
+	if (!tcfs_kernel_match(&k, l->f))
+		return 0;
+	slot = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(k));
+	if (!slot)
+		return -ENOMEM;
+	*slot = k;
+	return 0;
+}
+
 int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 		     struct tcfs_kernel **out, size_t *n)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
-	struct tcfs_kernel *v = NULL, k;
-	size_t used = 0, cap = 0;
-	sqlite3_stmt *st;
+	struct kernel_list l = { .f = f };
 	int rc;
 
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_list, "");
-	while (rc == 1) {
-		kernel_from_row(st, &k);
-		if (tcfs_kernel_match(&k, f)) {
-			if (used == cap) {
-				struct tcfs_kernel *nv;
-
-				cap = cap ? cap * 2 : 64;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv) {
-					tcfs_db_reset(st);
-					rc = -ENOMEM;
-					break;
-				}
-				v = nv;
-			}
-			v[used++] = k;
-		}
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
+	rc = tcfs_db_each(tcfs_store_db(s), add_kernel, &l, sql_list, "");
 	if (rc < 0) {
-		free(v);
+		free(l.v);
 		return rc;
 	}
-	*out = v;
-	*n = used;
+	*out = l.v;
+	*n = l.n;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "kernel.h"
 #include "store.h"
+#include "vec.h"
 
 #define NODE_COLS "ino, parent, name, kind, mode, size, mtime, blob, fmt"
 
@@ -384,41 +385,37 @@ int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name)
 	return remove_entry(s, parent, name, TCFS_DIR);
 }
 
+struct node_list {
+	struct tcfs_node *v;
+	size_t n, cap;
+};
+
+static int add_node(void *ctx, sqlite3_stmt *st)
+{
+	struct node_list *l = ctx;
+	struct tcfs_node *n = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	node_from_row(st, n);
+	return 0;
+}
+
 int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 		 size_t max, struct tcfs_node **out, size_t *n)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
-	struct tcfs_node *v = NULL;
-	size_t used = 0, cap = 0;
-	sqlite3_stmt *st;
+	struct node_list l = { 0 };
 	int rc;
 
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_list, "iii", (int64_t)dir,
-			 (int64_t)after, max ? (int64_t)max : (int64_t)-1);
-	while (rc == 1) {
-		if (used == cap) {
-			struct tcfs_node *nv;
-
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				tcfs_db_reset(st);
-				rc = -ENOMEM;
-				break;
-			}
-			v = nv;
-		}
-		node_from_row(st, &v[used++]);
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
+	rc = tcfs_db_each(tcfs_store_db(s), add_node, &l, sql_list, "iii",
+			  (int64_t)dir, (int64_t)after,
+			  max ? (int64_t)max : (int64_t)-1);
 	if (rc < 0) {
-		free(v);
+		free(l.v);
 		return rc;
 	}
-	*out = v;
-	*n = used;
+	*out = l.v;
+	*n = l.n;
 	return 0;
 }
 

@@ -135,14 +135,20 @@ static int check_ours(struct tcfs_db *db)
 	return tcfs_err_set(-EUCLEAN, "%s: not a tcfs index", tcfs_db_path(db));
 }
 
+/* The schema version of a database that check_ours accepts. */
+static int our_version(struct tcfs_db *db, int *version)
+{
+	int rc = check_ours(db);
+
+	return rc < 0 ? rc : pragma_int(db, "PRAGMA user_version", version);
+}
+
 int tcfs_schema_apply(struct tcfs_db *db, const struct tcfs_migration *steps,
 		      int n)
 {
 	int version, rc;
 
-	rc = check_ours(db);
-	if (rc == 0)
-		rc = pragma_int(db, "PRAGMA user_version", &version);
+	rc = our_version(db, &version);
 	if (rc < 0)
 		return rc;
 	if (n > 0 && version > steps[n - 1].version)
@@ -165,9 +171,7 @@ int tcfs_schema_check(struct tcfs_db *db)
 {
 	int version, rc;
 
-	rc = check_ours(db);
-	if (rc == 0)
-		rc = pragma_int(db, "PRAGMA user_version", &version);
+	rc = our_version(db, &version);
 	if (rc < 0)
 		return rc;
 	if (version == 0)

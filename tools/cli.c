@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,6 +56,32 @@ double cli_parse_wait(const char *arg)
 	if (errno || end == arg || *end || v < 0 || v > 86400)
 		return -1;
 	return v;
+}
+
+int cli_common_opt(const char *cmd, const char *help, int c,
+		   struct cli_common *co, int *code)
+{
+	switch (c) {
+	case 's':
+		co->store.dir = optarg;
+		return 1;
+	case 'w':
+		co->store.wait_s = cli_parse_wait(optarg);
+		if (co->store.wait_s >= 0)
+			return 1;
+		*code = cli_usage_err(cmd, "--wait: '%s' is not a number of "
+				      "seconds", optarg);
+		return -1;
+	case 'j':
+		co->json = 1;
+		return 1;
+	case 'h':
+		fputs(help, stdout);
+		*code = CLI_OK;
+		return -1;
+	default:
+		return 0;
+	}
 }
 
 int cli_open_store(const char *cmd, const struct cli_store_opts *o,

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/store.h"
+
 struct tcfs_store;
 
 enum {
@@ -22,6 +24,27 @@ struct cli_store_opts {
 	const char *dir;	/* --store, NULL for the default */
 	double wait_s;		/* --wait */
 };
+
+/* What most commands take: -s/--store, -w/--wait, --json, -h/--help. */
+struct cli_common {
+	struct cli_store_opts store;
+	int json;
+};
+
+#define CLI_COMMON_INIT { { NULL, TCFS_STORE_WAIT_S }, 0 }
+/* For a command's getopt_long table. */
+#define CLI_COMMON_LONGOPTS                                                  \
+	{ "store", required_argument, NULL, 's' },                           \
+	{ "wait", required_argument, NULL, 'w' },                            \
+	{ "json", no_argument, NULL, 'j' },                                  \
+	{ "help", no_argument, NULL, 'h' }
+#define CLI_COMMON_SHORTOPTS "s:w:h"
+
+/* Takes one of the shared options: returns 1 when c was one, 0 when it is
+ * the command's own, and -1 when the command is to exit with *code (after
+ * --help, or a bad --wait). */
+int cli_common_opt(const char *cmd, const char *help, int c,
+		   struct cli_common *co, int *code);
 
 /* "tcfs CMD: MESSAGE" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...)

@@ -320,27 +320,29 @@ static int print_summary(const struct export *ex, int json)
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "arch", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
-	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_kernel_filter f = { 0 };
 	struct export ex = { 0 };
 	struct tcfs_node *top = NULL;
 	size_t ntop = 0;
-	int c, json = 0, quiet = 0, filtered = 0, destfd, rc;
+	int c, quiet = 0, filtered = 0, destfd, rc;
 
-	while ((c = getopt_long(argc, argv, "+s:n:b:a:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "n:b:a:q",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("export", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
 		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
 		case 'n':
 			f.name = optarg;
 			filtered = 1;
@@ -353,15 +355,9 @@ int cmd_export(int argc, char **argv)
 			f.arch = optarg;
 			filtered = 1;
 			break;
-		case 'j':
-			json = 1;
-			break;
 		case 'q':
 			quiet = 1;
 			break;
-		case 'h':
-			fputs(help, stdout);
-			return CLI_OK;
 		default:
 			return cli_usage_err("export", "bad option");
 		}
@@ -381,7 +377,7 @@ int cmd_export(int argc, char **argv)
 		cli_err("export", "%s: %s", ex.root, strerror(errno));
 		return CLI_FAIL;
 	}
-	if (cli_open_store("export", &so, 0, 0, &ex.s) != CLI_OK) {
+	if (cli_open_store("export", &co.store, 0, 0, &ex.s) != CLI_OK) {
 		close(destfd);
 		return CLI_FAIL;
 	}
@@ -392,7 +388,7 @@ int cmd_export(int argc, char **argv)
 		export_top(&ex, destfd, &top[i]);
 	free(top);
 	close(destfd);
-	if (rc == 0 && !quiet && print_summary(&ex, json) != CLI_OK)
+	if (rc == 0 && !quiet && print_summary(&ex, co.json) != CLI_OK)
 		rc = -ENOMEM;
 	tcfs_store_close(ex.s);
 	return rc < 0 || ex.failed ? CLI_FAIL : CLI_OK;

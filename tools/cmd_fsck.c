@@ -101,40 +101,28 @@ static int print_result(const struct tcfs_fsck_result *res,
 int cmd_fsck(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
 		{ "repair", no_argument, NULL, 'r' },
-		{ "wait", required_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
-	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_fsck_result res;
 	struct fsck_out out = { NULL };
 	struct tcfs_store *s;
-	int c, repair = 0, json = 0, rc;
+	int c, repair = 0, rc;
 
-	while ((c = getopt_long(argc, argv, "+s:rw:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "r",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("fsck", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
 		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
 		case 'r':
 			repair = 1;
 			break;
-		case 'w':
-			so.wait_s = cli_parse_wait(optarg);
-			if (so.wait_s < 0)
-				return cli_usage_err("fsck", "--wait: '%s' is "
-						     "not a number of seconds",
-						     optarg);
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return CLI_OK;
 		default:
 			return cli_usage_err("fsck", "bad option");
 		}
@@ -142,9 +130,9 @@ int cmd_fsck(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_err("fsck", "unexpected argument '%s'",
 				     argv[optind]);
-	if (cli_open_store("fsck", &so, 0, repair, &s) != CLI_OK)
+	if (cli_open_store("fsck", &co.store, 0, repair, &s) != CLI_OK)
 		return CLI_FAIL;
-	if (json)
+	if (co.json)
 		out.reports = cJSON_CreateArray();
 	rc = tcfs_fsck_run(s, repair, on_problem, &out, &res);
 	if (rc < 0) {

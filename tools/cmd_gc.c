@@ -39,44 +39,32 @@ static void on_orphan(void *ctx, const char *relpath, uint64_t size)
 int cmd_gc(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "wait", required_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
-	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_gc_result res;
 	struct tcfs_store *s;
-	int c, dry = 0, verbose = 0, json = 0, rc;
+	int c, dry = 0, verbose = 0, rc;
 	char b1[16], b2[16];
 
-	while ((c = getopt_long(argc, argv, "+s:nvw:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "nv",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("gc", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
 		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
 		case 'n':
 			dry = 1;
 			break;
 		case 'v':
 			verbose = 1;
 			break;
-		case 'w':
-			so.wait_s = cli_parse_wait(optarg);
-			if (so.wait_s < 0)
-				return cli_usage_err("gc", "--wait: '%s' is "
-						     "not a number of seconds",
-						     optarg);
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return CLI_OK;
 		default:
 			return cli_usage_err("gc", "bad option");
 		}
@@ -84,9 +72,9 @@ int cmd_gc(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_err("gc", "unexpected argument '%s'",
 				     argv[optind]);
-	if (cli_open_store("gc", &so, 0, 1, &s) != CLI_OK)
+	if (cli_open_store("gc", &co.store, 0, 1, &s) != CLI_OK)
 		return CLI_FAIL;
-	verbose = verbose && !json;
+	verbose = verbose && !co.json;
 	rc = tcfs_gc_run(s, dry, on_orphan, &verbose, &res);
 	if (rc < 0) {
 		cli_lib_err("gc", rc, tcfs_store_path(s));
@@ -94,7 +82,7 @@ int cmd_gc(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	tcfs_store_close(s);
-	if (json) {
+	if (co.json) {
 		cJSON *o = cJSON_CreateObject();
 
 		cJSON_AddBoolToObject(o, "dry_run", dry);

@@ -590,47 +590,35 @@ static int print_summary(const struct import *im, int nsrc, int json)
 int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "wait", required_argument, NULL, 'w' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
-	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct cli_common co = CLI_COMMON_INIT;
 	struct import im = { 0 };
-	int c, json = 0, rc = CLI_OK;
+	int c, rc = CLI_OK;
 
-	while ((c = getopt_long(argc, argv, "+s:w:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("import", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
 		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
-		case 'w':
-			so.wait_s = cli_parse_wait(optarg);
-			if (so.wait_s < 0)
-				return cli_usage_err("import", "--wait: '%s' "
-						     "is not a number of "
-						     "seconds", optarg);
-			break;
 		case 'q':
 			im.quiet = 1;
 			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return CLI_OK;
 		default:
 			return cli_usage_err("import", "bad option");
 		}
 	}
 	if (optind >= argc)
 		return cli_usage_err("import", "no source directory given");
-	if (cli_open_store("import", &so, 1, 1, &im.s) != CLI_OK)
+	if (cli_open_store("import", &co.store, 1, 1, &im.s) != CLI_OK)
 		return CLI_FAIL;
-	im.progress = !im.quiet && !json && isatty(STDERR_FILENO);
+	im.progress = !im.quiet && !co.json && isatty(STDERR_FILENO);
 	for (int i = optind; i < argc && !im.fatal; i++)
 		if (import_source(&im, argv[i]) < 0)
 			rc = CLI_FAIL;
@@ -642,7 +630,7 @@ int cmd_import(int argc, char **argv)
 	}
 	if (im.st.failed_dirs)
 		rc = CLI_FAIL;
-	if (!im.quiet && print_summary(&im, argc - optind, json) != CLI_OK)
+	if (!im.quiet && print_summary(&im, argc - optind, co.json) != CLI_OK)
 		rc = CLI_FAIL;
 	free(im.added);
 	free(im.added_size);

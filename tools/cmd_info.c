@@ -100,27 +100,23 @@ static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
-	struct cli_store_opts so = { NULL, TCFS_STORE_WAIT_S };
+	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_store *s;
 	struct tcfs_info in;
-	int c, json = 0, rc;
+	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("info", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
 		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return CLI_OK;
 		default:
 			return cli_usage_err("info", "bad option");
 		}
@@ -128,7 +124,7 @@ int cmd_info(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_err("info", "unexpected argument '%s'",
 				     argv[optind]);
-	if (cli_open_store("info", &so, 0, 0, &s) != CLI_OK)
+	if (cli_open_store("info", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
 	rc = tcfs_info_get(s, &in);
 	if (rc < 0) {
@@ -136,7 +132,7 @@ int cmd_info(int argc, char **argv)
 		tcfs_store_close(s);
 		return CLI_FAIL;
 	}
-	if (json)
+	if (co.json)
 		rc = print_json(s, &in);
 	else
 		print_text(s, &in);
