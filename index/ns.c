@@ -401,6 +401,40 @@ static int add_node(void *ctx, sqlite3_stmt *st)
 	return 0;
 }
 
+static int remove_below(struct tcfs_store *s, const struct tcfs_node *n)
+{
+	struct tcfs_node *kids = NULL;
+	size_t nk = 0;
+	int rc = 0;
+
+	if (n->kind == TCFS_DIR)
+		rc = tcfs_ns_list(s, n->ino, 0, 0, &kids, &nk);
+	for (size_t i = 0; rc == 0 && i < nk; i++)
+		rc = remove_below(s, &kids[i]);
+	free(kids);
+	if (rc == 0)
+		rc = tcfs_db_exec(tcfs_store_db(s), sql_delete, "i",
+				  (int64_t)n->ino);
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
+			const char *name)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_node n;
+	int rc = tcfs_db_begin(db);
+
+	if (rc < 0)
+		return rc;
+	rc = tcfs_ns_lookup(s, parent, name, &n);
+	if (rc == 0)
+		rc = remove_below(s, &n);
+	if (rc == 0)
+		rc = dir_changed(s, parent, tcfs_ns_now());
+	return tcfs_db_end(db, rc);
+}
+
 int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 		 size_t max, struct tcfs_node **out, size_t *n)
 {

@@ -76,6 +76,11 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 int tcfs_ns_unlink(struct tcfs_store *s, uint64_t parent, const char *name);
 int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name);
 
+/* Removes name and, for a directory, everything below it, in one
+ * transaction. */
+int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
+			const char *name);
+
 /* Up to max (0: all) children of dir with inode numbers above after, in
  * inode order, so that a listing resumed from the last inode seen is stable
  * while entries come and go.  *out is owned by the caller (free()). */

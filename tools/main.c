@@ -16,6 +16,8 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
+	{ "mount", cmd_mount, "serve the store at TRITON_CACHE_DIR" },
+	{ "umount", cmd_umount, "unmount it, waiting for the daemon to finish" },
 	{ "import", cmd_import, "add existing Triton cache dirs to the store" },
 	{ "export", cmd_export, "write the store out as a plain Triton cache" },
 	{ "info", cmd_info, "what the store holds: kernels, files, sizes" },

@@ -1,0 +1,100 @@
+/*
+ * dir: the directory operations.  Each is one transaction in the store
+ * (ns.c), which answers with ext4's errors.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "priv.h"
+
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode)
+{
+	struct tcfs_node n;
+	int rc = tcfs_ns_mkdir(fs_of(req)->store, parent, name, mode & 07777,
+			       tcfs_ns_now(), &n);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fs_reply_entry(req, &n, FS_TTL);
+}
+
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -tcfs_ns_rmdir(fs_of(req)->store, parent, name));
+}
+
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent, name));
+}
+
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, -tcfs_ns_rename(fs_of(req)->store, parent, name,
+					    newparent, newname, flags));
+}
+
+/*
+ * Offsets: 1 after ".", 2 after "..", and ino + 2 after a child.  Children
+ * come in inode order, so resuming after the last one seen neither skips
+ * nor repeats an entry while others are added or removed meanwhile.
+ */
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node dir, *kids = NULL;
+	size_t n = 0, used = 0;
+	char *buf;
+	int rc;
+
+	(void)fi;
+	rc = tcfs_ns_get(fs->store, ino, &dir);
+	if (rc == 0 && dir.kind != TCFS_DIR)
+		rc = -ENOTDIR;
+	buf = rc == 0 ? malloc(size) : NULL;
+	if (rc == 0 && !buf)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	for (; off < 2; off++) {
+		struct stat st = { .st_mode = S_IFDIR };
+		size_t len;
+
+		st.st_ino = off == 0 ? ino : (dir.parent ? dir.parent : ino);
+		len = fuse_add_direntry(req, buf + used, size - used,
+					off == 0 ? "." : "..", &st, off + 1);
+		if (len > size - used)
+			goto out;
+		used += len;
+	}
+	/* A page of entries is at most a few hundred names. */
+	rc = tcfs_ns_list(fs->store, ino, (uint64_t)off - 2, size / 32 + 1,
+			  &kids, &n);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct stat st = { 0 };
+		size_t len;
+
+		st.st_ino = kids[i].ino;
+		st.st_mode = kids[i].kind == TCFS_DIR ? S_IFDIR : S_IFREG;
+		len = fuse_add_direntry(req, buf + used, size - used,
+					kids[i].name, &st,
+					(off_t)kids[i].ino + 2);
+		if (len > size - used)
+			break;
+		used += len;
+	}
+out:
+	free(kids);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}

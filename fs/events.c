@@ -1,0 +1,127 @@
+/*
+ * events: a queue of probe events and the one thread that writes them to
+ * the store in batches, so no request waits for SQLite to log a probe.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "index/err.h"
+#include "index/vec.h"
+#include "priv.h"
+
+/* Longest an event waits in memory; also how often exited processes are
+ * forgotten by the probe table. */
+#define EVENTS_FLUSH_MS 200
+
+struct fs_events {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct tcfs_event *q;
+	size_t n, cap;
+	int stop;
+	pthread_t thread;
+};
+
+void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev)
+{
+	struct fs_events *e = fs->events;
+	struct tcfs_event *slot;
+
+	pthread_mutex_lock(&e->mu);
+	slot = tcfs_vec_push(&e->q, &e->n, &e->cap, sizeof(*slot));
+	if (slot)
+		*slot = *ev;
+	else
+		syslog(LOG_ERR, "tcfs: out of memory: a probe went unlogged");
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Takes the queue; the caller writes and frees it. */
+static struct tcfs_event *take(struct fs_events *e, size_t *n)
+{
+	struct tcfs_event *q = e->q;
+
+	*n = e->n;
+	e->q = NULL;
+	e->n = e->cap = 0;
+	return q;
+}
+
+static void write_batch(struct tcfs_fs *fs, struct tcfs_event *q, size_t n)
+{
+	int rc;
+
+	if (n == 0)
+		return;
+	rc = tcfs_event_add(fs->store, q, n);
+	if (rc < 0)
+		syslog(LOG_ERR, "tcfs: %zu probe events lost: %s", n,
+		       tcfs_err_msg());
+}
+
+static void *writer(void *arg)
+{
+	struct tcfs_fs *fs = arg;
+	struct fs_events *e = fs->events;
+	int stop = 0;
+
+	while (!stop) {
+		struct timespec until;
+		struct tcfs_event *q;
+		size_t n;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += EVENTS_FLUSH_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_mutex_lock(&e->mu);
+		if (!e->stop)
+			pthread_cond_timedwait(&e->cv, &e->mu, &until);
+		stop = e->stop;
+		q = take(e, &n);
+		pthread_mutex_unlock(&e->mu);
+		write_batch(fs, q, n);
+		free(q);
+		fs_probes_prune(fs->probes);
+	}
+	return NULL;
+}
+
+int fs_events_start(struct tcfs_fs *fs)
+{
+	struct fs_events *e = calloc(1, sizeof(*e));
+	int rc;
+
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	fs->events = e;
+	rc = -pthread_create(&e->thread, NULL, writer, fs);
+	if (rc < 0) {
+		fs->events = NULL;
+		free(e);
+	}
+	return rc;
+}
+
+void fs_events_stop(struct tcfs_fs *fs)
+{
+	struct fs_events *e = fs->events;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->stop = 1;
+	pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->thread, NULL);
+	free(e->q);
+	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+	fs->events = NULL;
+}

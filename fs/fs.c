@@ -1,0 +1,326 @@
+/*
+ * fs: mounting a store, serving it, and coming down cleanly.
+ *
+ * Without -f the command forks: the child opens the store, mounts and
+ * tells the parent through a pipe that the mount serves (or why it could
+ * not), so `tcfs mount` returns only once the mount works, and any error
+ * reaches the caller's terminal.  The store is opened in the child because
+ * SQLite's locks do not survive a fork.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "index/cas.h"
+#include "index/err.h"
+#include "index/store.h"
+#include "priv.h"
+
+static void fs_op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* O_TRUNC comes with open, so a truncating open is one request. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	/* Writes must reach us as they happen: a file's bytes are committed
+	 * when it is closed. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+static void fs_op_destroy(void *userdata)
+{
+	fs_files_flush_all(userdata);
+}
+
+static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	/* Nothing is kept per inode: every answer comes from the store. */
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req);
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_op_init,
+	.destroy = fs_op_destroy,
+	.lookup = fs_op_lookup,
+	.forget = fs_op_forget,
+	.getattr = fs_op_getattr,
+	.setattr = fs_op_setattr,
+	.mkdir = fs_op_mkdir,
+	.unlink = fs_op_unlink,
+	.rmdir = fs_op_rmdir,
+	.rename = fs_op_rename,
+	.open = fs_op_open,
+	.read = fs_op_read,
+	.write = fs_op_write,
+	.flush = fs_op_flush,
+	.release = fs_op_release,
+	.fsync = fs_op_fsync,
+	.readdir = fs_op_readdir,
+	.statfs = fs_op_statfs,
+	.create = fs_op_create,
+};
+
+/* Where errors go: the caller's terminal until the mount serves, then
+ * syslog (the daemon has no terminal). */
+struct report {
+	int fd;			/* pipe to the waiting parent, or -1 */
+};
+
+__attribute__((format(printf, 2, 3))) static void say(struct report *r,
+						      const char *fmt, ...)
+{
+	char msg[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->fd >= 0) {
+		dprintf(r->fd, "tcfs mount: %s\n", msg);
+	} else {
+		fprintf(stderr, "tcfs mount: %s\n", msg);
+		syslog(LOG_ERR, "%s", msg);
+	}
+}
+
+static int check_mountpoint(const char *mp, char *root, size_t len,
+			    int nonempty, struct report *r)
+{
+	struct stat st;
+	int fd;
+
+	if (!realpath(mp, root) || stat(root, &st) < 0) {
+		say(r, "%s: %s", mp, strerror(errno));
+		return -1;
+	}
+	(void)len;
+	if (!S_ISDIR(st.st_mode)) {
+		say(r, "%s: not a directory", mp);
+		return -1;
+	}
+	fd = open(root, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0 && !nonempty) {
+		DIR *d = fdopendir(fd);
+		struct dirent *de;
+		int empty = 1;
+
+		while (d && (de = readdir(d)) != NULL)
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				empty = 0;
+		if (d)
+			closedir(d);
+		else
+			close(fd);
+		if (!empty) {
+			say(r, "%s: mount point is not empty (its files would "
+			       "be hidden; import them with tcfs import, or "
+			       "pass -o nonempty)", mp);
+			return -1;
+		}
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	return 0;
+}
+
+/* Temp entries of writers that died with the last daemon: nobody can
+ * finish them, and nothing half-written may stay visible. */
+static void recover(struct tcfs_fs *fs)
+{
+	struct tcfs_node *top = NULL, *kids = NULL;
+	size_t ntop = 0, nk = 0;
+
+	if (tcfs_ns_list(fs->store, TCFS_ROOT_INO, 0, 0, &top, &ntop) < 0)
+		return;
+	for (size_t i = 0; i < ntop; i++) {
+		if (tcfs_name_is_temp(top[i].name, 1)) {
+			tcfs_ns_remove_tree(fs->store, TCFS_ROOT_INO,
+					    top[i].name);
+			continue;
+		}
+		if (top[i].kind != TCFS_DIR ||
+		    tcfs_ns_list(fs->store, top[i].ino, 0, 0, &kids, &nk) < 0)
+			continue;
+		for (size_t j = 0; j < nk; j++)
+			if (tcfs_name_is_temp(kids[j].name, 0))
+				tcfs_ns_remove_tree(fs->store, top[i].ino,
+						    kids[j].name);
+		free(kids);
+		kids = NULL;
+	}
+	free(top);
+}
+
+static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
+		      struct report *r)
+{
+	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s };
+	int rc;
+
+	tcfs_err_clear();
+	rc = tcfs_store_open(&so, &fs->store);
+	if (rc == 0)
+		rc = tcfs_cas_put_buf(tcfs_store_cas(fs->store), "", 0,
+				      &fs->empty, NULL);
+	if (rc < 0) {
+		say(r, "%s", tcfs_err_msg()[0] ? tcfs_err_msg()
+					       : strerror(-rc));
+		return -1;
+	}
+	recover(fs);
+	return 0;
+}
+
+static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
+{
+	/* default_permissions: the kernel checks modes, as on any disk. */
+	if (fuse_opt_add_arg(args, "tcfs") ||
+	    fuse_opt_add_arg(args, "-o") ||
+	    fuse_opt_add_arg(args, "default_permissions,fsname=tcfs,"
+				   "subtype=tcfs"))
+		return -1;
+	if (o->fuse_opts && (fuse_opt_add_arg(args, "-o") ||
+			     fuse_opt_add_arg(args, o->fuse_opts)))
+		return -1;
+	if (o->debug && fuse_opt_add_arg(args, "-d"))
+		return -1;
+	return 0;
+}
+
+/* Mounts, serves until unmounted, and returns the exit status. */
+static int serve(const struct tcfs_fs_opts *o, struct report *r)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *cfg = NULL;
+	struct tcfs_fs fs = { 0 };
+	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
+	int rc = 1;
+
+	fs.uid = getuid();
+	fs.gid = getgid();
+	pthread_mutex_init(&fs.files_mu, NULL);
+	if (check_mountpoint(o->mountpoint, fs.root, sizeof(fs.root),
+			     nonempty, r) < 0 ||
+	    open_store(&fs, o, r) < 0)
+		goto out;
+	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0) {
+		say(r, "out of memory");
+		goto out;
+	}
+	fs.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	if (!fs.se) {
+		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(fs.se) < 0 ||
+	    fuse_session_mount(fs.se, fs.root) < 0) {
+		say(r, "%s: cannot mount (is /dev/fuse there, and fusermount3 "
+		       "installed?)", fs.root);
+		goto out_session;
+	}
+	if (fs_events_start(&fs) < 0) {
+		say(r, "cannot start the event log thread");
+		goto out_unmount;
+	}
+	if (r->fd >= 0) {	/* the mount serves: let the caller go */
+		dprintf(r->fd, "ok\n");
+		close(r->fd);
+		r->fd = -1;
+	}
+	syslog(LOG_INFO, "serving %s at %s", tcfs_store_path(fs.store), fs.root);
+	cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_max_threads(cfg, 16);
+	rc = o->debug ? fuse_session_loop(fs.se)
+		      : fuse_session_loop_mt(fs.se, cfg);
+	rc = rc < 0 ? 1 : 0;
+	fuse_loop_cfg_destroy(cfg);
+	fs_events_stop(&fs);
+out_unmount:
+	fuse_session_unmount(fs.se);
+	fuse_remove_signal_handlers(fs.se);
+out_session:
+	fuse_session_destroy(fs.se);
+out:
+	fs_probes_free(fs.probes);
+	tcfs_store_close(fs.store);
+	fuse_opt_free_args(&args);
+	pthread_mutex_destroy(&fs.files_mu);
+	return rc;
+}
+
+/* The parent's side: wait for "ok" or the error, then exit with it. */
+static int wait_for_child(pid_t child, int fd)
+{
+	char buf[2048];
+	size_t used = 0;
+	ssize_t n;
+	int status;
+
+	while (used < sizeof(buf) - 1 &&
+	       (n = read(fd, buf + used, sizeof(buf) - 1 - used)) > 0)
+		used += (size_t)n;
+	buf[used] = '\0';
+	close(fd);
+	if (strcmp(buf, "ok\n") == 0)
+		return 0;
+	fputs(buf, stderr);
+	if (waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+	    WEXITSTATUS(status) != 0)
+		return WEXITSTATUS(status);
+	if (!buf[0])
+		fprintf(stderr, "tcfs mount: the daemon died while mounting\n");
+	return 1;
+}
+
+int tcfs_fs_mount(const struct tcfs_fs_opts *o)
+{
+	struct report r = { -1 };
+	int p[2], null;
+	pid_t child;
+
+	openlog("tcfs", LOG_PID, LOG_USER);
+	if (o->foreground)
+		return serve(o, &r);
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("tcfs mount: pipe");
+		return 1;
+	}
+	child = fork();
+	if (child < 0) {
+		perror("tcfs mount: fork");
+		return 1;
+	}
+	if (child > 0) {
+		close(p[1]);
+		return wait_for_child(child, p[0]);
+	}
+	close(p[0]);
+	r.fd = p[1];
+	setsid();
+	if (chdir("/") < 0)
+		_exit(1);
+	null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+	_exit(serve(o, &r));
+}

@@ -1,0 +1,23 @@
+/*
+ * fs: the FUSE mount, `tcfs mount`.  Serves a store at a mount point (the
+ * user's TRITON_CACHE_DIR) with libfuse's low-level API, many threads.
+ */
+#ifndef TCFS_FS_H
+#define TCFS_FS_H
+
+struct tcfs_fs_opts {
+	const char *store;	/* the store directory */
+	const char *mountpoint;
+	const char *fuse_opts;	/* -o options, comma separated, or NULL */
+	int foreground;		/* -f: stay in the foreground */
+	int debug;		/* -d: libfuse's request trace on stderr */
+	double wait_s;		/* for the store's writer lock */
+};
+
+/* Mounts and serves until unmounted.  Without foreground, returns in the
+ * calling process once the mount serves requests (the daemon goes on).
+ * Returns 0 on a clean unmount, or 1 after an error it printed on stderr
+ * (naming the mount point or the store and the cause). */
+int tcfs_fs_mount(const struct tcfs_fs_opts *o);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * lookup: finding names and answering for their attributes, with the
+ * kernel cache policy that makes the mount fast: names and attributes are
+ * cached for a day, misses too (as negative entries), except the probes,
+ * whose every lookup must reach us to be logged.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "index/store.h"
+#include "priv.h"
+
+int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, struct stat *st)
+{
+	uint64_t size = n->size;
+
+	if (n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
+		char *bytes;
+		int rc = fs_render(fs, n, &bytes, &size);
+
+		if (rc < 0)
+			return rc;
+		free(bytes);
+	}
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = (n->kind == TCFS_DIR ? S_IFDIR : S_IFREG) | n->mode;
+	st->st_nlink = n->kind == TCFS_DIR ? 2 : 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	st->st_mtim.tv_sec = n->mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = n->mtime_ns % 1000000000;
+	st->st_atim = st->st_ctim = st->st_mtim;
+	return 0;
+}
+
+void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl)
+{
+	struct fuse_entry_param e = { 0 };
+	int rc = fs_stat(fs_of(req), n, &e.attr);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = n->ino;
+	e.entry_timeout = ttl;
+	e.attr_timeout = FS_TTL;
+	fuse_reply_entry(req, &e);
+}
+
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct fuse_entry_param miss = { 0 };
+	struct tcfs_node dir, n;
+	enum tcfs_probe probe;
+	int rc;
+
+	rc = tcfs_ns_get(fs->store, parent, &dir);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
+	probe = fs_probe_kind(&dir, name);
+	if (probe && (rc == 0 || rc == -ENOENT))
+		fs_probe_seen(fs, req, &dir, name, probe, rc == 0);
+	if (rc == -ENOENT) {
+		/* A negative entry: a cached miss costs the kernel nothing. */
+		miss.entry_timeout = probe ? 0 : FS_TTL;
+		fuse_reply_entry(req, &miss);
+		return;
+	}
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_reply_entry(req, &n, probe ? 0 : FS_TTL);
+}
+
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node n;
+	struct stat st;
+	int rc;
+
+	rc = tcfs_ns_get(fs->store, ino, &n);
+	if (rc == -ENOENT && fi)	/* fstat of an unlinked, open file */
+		rc = fs_file_node(fi, &n);
+	if (rc == 0)
+		rc = fs_stat(fs, &n, &st);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_fix_size(fs, ino, &st);
+	fuse_reply_attr(req, &st, FS_TTL);
+}
+
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct statvfs sv;
+
+	(void)ino;
+	if (statvfs(tcfs_store_path(fs->store), &sv) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	sv.f_namemax = TCFS_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}

@@ -1,0 +1,111 @@
+/*
+ * The mount's shared state and the helpers its modules share.  Private to
+ * fs/: lookup.c (lookup, getattr, statfs), dir.c (mkdir, rmdir, unlink,
+ * rename, readdir), file.c (create, open, read, write, release, fsync,
+ * setattr), probe.c (hit/miss per probe), events.c (the log writer).
+ */
+#ifndef TCFS_FS_PRIV_H
+#define TCFS_FS_PRIV_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+#include "index/event.h"
+#include "index/ns.h"
+
+/* Everything behind a name changes only through this mount, which keeps
+ * the kernel's caches in step itself: they may keep what they learn. */
+#define FS_TTL 86400.0
+
+struct fs_probes;
+struct fs_events;
+struct fs_file;
+
+struct tcfs_fs {
+	struct tcfs_store *store;
+	char root[4096];	/* the mount point: group files name it */
+	struct fuse_session *se;
+	uid_t uid;		/* files belong to whoever mounted */
+	gid_t gid;
+	struct tcfs_hash empty;	/* the blob of a new, empty file */
+	struct fs_probes *probes;
+	struct fs_events *events;
+	pthread_mutex_t files_mu;	/* open write handles, for unmount */
+	struct fs_file *files;
+};
+
+static inline struct tcfs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* lookup.c: attributes as the kernel sees them.  size is the rendered
+ * size for a group template (fs_render), the stored size otherwise. */
+int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, struct stat *st);
+/* Replies to a lookup-like request with n's entry, cached for ttl. */
+void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl);
+
+/* file.c: a group template rendered for this mount (*out: caller frees). */
+int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
+	      size_t *len);
+/* The name of the key dir n lies in (its ancestor under the root). */
+int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
+	      size_t len);
+/* Commits every write handle still open (at unmount). */
+void fs_files_flush_all(struct tcfs_fs *fs);
+/* While a handle has uncommitted writes to ino, its size is the file's:
+ * fixes st up accordingly. */
+int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size);
+void fs_fix_size(struct tcfs_fs *fs, uint64_t ino, struct stat *st);
+/* The node an open handle was opened on (fstat of an unlinked file). */
+int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n);
+
+/* probe.c: whether looking up name in parent is a cache probe, and
+ * recording one (at most one event per process and path). */
+enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
+			      const char *name);
+void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
+		   const struct tcfs_node *parent, const char *name,
+		   enum tcfs_probe kind, int hit);
+int fs_probes_new(struct fs_probes **out);
+void fs_probes_free(struct fs_probes *p);
+/* Forgets processes that have exited. */
+void fs_probes_prune(struct fs_probes *p);
+
+/* events.c: the probe log goes to the store in batches, off the request
+ * path, from one thread. */
+int fs_events_start(struct tcfs_fs *fs);
+void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev);
+/* Writes what is queued and stops the thread. */
+void fs_events_stop(struct tcfs_fs *fs);
+
+/* The low-level operations, by module. */
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname,
+		  unsigned int flags);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode, struct fuse_file_info *fi);
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		 size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		   int to_set, struct fuse_file_info *fi);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * probe: which lookups are cache probes, and one event per probe.
+ *
+ * Triton probes a kernel by looking up KEY/__grp__NAME.json, and a module by
+ * looking up KEY/NAME.so (or FN.autotune.json).  One probe reaches us as
+ * several lookups by the same process: os.path.exists then open on a hit,
+ * and on a miss the lookups its own writes cause (the rename into place,
+ * dlopen of the new module).  So a process's first lookup of a path is the
+ * probe, and later ones by the same process are folded into it; the
+ * memory of a process is dropped when it exits.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "index/name.h"
+#include "priv.h"
+
+#define PROBE_BUCKETS 4096
+
+struct seen {
+	pid_t pid;
+	uint64_t parent;
+	char *name;
+	struct seen *next;
+};
+
+struct fs_probes {
+	pthread_mutex_t mu;
+	struct seen *bucket[PROBE_BUCKETS];
+};
+
+enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
+			      const char *name)
+{
+	if (parent->parent != TCFS_ROOT_INO || tcfs_name_is_temp(parent->name, 1))
+		return 0;
+	switch (tcfs_name_artifact(name)) {
+	case TCFS_ART_GROUP:
+		return TCFS_PROBE_KERNEL;
+	case TCFS_ART_MODULE:
+	case TCFS_ART_AUTOTUNE:
+		return TCFS_PROBE_MODULE;
+	default:
+		return 0;
+	}
+}
+
+static size_t bucket_of(pid_t pid, uint64_t parent, const char *name)
+{
+	uint64_t h = XXH3_64bits_withSeed(name, strlen(name),
+					  parent * 0x9e3779b97f4a7c15ull ^
+						  (uint64_t)pid);
+
+	return (size_t)(h % PROBE_BUCKETS);
+}
+
+/* 1 if the process had probed this path before; else remembers it. */
+static int already_seen(struct fs_probes *p, pid_t pid, uint64_t parent,
+			const char *name)
+{
+	size_t b = bucket_of(pid, parent, name);
+	struct seen *s;
+	int seen = 0;
+
+	pthread_mutex_lock(&p->mu);
+	for (s = p->bucket[b]; s && !seen; s = s->next)
+		seen = s->pid == pid && s->parent == parent &&
+		       strcmp(s->name, name) == 0;
+	if (!seen) {
+		s = malloc(sizeof(*s));
+		if (s && (s->name = strdup(name))) {
+			s->pid = pid;
+			s->parent = parent;
+			s->next = p->bucket[b];
+			p->bucket[b] = s;
+		} else {
+			free(s);	/* out of memory: count it again */
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return seen;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	buf[0] = '\0';
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
+		   const struct tcfs_node *parent, const char *name,
+		   enum tcfs_probe kind, int hit)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct tcfs_event ev = { 0 };
+	struct timespec ts;
+
+	if (ctx->pid <= 0 || already_seen(fs->probes, ctx->pid, parent->ino,
+					  name))
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ev.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ev.pid = ctx->pid;
+	read_comm(ctx->pid, ev.comm, sizeof(ev.comm));
+	snprintf(ev.key, sizeof(ev.key), "%s", parent->name);
+	if (kind != TCFS_PROBE_KERNEL ||
+	    !tcfs_name_group_kernel(name, ev.name, sizeof(ev.name)))
+		snprintf(ev.name, sizeof(ev.name), "%s", name);
+	ev.kind = kind;
+	ev.hit = hit;
+	fs_events_add(fs, &ev);
+}
+
+int fs_probes_new(struct fs_probes **out)
+{
+	struct fs_probes *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->mu, NULL);
+	*out = p;
+	return 0;
+}
+
+static void drop_if(struct fs_probes *p, int only_dead)
+{
+	pthread_mutex_lock(&p->mu);
+	for (size_t b = 0; b < PROBE_BUCKETS; b++) {
+		struct seen **link = &p->bucket[b];
+
+		while (*link) {
+			struct seen *s = *link;
+
+			if (only_dead && !(kill(s->pid, 0) < 0 && errno == ESRCH)) {
+				link = &s->next;
+				continue;
+			}
+			*link = s->next;
+			free(s->name);
+			free(s);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+void fs_probes_prune(struct fs_probes *p)
+{
+	drop_if(p, 1);
+}
+
+void fs_probes_free(struct fs_probes *p)
+{
+	if (!p)
+		return;
+	drop_if(p, 0);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}

@@ -1,0 +1,43 @@
+/*
+ * event: the probe log, one row per cache probe a process made through the
+ * mount, hit or miss (table events), and the statistics drawn from it.
+ */
+#ifndef TCFS_EVENT_H
+#define TCFS_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "name.h"
+
+struct tcfs_store;
+
+enum tcfs_probe {
+	TCFS_PROBE_KERNEL = 1,	/* KEY/__grp__NAME.json */
+	TCFS_PROBE_MODULE = 2,	/* KEY/NAME.so, KEY/FN.autotune.json */
+};
+
+struct tcfs_event {
+	int64_t id;		/* set by the store */
+	int64_t time_ns;
+	int32_t pid;
+	char comm[17];		/* the process's command name */
+	char key[TCFS_NAME_MAX + 1];
+	char name[TCFS_NAME_MAX + 1];	/* kernel name, or module file name */
+	enum tcfs_probe kind;
+	int hit;
+};
+
+/* Appends n events in one transaction. */
+int tcfs_event_add(struct tcfs_store *s, const struct tcfs_event *ev,
+		   size_t n);
+
+/* Events with id > after and time >= since_ns, oldest first, at most max
+ * (0: all).  *out is owned by the caller (free()). */
+int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
+		    size_t max, struct tcfs_event **out, size_t *n);
+
+/* Deletes every event (tcfs stats --reset); *n (optional) gets how many. */
+int tcfs_event_clear(struct tcfs_store *s, uint64_t *n);
+
+#endif

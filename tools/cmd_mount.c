@@ -1,0 +1,212 @@
+/*
+ * tcfs mount / tcfs umount.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "fs/fs.h"
+#include "index/store.h"
+
+static const char *const mount_help =
+	"Usage: tcfs mount [OPTIONS] MOUNTPOINT\n"
+	"\n"
+	"Serves the store at MOUNTPOINT, to be used as TRITON_CACHE_DIR (or\n"
+	"TORCHINDUCTOR_CACHE_DIR/triton/<device>) by Triton, PyTorch Inductor\n"
+	"or vLLM, unchanged.  Files are stored content-addressed as with tcfs\n"
+	"import; group files name the children under MOUNTPOINT; every cache\n"
+	"probe (a lookup of KEY/__grp__NAME.json, KEY/*.so or\n"
+	"KEY/*.autotune.json) is logged as a hit or a miss with its process:\n"
+	"see tcfs stats and tcfs log.  Returns once the mount serves, leaving\n"
+	"the daemon running; unmount with 'tcfs umount MOUNTPOINT' or\n"
+	"'fusermount3 -u MOUNTPOINT'.  One mount per store: a second one fails.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR   the store (default as for tcfs import); created if\n"
+	"                    missing\n"
+	"  -f, --foreground  stay in the foreground until unmounted\n"
+	"  -d, --debug       foreground, single-threaded, every request on stderr\n"
+	"  -o OPT[,OPT...]   FUSE mount options (allow_other, nonempty, ...)\n"
+	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
+	"  -h, --help        show this help\n"
+	"\n"
+	"Exit status: 0 mounted (with -f: unmounted cleanly), 1 error, 2 usage\n"
+	"error.\n";
+
+static const char *const umount_help =
+	"Usage: tcfs umount MOUNTPOINT\n"
+	"\n"
+	"Unmounts a tcfs mount (fusermount3 -u) and waits until its daemon has\n"
+	"committed pending writes, flushed the probe log and exited.\n"
+	"\n"
+	"Exit status: 0 unmounted, 1 error (not a tcfs mount, busy), 2 usage.\n";
+
+/* The store's path goes in the mount's fsname, so tcfs umount (and
+ * anyone reading /proc/mounts) can tell which store is mounted where.
+ * libfuse splits options at commas unless escaped. */
+static int fsname_opt(const char *store, char *buf, size_t len)
+{
+	size_t used = (size_t)snprintf(buf, len, "fsname=");
+
+	for (const char *p = store; *p && used + 3 < len; p++) {
+		if (*p == ',' || *p == '\\')
+			buf[used++] = '\\';
+		buf[used++] = *p;
+	}
+	buf[used] = '\0';
+	return used + 3 < len ? 0 : -ENAMETOOLONG;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_fs_opts fo = { 0 };
+	char store[PATH_MAX], real[PATH_MAX], fsopts[2 * PATH_MAX + 64];
+	char *user = NULL;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "fdo:",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("mount", mount_help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		switch (c) {
+		case 'f':
+			fo.foreground = 1;
+			break;
+		case 'd':
+			fo.foreground = fo.debug = 1;
+			break;
+		case 'o':
+			user = optarg;
+			break;
+		default:
+			return cli_usage_err("mount", "bad option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_err("mount", optind >= argc
+						      ? "no mount point given"
+						      : "one mount point only");
+	if (co.store.dir)
+		snprintf(store, sizeof(store), "%s", co.store.dir);
+	else if (tcfs_store_default_dir(store, sizeof(store)) < 0) {
+		cli_lib_err("mount", -ENOENT, "store");
+		return CLI_FAIL;
+	}
+	/* A store not there yet is created by the daemon. */
+	fo.store = realpath(store, real) ? real : store;
+	if (fsname_opt(fo.store, fsopts, sizeof(fsopts)) < 0)
+		return cli_usage_err("mount", "store path too long");
+	if (user) {
+		strcat(fsopts, ",");
+		strncat(fsopts, user, sizeof(fsopts) - strlen(fsopts) - 1);
+	}
+	fo.mountpoint = argv[optind];
+	fo.fuse_opts = fsopts;
+	fo.wait_s = co.store.wait_s;
+	return tcfs_fs_mount(&fo) == 0 ? CLI_OK : CLI_FAIL;
+}
+
+/* The store of the tcfs mount at mp, from /proc/self/mountinfo. */
+static int mounted_store(const char *mp, char *store, size_t len)
+{
+	char line[3 * PATH_MAX], point[PATH_MAX], type[64], source[PATH_MAX];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+		    sscanf(dash + 3, "%63s %4095s", type, source) != 2)
+			continue;
+		if (strcmp(point, mp) == 0 && strcmp(type, "fuse.tcfs") == 0) {
+			snprintf(store, len, "%s", source);
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The daemon holds the store's writer lock until it has flushed and is
+ * about to exit: taking it means the daemon is done. */
+static int wait_daemon(const char *store, double wait_s)
+{
+	char path[PATH_MAX + 8];
+	struct timespec nap = { 0, 50 * 1000000L };
+	int fd, rc = -ETIMEDOUT;
+
+	snprintf(path, sizeof(path), "%s/lock", store);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (double t = 0; t < wait_s; t += 0.05) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			rc = 0;
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
+	close(fd);
+	return rc;
+}
+
+int cmd_umount(int argc, char **argv)
+{
+	char mp[PATH_MAX], store[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(umount_help, stdout);
+		return CLI_OK;
+	}
+	if (argc != 2)
+		return cli_usage_err("umount", "give one mount point");
+	if (!realpath(argv[1], mp)) {
+		cli_err("umount", "%s: %s", argv[1], strerror(errno));
+		return CLI_FAIL;
+	}
+	if (mounted_store(mp, store, sizeof(store)) < 0) {
+		cli_err("umount", "%s: not a tcfs mount", mp);
+		return CLI_FAIL;
+	}
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
+		cli_err("umount", "fusermount3: %s", strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return CLI_FAIL;	/* fusermount3 said why */
+	if (wait_daemon(store, 30) < 0) {
+		cli_err("umount", "%s: unmounted, but its daemon has not "
+				  "exited after 30 s", mp);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
