@@ -75,6 +75,65 @@ int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 	return 0;
 }
 
+static const char *const sql_count[] = {
+	[TCFS_BY_KIND] =
+		"SELECT '', kind, '', 0, sum(hit), sum(1 - hit), min(time)"
+		" FROM events WHERE time >= ? GROUP BY kind ORDER BY kind DESC",
+	[TCFS_BY_KERNEL] =
+		"SELECT '', name, '', 0, sum(hit), sum(1 - hit), min(time)"
+		" FROM events WHERE time >= ? AND kind = 'kernel'"
+		" GROUP BY name ORDER BY name",
+	[TCFS_BY_PROCESS] =
+		"SELECT '', '', comm, pid, sum(hit), sum(1 - hit), min(time)"
+		" FROM events WHERE time >= ? GROUP BY pid, comm"
+		" ORDER BY min(id)",
+	[TCFS_BY_NEW] =
+		"SELECT key, name, '', 0, 0, count(*), min(time)"
+		" FROM events WHERE time >= ? AND kind = 'kernel' AND hit = 0"
+		" GROUP BY key, name ORDER BY min(id)",
+};
+
+struct count_list {
+	struct tcfs_event_count *v;
+	size_t n, cap;
+};
+
+static int add_count(void *ctx, sqlite3_stmt *st)
+{
+	struct count_list *l = ctx;
+	struct tcfs_event_count *c =
+		tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	snprintf(c->key, sizeof(c->key), "%s", tcfs_db_text(st, 0, NULL));
+	snprintf(c->name, sizeof(c->name), "%s", tcfs_db_text(st, 1, NULL));
+	snprintf(c->comm, sizeof(c->comm), "%s", tcfs_db_text(st, 2, NULL));
+	c->pid = sqlite3_column_int(st, 3);
+	c->hits = (uint64_t)sqlite3_column_int64(st, 4);
+	c->misses = (uint64_t)sqlite3_column_int64(st, 5);
+	c->first_ns = sqlite3_column_int64(st, 6);
+	return 0;
+}
+
+int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
+		     int64_t since_ns, struct tcfs_event_count **out,
+		     size_t *n)
+{
+	struct count_list l = { 0 };
+	int rc;
+
+	rc = tcfs_db_each(tcfs_store_db(s), add_count, &l, sql_count[by], "i",
+			  since_ns);
+	if (rc < 0) {
+		free(l.v);
+		return rc;
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}
+
 int tcfs_event_clear(struct tcfs_store *s, uint64_t *n)
 {
 	int rc = tcfs_db_exec(tcfs_store_db(s), sql_clear, "");

@@ -37,6 +37,29 @@ int tcfs_event_add(struct tcfs_store *s, const struct tcfs_event *ev,
 int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 		    size_t max, struct tcfs_event **out, size_t *n);
 
+/* How probes are grouped by tcfs_event_count. */
+enum tcfs_event_by {
+	TCFS_BY_KIND,		/* name: "kernel" or "module" */
+	TCFS_BY_KERNEL,		/* kernel probes, by kernel name */
+	TCFS_BY_PROCESS,	/* pid and comm */
+	TCFS_BY_NEW,		/* kernels that missed: key and name */
+};
+
+struct tcfs_event_count {
+	char key[TCFS_NAME_MAX + 1];
+	char name[TCFS_NAME_MAX + 1];
+	char comm[17];
+	int32_t pid;
+	uint64_t hits, misses;
+	int64_t first_ns;	/* the group's first event */
+};
+
+/* Probes since since_ns, counted by group, in order of first appearance
+ * (by name for TCFS_BY_KERNEL).  *out is owned by the caller (free()). */
+int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
+		     int64_t since_ns, struct tcfs_event_count **out,
+		     size_t *n);
+
 /* Deletes every event (tcfs stats --reset); *n (optional) gets how many. */
 int tcfs_event_clear(struct tcfs_store *s, uint64_t *n);
 

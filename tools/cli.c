@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,4 +154,72 @@ const char *cli_time(int64_t ns, char *buf, size_t len)
 	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%F %T", &tm))
 		snprintf(buf, len, "?");
 	return buf;
+}
+
+int64_t cli_parse_since(const char *arg)
+{
+	static const struct {
+		char unit;
+		int64_t seconds;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+	struct tm tm = { 0 };
+	const char *end;
+	char *num_end;
+	double v;
+
+	if (arg[0] == '@') {
+		v = strtod(arg + 1, &num_end);
+		return num_end != arg + 1 && !*num_end && v >= 0
+			       ? (int64_t)(v * 1e9) : -1;
+	}
+	v = strtod(arg, &num_end);
+	if (num_end != arg && v >= 0 && num_end[0] && !num_end[1]) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (num_end[0] == units[i].unit)
+				return (int64_t)time(NULL) * 1000000000 -
+				       (int64_t)(v * (double)units[i].seconds *
+						 1e9);
+		return -1;
+	}
+	tm.tm_isdst = -1;
+	end = strptime(arg, "%Y-%m-%d %H:%M:%S", &tm);
+	if (!end || *end) {
+		memset(&tm, 0, sizeof(tm));
+		tm.tm_isdst = -1;
+		end = strptime(arg, "%Y-%m-%d %H:%M", &tm);
+	}
+	if (!end || *end) {
+		memset(&tm, 0, sizeof(tm));
+		tm.tm_isdst = -1;
+		end = strptime(arg, "%Y-%m-%d", &tm);
+	}
+	if (!end || *end)
+		return -1;
+	return (int64_t)mktime(&tm) * 1000000000;
+}
+
+int cli_find_mount(const char *want_store, const char *want_point,
+		   char *store, char *point)
+{
+	char line[3 * PATH_MAX], type[64], want[PATH_MAX];
+	const char *w = want_store ? want_store : want_point;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int rc = -ENOENT;
+
+	if (!f)
+		return -errno;
+	if (!realpath(w, want))
+		snprintf(want, sizeof(want), "%s", w);
+	while (rc < 0 && fgets(line, sizeof(line), f)) {
+		char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+		    sscanf(dash + 3, "%63s %4095s", type, store) != 2 ||
+		    strcmp(type, "fuse.tcfs") != 0)
+			continue;
+		if (strcmp(want_store ? store : point, want) == 0)
+			rc = 0;
+	}
+	fclose(f);
+	return rc;
 }

@@ -72,6 +72,16 @@ const char *cli_human(uint64_t bytes, char *buf, size_t len);
  * be built (out of memory). */
 int cli_print_json(cJSON *doc);
 
+/* --since: "90s", "30m", "2h", "7d" ago, or "YYYY-MM-DD[ HH:MM[:SS]]"
+ * local time, or "@SECONDS" since the epoch.  -1 when unparsable. */
+int64_t cli_parse_since(const char *arg);
+
+/* Finds a tcfs mount in /proc/self/mountinfo by its store or by its mount
+ * point (give one, the other NULL) and writes both, absolute, into store
+ * and point (PATH_MAX bytes each).  -ENOENT when there is none. */
+int cli_find_mount(const char *want_store, const char *want_point,
+		   char *store, char *point);
+
 /* Nanoseconds since the epoch as "2026-11-21 19:15:02" local time. */
 const char *cli_time(int64_t ns, char *buf, size_t len);
 

@@ -127,30 +127,6 @@ int cmd_mount(int argc, char **argv)
 	return tcfs_fs_mount(&fo) == 0 ? CLI_OK : CLI_FAIL;
 }
 
-/* The store of the tcfs mount at mp, from /proc/self/mountinfo. */
-static int mounted_store(const char *mp, char *store, size_t len)
-{
-	char line[3 * PATH_MAX], point[PATH_MAX], type[64], source[PATH_MAX];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	int found = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (found < 0 && fgets(line, sizeof(line), f)) {
-		char *dash = strstr(line, " - ");
-
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
-		    sscanf(dash + 3, "%63s %4095s", type, source) != 2)
-			continue;
-		if (strcmp(point, mp) == 0 && strcmp(type, "fuse.tcfs") == 0) {
-			snprintf(store, len, "%s", source);
-			found = 0;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* The daemon holds the store's writer lock until it has flushed and is
  * about to exit: taking it means the daemon is done. */
 static int wait_daemon(const char *store, double wait_s)
@@ -176,7 +152,7 @@ static int wait_daemon(const char *store, double wait_s)
 
 int cmd_umount(int argc, char **argv)
 {
-	char mp[PATH_MAX], store[PATH_MAX];
+	char mp[PATH_MAX], store[PATH_MAX], point[PATH_MAX];
 	int status;
 	pid_t pid;
 
@@ -190,7 +166,7 @@ int cmd_umount(int argc, char **argv)
 		cli_err("umount", "%s: %s", argv[1], strerror(errno));
 		return CLI_FAIL;
 	}
-	if (mounted_store(mp, store, sizeof(store)) < 0) {
+	if (cli_find_mount(NULL, mp, store, point) < 0) {
 		cli_err("umount", "%s: not a tcfs mount", mp);
 		return CLI_FAIL;
 	}

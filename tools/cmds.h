@@ -12,5 +12,7 @@ int cmd_fsck(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ static const struct {
 } commands[] = {
 	{ "mount", cmd_mount, "serve the store at TRITON_CACHE_DIR" },
 	{ "umount", cmd_umount, "unmount it, waiting for the daemon to finish" },
+	{ "stats", cmd_stats, "cache hits and misses the mount logged" },
+	{ "log", cmd_log, "the probe log, one event per line" },
 	{ "import", cmd_import, "add existing Triton cache dirs to the store" },
 	{ "export", cmd_export, "write the store out as a plain Triton cache" },
 	{ "info", cmd_info, "what the store holds: kernels, files, sizes" },

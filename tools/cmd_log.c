@@ -1,0 +1,125 @@
+/*
+ * tcfs log: the probe log, one event per line.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "index/event.h"
+#include "index/store.h"
+
+static const char *const help =
+	"Usage: tcfs log [OPTIONS]\n"
+	"\n"
+	"Prints the mount's probe log, oldest first, one event per line:\n"
+	"time, pid, command, hit or miss, kind (kernel or module), KEY/NAME.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR   the store (default as for tcfs import)\n"
+	"      --since T     only events since T (as for tcfs stats)\n"
+	"  -F, --follow      keep printing new events as they are logged\n"
+	"      --json        one JSON object per line: {id, time, pid, comm,\n"
+	"                    hit, kind, key, name}\n"
+	"  -h, --help        show this help\n"
+	"\n"
+	"Exit status: 0 success, 1 error, 2 usage error.\n";
+
+static void print_event(const struct tcfs_event *e, int json)
+{
+	char when[32];
+
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		char *s;
+
+		cJSON_AddNumberToObject(o, "id", (double)e->id);
+		cJSON_AddNumberToObject(o, "time", (double)e->time_ns / 1e9);
+		cJSON_AddNumberToObject(o, "pid", e->pid);
+		cJSON_AddStringToObject(o, "comm", e->comm);
+		cJSON_AddBoolToObject(o, "hit", e->hit);
+		cJSON_AddStringToObject(o, "kind", e->kind == TCFS_PROBE_MODULE
+							   ? "module" : "kernel");
+		cJSON_AddStringToObject(o, "key", e->key);
+		cJSON_AddStringToObject(o, "name", e->name);
+		s = cJSON_PrintUnformatted(o);
+		if (s)
+			puts(s);
+		free(s);
+		cJSON_Delete(o);
+		return;
+	}
+	printf("%s.%03d %7d %-16s %-4s %-6s %s/%s\n",
+	       cli_time(e->time_ns, when, sizeof(when)),
+	       (int)(e->time_ns / 1000000 % 1000), e->pid, e->comm,
+	       e->hit ? "hit" : "miss",
+	       e->kind == TCFS_PROBE_MODULE ? "module" : "kernel", e->key,
+	       e->name);
+}
+
+int cmd_log(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "since", required_argument, NULL, 'S' },
+		{ "follow", no_argument, NULL, 'F' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct timespec nap = { 0, 250 * 1000000L };
+	struct tcfs_store *s;
+	int64_t since = 0, last = 0;
+	int c, follow = 0, rc;
+
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "F", opts,
+				NULL)) != -1) {
+		switch (cli_common_opt("log", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		switch (c) {
+		case 'S':
+			since = cli_parse_since(optarg);
+			if (since < 0)
+				return cli_usage_err("log", "--since: cannot "
+						     "read '%s'", optarg);
+			break;
+		case 'F':
+			follow = 1;
+			break;
+		default:
+			return cli_usage_err("log", "bad option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_err("log", "unexpected argument '%s'",
+				     argv[optind]);
+	if (cli_open_store("log", &co.store, 0, 0, &s) != CLI_OK)
+		return CLI_FAIL;
+	do {
+		struct tcfs_event *ev;
+		size_t n;
+
+		rc = tcfs_event_list(s, last, since, 10000, &ev, &n);
+		if (rc < 0)
+			break;
+		for (size_t i = 0; i < n; i++)
+			print_event(&ev[i], co.json);
+		if (n)
+			last = ev[n - 1].id;
+		free(ev);
+		fflush(stdout);
+		if (n == 0 && follow)
+			nanosleep(&nap, NULL);
+		if (n == 0 && !follow)
+			break;
+	} while (1);
+	if (rc < 0)
+		cli_lib_err("log", rc, tcfs_store_path(s));
+	tcfs_store_close(s);
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}
