@@ -31,11 +31,45 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent, name));
 }
 
+/* The kernel keeps a renamed dentry with the timeout it was created with.
+ * A name that lands where it is a probe must be looked up again next
+ * time, or the probe would not reach us: drop it from the kernel's cache,
+ * after the reply (the kernel holds the directories until then). */
+static void forget_probe_names(struct tcfs_fs *fs, uint64_t dir,
+			       const char *name)
+{
+	struct tcfs_node n, *kids = NULL;
+	size_t nk = 0;
+
+	if (tcfs_ns_lookup(fs->store, dir, name, &n) < 0)
+		return;
+	if (n.kind == TCFS_FILE) {
+		if (fs_probe_name(name))
+			fuse_lowlevel_notify_inval_entry(fs->se, dir, name,
+							 strlen(name));
+		return;
+	}
+	/* A whole key dir moved into place (Inductor): its probe files. */
+	if (tcfs_ns_list(fs->store, n.ino, 0, 0, &kids, &nk) < 0)
+		return;
+	for (size_t i = 0; i < nk; i++)
+		if (fs_probe_name(kids[i].name))
+			fuse_lowlevel_notify_inval_entry(fs->se, n.ino,
+							 kids[i].name,
+							 strlen(kids[i].name));
+	free(kids);
+}
+
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	fuse_reply_err(req, -tcfs_ns_rename(fs_of(req)->store, parent, name,
-					    newparent, newname, flags));
+	struct tcfs_fs *fs = fs_of(req);
+	int rc = tcfs_ns_rename(fs->store, parent, name, newparent, newname,
+				flags);
+
+	fuse_reply_err(req, -rc);
+	if (rc == 0)
+		forget_probe_names(fs, newparent, newname);
 }
 
 /*

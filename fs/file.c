@@ -290,7 +290,10 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	f->dirty = 0;	/* empty is what the row already says */
 	e.ino = n.ino;
-	e.entry_timeout = e.attr_timeout = FS_TTL;
+	/* A probe name written in a temp dir keeps its dentry when renamed
+	 * into the key dir: it must not be cached from the start. */
+	e.entry_timeout = fs_probe_name(name) ? 0 : FS_TTL;
+	e.attr_timeout = FS_TTL;
 	fi->fh = (uintptr_t)f;
 	if (fuse_reply_create(req, &e, fi) != 0)
 		file_close(fs, f);

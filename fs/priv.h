@@ -69,6 +69,9 @@ enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const char *name,
 		   enum tcfs_probe kind, int hit);
+/* Whether name would be a probe in a key dir: such entries are never
+ * cached by the kernel, wherever they are created or moved to. */
+int fs_probe_name(const char *name);
 int fs_probes_new(struct fs_probes **out);
 void fs_probes_free(struct fs_probes *p);
 /* Forgets processes that have exited. */

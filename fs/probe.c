@@ -34,6 +34,18 @@ struct fs_probes {
 	struct seen *bucket[PROBE_BUCKETS];
 };
 
+int fs_probe_name(const char *name)
+{
+	switch (tcfs_name_artifact(name)) {
+	case TCFS_ART_GROUP:
+	case TCFS_ART_MODULE:
+	case TCFS_ART_AUTOTUNE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
 			      const char *name)
 {
