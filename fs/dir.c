@@ -5,7 +5,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "index/cas.h"
+#include "index/group.h"
+#include "index/io.h"
+#include "index/store.h"
 #include "priv.h"
 
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -31,11 +36,47 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent, name));
 }
 
+/* Group files written in a dir that was not yet their key dir (Inductor's
+ * root/tmp.<uuid>) could not be stored key-relative; now that the dir has
+ * landed they can, and the store becomes relocatable again. */
+static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
+			    const struct tcfs_node *kids, size_t nk)
+{
+	struct tcfs_cas *cas = tcfs_store_cas(fs->store);
+
+	if (dir->parent != TCFS_ROOT_INO)
+		return;
+	for (size_t i = 0; i < nk; i++) {
+		const struct tcfs_node *g = &kids[i];
+		struct tcfs_content c = { .fmt = TCFS_FMT_GROUP };
+		char *raw = NULL, *tmpl = NULL;
+		size_t len = 0, tlen = 0;
+		int fd;
+
+		if (g->kind != TCFS_FILE || g->fmt != TCFS_FMT_RAW ||
+		    tcfs_name_artifact(g->name) != TCFS_ART_GROUP)
+			continue;
+		fd = tcfs_cas_open_blob(cas, &g->blob);
+		if (fd < 0)
+			continue;
+		if (tcfs_io_read_small(fd, 1u << 20, &raw, &len) == 0 &&
+		    tcfs_group_relativize(raw, len, dir->name, &tmpl,
+					  &tlen) == 1 &&
+		    tcfs_cas_put_buf(cas, tmpl, tlen, &c.blob, NULL) == 0) {
+			c.size = len;
+			tcfs_ns_set_content(fs->store, g->ino, &c, g->mtime_ns);
+		}
+		close(fd);
+		free(raw);
+		free(tmpl);
+	}
+}
+
 /* The kernel keeps a renamed dentry with the timeout it was created with.
  * A name that lands where it is a probe must be looked up again next
  * time, or the probe would not reach us: drop it from the kernel's cache,
  * after the reply (the kernel holds the directories until then). */
-static void forget_probe_names(struct tcfs_fs *fs, uint64_t dir,
+static void after_rename(struct tcfs_fs *fs, uint64_t dir,
 			       const char *name)
 {
 	struct tcfs_node n, *kids = NULL;
@@ -52,6 +93,7 @@ static void forget_probe_names(struct tcfs_fs *fs, uint64_t dir,
 	/* A whole key dir moved into place (Inductor): its probe files. */
 	if (tcfs_ns_list(fs->store, n.ino, 0, 0, &kids, &nk) < 0)
 		return;
+	relocate_groups(fs, &n, kids, nk);
 	for (size_t i = 0; i < nk; i++)
 		if (fs_probe_name(kids[i].name))
 			fuse_lowlevel_notify_inval_entry(fs->se, n.ino,
@@ -69,7 +111,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	fuse_reply_err(req, -rc);
 	if (rc == 0)
-		forget_probe_names(fs, newparent, newname);
+		after_rename(fs, newparent, newname);
 }
 
 /*

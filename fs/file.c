@@ -262,8 +262,10 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)f;
-	/* What a read handle sees changes only through this mount. */
+	/* What a read handle sees changes only through this mount, and it
+	 * has nothing to commit on close. */
 	fi->keep_cache = !f->writable;
+	fi->noflush = !f->writable;
 	if (fuse_reply_open(req, fi) != 0)
 		file_close(fs, f);
 }
@@ -295,8 +297,11 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	e.entry_timeout = fs_probe_name(name) ? 0 : FS_TTL;
 	e.attr_timeout = FS_TTL;
 	fi->fh = (uintptr_t)f;
-	if (fuse_reply_create(req, &e, fi) != 0)
+	fs_inode_ref(fs, n.ino);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		fs_inode_forget(fs, n.ino, 1);
 		file_close(fs, f);
+	}
 }
 
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

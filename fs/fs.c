@@ -44,11 +44,19 @@ static void fs_op_destroy(void *userdata)
 	fs_files_flush_all(userdata);
 }
 
+/* A node kept in limbo goes when the kernel has forgotten every lookup of
+ * it (inode.c); live nodes are not affected. */
 static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	/* Nothing is kept per inode: every answer comes from the store. */
-	(void)ino;
-	(void)nlookup;
+	fs_inode_forget(fs_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_op_forget_multi(fuse_req_t req, size_t count,
+			       struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		fs_inode_forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -57,6 +65,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.destroy = fs_op_destroy,
 	.lookup = fs_op_lookup,
 	.forget = fs_op_forget,
+	.forget_multi = fs_op_forget_multi,
 	.getattr = fs_op_getattr,
 	.setattr = fs_op_setattr,
 	.mkdir = fs_op_mkdir,
@@ -168,7 +177,7 @@ static void recover(struct tcfs_fs *fs)
 static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		      struct report *r)
 {
-	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s };
+	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1 };
 	int rc;
 
 	tcfs_err_clear();
@@ -217,7 +226,8 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 			     nonempty, r) < 0 ||
 	    open_store(&fs, o, r) < 0)
 		goto out;
-	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0) {
+	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0 ||
+	    fs_inodes_new(&fs.inodes) < 0) {
 		say(r, "out of memory");
 		goto out;
 	}
@@ -257,6 +267,7 @@ out_session:
 	fuse_session_destroy(fs.se);
 out:
 	fs_probes_free(fs.probes);
+	fs_inodes_free(fs.inodes);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
 	pthread_mutex_destroy(&fs.files_mu);

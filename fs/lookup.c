@@ -51,7 +51,9 @@ void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl)
 	e.ino = n->ino;
 	e.entry_timeout = ttl;
 	e.attr_timeout = FS_TTL;
-	fuse_reply_entry(req, &e);
+	fs_inode_ref(fs_of(req), n->ino);
+	if (fuse_reply_entry(req, &e) != 0)
+		fs_inode_forget(fs_of(req), n->ino, 1);
 }
 
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

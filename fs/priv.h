@@ -21,6 +21,7 @@
 
 struct fs_probes;
 struct fs_events;
+struct fs_inodes;
 struct fs_file;
 
 struct tcfs_fs {
@@ -30,6 +31,7 @@ struct tcfs_fs {
 	uid_t uid;		/* files belong to whoever mounted */
 	gid_t gid;
 	struct tcfs_hash empty;	/* the blob of a new, empty file */
+	struct fs_inodes *inodes;
 	struct fs_probes *probes;
 	struct fs_events *events;
 	pthread_mutex_t files_mu;	/* open write handles, for unmount */
@@ -40,6 +42,13 @@ static inline struct tcfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
+
+/* inode.c: the kernel's lookup counts.  ref for every entry replied,
+ * forget as FORGET says; at zero a node in limbo is deleted. */
+int fs_inodes_new(struct fs_inodes **out);
+void fs_inodes_free(struct fs_inodes *t);
+void fs_inode_ref(struct tcfs_fs *fs, uint64_t ino);
+void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
 
 /* lookup.c: attributes as the kernel sees them.  size is the rendered
  * size for a group template (fs_render), the stored size otherwise. */

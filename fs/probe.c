@@ -22,10 +22,11 @@
 
 #define PROBE_BUCKETS 4096
 
+/* A path a process probed: "KEY/NAME".  By name, not inode: Inductor
+ * replaces the key dir itself after the miss. */
 struct seen {
 	pid_t pid;
-	uint64_t parent;
-	char *name;
+	char *path;
 	struct seen *next;
 };
 
@@ -62,32 +63,24 @@ enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
 	}
 }
 
-static size_t bucket_of(pid_t pid, uint64_t parent, const char *name)
-{
-	uint64_t h = XXH3_64bits_withSeed(name, strlen(name),
-					  parent * 0x9e3779b97f4a7c15ull ^
-						  (uint64_t)pid);
-
-	return (size_t)(h % PROBE_BUCKETS);
-}
-
 /* 1 if the process had probed this path before; else remembers it. */
-static int already_seen(struct fs_probes *p, pid_t pid, uint64_t parent,
+static int already_seen(struct fs_probes *p, pid_t pid, const char *key,
 			const char *name)
 {
-	size_t b = bucket_of(pid, parent, name);
+	char path[2 * TCFS_NAME_MAX + 2];
+	size_t b, len;
 	struct seen *s;
 	int seen = 0;
 
+	len = (size_t)snprintf(path, sizeof(path), "%s/%s", key, name);
+	b = XXH3_64bits_withSeed(path, len, (uint64_t)pid) % PROBE_BUCKETS;
 	pthread_mutex_lock(&p->mu);
 	for (s = p->bucket[b]; s && !seen; s = s->next)
-		seen = s->pid == pid && s->parent == parent &&
-		       strcmp(s->name, name) == 0;
+		seen = s->pid == pid && strcmp(s->path, path) == 0;
 	if (!seen) {
 		s = malloc(sizeof(*s));
-		if (s && (s->name = strdup(name))) {
+		if (s && (s->path = strdup(path))) {
 			s->pid = pid;
-			s->parent = parent;
 			s->next = p->bucket[b];
 			p->bucket[b] = s;
 		} else {
@@ -121,8 +114,8 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	struct tcfs_event ev = { 0 };
 	struct timespec ts;
 
-	if (ctx->pid <= 0 || already_seen(fs->probes, ctx->pid, parent->ino,
-					  name))
+	if (ctx->pid <= 0 ||
+	    already_seen(fs->probes, ctx->pid, parent->name, name))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ev.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -162,7 +155,7 @@ static void drop_if(struct fs_probes *p, int only_dead)
 				continue;
 			}
 			*link = s->next;
-			free(s->name);
+			free(s->path);
 			free(s);
 		}
 	}

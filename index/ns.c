@@ -31,6 +31,14 @@ static const char sql_move[] =
 	"UPDATE nodes SET parent = ?, name = ? WHERE ino = ?";
 static const char sql_delete[] =
 	"DELETE FROM nodes WHERE ino = ?";
+static const char sql_to_limbo[] =
+	"UPDATE nodes SET parent = -1, name = CAST(ino AS TEXT) WHERE ino = ?";
+static const char sql_unindex[] =
+	"DELETE FROM kernels WHERE grp_ino = ?";
+static const char sql_forget[] =
+	"DELETE FROM nodes WHERE ino = ? AND parent = -1";
+static const char sql_purge[] =
+	"DELETE FROM nodes WHERE parent = -1";
 static const char sql_has_child[] =
 	"SELECT 1 FROM nodes WHERE parent = ? LIMIT 1";
 static const char sql_list[] =
@@ -212,6 +220,34 @@ int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
 	return tcfs_db_end(db, rc < 0 ? rc : 0);
 }
 
+/* Takes a node out of the tree: gone, or kept in limbo for the mount. */
+static int drop_node(struct tcfs_store *s, uint64_t ino)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc;
+
+	if (!tcfs_store_keeps_unlinked(s))
+		return tcfs_db_exec(db, sql_delete, "i", (int64_t)ino);
+	rc = tcfs_db_exec(db, sql_unindex, "i", (int64_t)ino);
+	if (rc >= 0)
+		rc = tcfs_db_exec(db, sql_to_limbo, "i", (int64_t)ino);
+	return rc;
+}
+
+int tcfs_ns_forget(struct tcfs_store *s, uint64_t ino)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i", (int64_t)ino);
+
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_ns_purge_unlinked(struct tcfs_store *s)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_purge, "");
+
+	return rc < 0 ? rc : 0;
+}
+
 /* 1 when dir is node or lies below it. */
 static int is_within(struct tcfs_store *s, uint64_t dir, uint64_t node)
 {
@@ -311,8 +347,7 @@ static int do_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 		return -EEXIST;
 	rc = check_replace(s, &src, &dst, newparent);
 	if (rc == 0 && dst.ino)
-		rc = tcfs_db_exec(tcfs_store_db(s), sql_delete, "i",
-				  (int64_t)dst.ino);
+		rc = drop_node(s, dst.ino);
 	if (rc >= 0)
 		rc = move_node(s, src.ino, newparent, newname);
 	return rc;
@@ -369,7 +404,7 @@ static int remove_entry(struct tcfs_store *s, uint64_t parent,
 		rc = rc == 1 ? -ENOTEMPTY : rc;
 	}
 	if (rc == 0)
-		rc = tcfs_db_exec(db, sql_delete, "i", (int64_t)n.ino);
+		rc = drop_node(s, n.ino);
 	if (rc >= 0)
 		rc = dir_changed(s, parent, tcfs_ns_now());
 	return tcfs_db_end(db, rc);

@@ -20,6 +20,8 @@
 struct tcfs_store;
 
 #define TCFS_ROOT_INO 1
+/* The parent of removed nodes kept for the mount (see tcfs_ns_forget). */
+#define TCFS_LIMBO_INO UINT64_MAX
 
 enum tcfs_kind {
 	TCFS_DIR = 'd',
@@ -75,6 +77,15 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 		   uint64_t newparent, const char *newname, unsigned flags);
 int tcfs_ns_unlink(struct tcfs_store *s, uint64_t parent, const char *name);
 int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name);
+
+/* A store opened with keep_unlinked (the mount) does not delete a node
+ * that is unlinked, removed or replaced: it moves it to TCFS_LIMBO_INO,
+ * where no name reaches it but its inode number still does, as the kernel
+ * may still hold it (an open about to happen, a cached dentry).  When the
+ * kernel forgets the inode, tcfs_ns_forget deletes it for good; a writer
+ * opening the store purges what is left. */
+int tcfs_ns_forget(struct tcfs_store *s, uint64_t ino);
+int tcfs_ns_purge_unlinked(struct tcfs_store *s);
 
 /* Removes name and, for a directory, everything below it, in one
  * transaction. */

@@ -12,11 +12,13 @@
 #include "db.h"
 #include "err.h"
 #include "lock.h"
+#include "ns.h"
 
 struct tcfs_store {
 	char *path;
 	int dirfd;
 	int lockfd;		/* -1 for a reader */
+	int keep_unlinked;
 	struct tcfs_db *db;
 	struct tcfs_cas *cas;
 };
@@ -127,10 +129,15 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	if (rc < 0)
 		goto fail;
 	if (o->writer) {
+		/* No other writer can be running: what a dead one left in
+		 * staging/ and in limbo is nobody's any more. */
 		rc = tcfs_cas_clean_staging(s->cas, NULL);
+		if (rc == 0)
+			rc = tcfs_ns_purge_unlinked(s);
 		if (rc < 0)
 			goto fail;
 	}
+	s->keep_unlinked = o->keep_unlinked;
 	*out = s;
 	return 0;
 fail:
@@ -150,6 +157,11 @@ void tcfs_store_close(struct tcfs_store *s)
 		close(s->dirfd);
 	free(s->path);
 	free(s);
+}
+
+int tcfs_store_keeps_unlinked(const struct tcfs_store *s)
+{
+	return s->keep_unlinked;
 }
 
 const char *tcfs_store_path(const struct tcfs_store *s)

@@ -23,6 +23,7 @@ struct tcfs_store_opts {
 	int create;		/* create it (mode 0700) if missing */
 	int writer;		/* take the writer lock */
 	double wait_s;		/* how long to wait for the writer lock */
+	int keep_unlinked;	/* the mount: see tcfs_ns_forget */
 };
 
 /* Seconds a writer waits for another by default. */
@@ -43,6 +44,9 @@ void tcfs_store_close(struct tcfs_store *s);
 const char *tcfs_store_path(const struct tcfs_store *s);
 struct tcfs_db *tcfs_store_db(struct tcfs_store *s);
 struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
+
+/* Whether removed nodes stay readable by inode number (the mount). */
+int tcfs_store_keeps_unlinked(const struct tcfs_store *s);
 
 /* Groups the operations between them into one transaction; nests. */
 int tcfs_store_begin(struct tcfs_store *s);

@@ -16,7 +16,7 @@ order (../shared/reference/triton-cache.md):
 
 --protocol 3.0 writes FILE.tmp.pid_<pid>_<rand> in place (Triton 3.0/3.1);
 --protocol inductor writes a whole key dir as root/tmp.<uuid> and renames it
-onto KEY (PyTorch Inductor's bundler).  Every byte read is checked against
+onto the empty KEY (PyTorch Inductor's bundler).  Every byte read is checked against
 the source.  Prints one JSON line: what each process saw (hits, misses per
 kind), the errors, and the elapsed seconds.  Exit 1 on any error.
 """
@@ -141,8 +141,9 @@ def read_kernel(src, root, key, group):
 
 def one_key(src, root, key, group, files, protocol, seen):
     keydir = os.path.join(root, key)
-    if protocol != "inductor":
-        os.makedirs(keydir, exist_ok=True)
+    # Triton's FileCacheManager makes the key dir on every lookup; this is
+    # why Inductor's bundler renames onto an empty directory.
+    os.makedirs(keydir, exist_ok=True)
     if group is None:  # a module dir: cuda_utils / launcher .so
         errors = []
         for name in files:
@@ -150,8 +151,6 @@ def one_key(src, root, key, group, files, protocol, seen):
             hit = os.path.exists(path)
             seen["module"]["hits" if hit else "misses"] += 1
             if not hit:
-                if protocol == "inductor":
-                    os.makedirs(keydir, exist_ok=True)
                 put(root, key, name, read_src(src, key, name),
                     "3.0" if protocol == "3.0" else "3.6")
             if not load_module(path, read_src(src, key, name)):

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The mount under Triton's own traffic (tests/replay/replay.py on the
+# multitarget fixture, 154 kernels and 5 modules): cold then warm, with 1
+# and with 8 processes racing on the same keys, Triton 3.0/3.1's in-place
+# temp files and Inductor's directory rename.  Every byte read is checked
+# by the replay; every count of tcfs stats is checked exactly against what
+# each replaying process saw.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "1..0 # SKIP no /dev/fuse or fusermount3"
+	exit 0
+fi
+SRC=$(fixture_top triton-3.6-multitarget.tgz big)
+KERNELS=154
+MODULES=5
+
+# mount_fresh NAME: a new store and mount point; sets S and M.
+mount_fresh() {
+	S=$T_TMP/$1-store
+	M=$T_TMP/$1-mnt
+	mkdir -p "$M"
+	at_exit "fusermount3 -uz '$M'"
+	tcfs mount --store "$S" "$M"
+	check_rc "$1: tcfs mount returns once it serves" 0
+}
+
+# replay NAME ARGS...: runs the replay, its JSON in $T_TMP/NAME.json.
+replay() {
+	local name=$1
+	shift
+	timeout 300 python3 "$REPLAY/replay.py" "$@" >"$T_TMP/$name.json" \
+		2>"$T_TMP/$name.err"
+	local rc=$?
+	if [ "$rc" = 0 ]; then
+		ok "$name: replay read back every byte, 0 errors"
+	else
+		not_ok "$name: replay read back every byte, 0 errors (rc $rc)"
+		diag "$(head -20 "$T_TMP/$name.err")"
+	fi
+}
+
+# seen NAME KIND FIELD: the sum over the replay's processes.
+seen() {
+	json_eval "$T_TMP/$1.json" \
+		"sum(p['seen']['$2']['$3'] for p in d['procs'])"
+}
+
+# check_stats NAME...: tcfs stats agrees exactly with the replays NAME...,
+# per process and in total.
+check_stats() {
+	tcfs stats --json --store "$S"
+	cp "$OUT" "$T_TMP/stats.json"
+	python3 - "$T_TMP/stats.json" "$@" >"$T_TMP/stats.diff" <<'PY'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+want = {}
+for name in sys.argv[2:]:
+    for p in json.load(open(f"{sys.argv[1].rsplit('/', 1)[0]}/{name}.json"))["procs"]:
+        want[p["pid"]] = p["seen"]
+got = {p["pid"]: p for p in stats["per_process"]}
+bad = []
+for pid, s in want.items():
+    g = got.get(pid, {"hits": 0, "misses": 0})
+    total = {k: s["kernel"][k] + s["module"][k] for k in ("hits", "misses")}
+    if (g["hits"], g["misses"]) != (total["hits"], total["misses"]):
+        bad.append(f"pid {pid}: stats {g['hits']}/{g['misses']}, "
+                   f"replay saw {total['hits']}/{total['misses']}")
+extra = set(got) - set(want)
+if extra:
+    bad.append(f"processes in stats that did not replay: {sorted(extra)}")
+k = {x: sum(s["kernel"][x] for s in want.values()) for x in ("hits", "misses")}
+m = {x: sum(s["module"][x] for s in want.values()) for x in ("hits", "misses")}
+if (stats["hits"], stats["misses"]) != (k["hits"], k["misses"]):
+    bad.append(f"kernel totals {stats['hits']}/{stats['misses']}, want {k}")
+if (stats["modules"]["hits"], stats["modules"]["misses"]) != (m["hits"], m["misses"]):
+    bad.append(f"module totals {stats['modules']}, want {m}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+	if [ $? = 0 ]; then
+		ok "stats --json equals what the replays saw, per process and in total"
+	else
+		not_ok "stats --json equals what the replays saw, per process and in total"
+		diag "$(cat "$T_TMP/stats.diff")"
+	fi
+}
+
+# Events reach the store in batches: let the last one land.
+settle() { sleep 0.5; }
+
+echo "# --- one process: cold, then warm"
+mount_fresh one
+replay one-cold "$SRC" "$M"
+check_eq "cold: every kernel probe is a miss" "0 $KERNELS" \
+	"$(seen one-cold kernel hits) $(seen one-cold kernel misses)"
+check_eq "cold: every module probe is a miss" "0 $MODULES" \
+	"$(seen one-cold module hits) $(seen one-cold module misses)"
+replay one-warm "$SRC" "$M"
+check_eq "warm: every kernel probe is a hit" "$KERNELS 0" \
+	"$(seen one-warm kernel hits) $(seen one-warm kernel misses)"
+settle
+check_stats one-cold one-warm
+tcfs stats --json --store "$S"
+check_eq "stats: new_kernels lists the $KERNELS keys that missed" "$KERNELS" \
+	"$(json_eval "$OUT" 'len(set(d["new_kernels"]))')"
+check_eq "stats: per_kernel sums to the kernel probes" "$KERNELS $KERNELS" \
+	"$(json_eval "$OUT" 'sum(v["hits"] for v in d["per_kernel"].values())') $(json_eval "$OUT" 'sum(v["misses"] for v in d["per_kernel"].values())')"
+check_eq "stats: cache_dir is the mount point" "$M" "$(json_get "$OUT" cache_dir)"
+tcfs log --store "$S"
+check_eq "log: one line per probe" $((2 * (KERNELS + MODULES))) "$(wc -l <"$OUT")"
+tcfs info --json --store "$S"
+check_eq "info: the kernels table has every kernel" "$KERNELS" "$(json_get "$OUT" kernels)"
+
+# Unmounting commits and flushes; the daemon exits 0 (seen with -f).
+tcfs umount "$M"
+check_rc "tcfs umount" 0
+check "the mount is gone" sh -c "! grep -q ' $M ' /proc/self/mountinfo"
+"$TCFS" mount -f --store "$S" "$M" &
+DAEMON=$!
+for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.05; done
+replay remount-warm "$SRC" "$M"
+check_eq "after a remount: every kernel still a hit" "$KERNELS 0" \
+	"$(seen remount-warm kernel hits) $(seen remount-warm kernel misses)"
+fusermount3 -u "$M"
+wait "$DAEMON"
+check_eq "fusermount3 -u: the foreground daemon exits 0" 0 $?
+tcfs stats --json --store "$S"
+check_eq "events of the last run were flushed at unmount" $((3 * KERNELS)) \
+	"$(json_eval "$OUT" 'd["hits"] + d["misses"]')"
+tcfs fsck --store "$S"
+check_rc "fsck after all that: clean" 0
+
+echo "# --- eight processes racing on the same keys"
+mount_fresh race
+replay race-cold --procs 8 --shuffle "$SRC" "$M"
+check_eq "cold race: each process probed every kernel once" $((8 * KERNELS)) \
+	"$(( $(seen race-cold kernel hits) + $(seen race-cold kernel misses) ))"
+replay race-warm --procs 8 --shuffle "$SRC" "$M"
+check_eq "warm race: all hits" "$((8 * KERNELS)) 0" \
+	"$(seen race-warm kernel hits) $(seen race-warm kernel misses)"
+settle
+check_stats race-cold race-warm
+tcfs umount "$M"
+tcfs fsck --store "$S"
+check_rc "fsck after the race: clean" 0
+tcfs info --json --store "$S"
+check_eq "after the race: every file once" "1237" "$(json_get "$OUT" files)"
+
+echo "# --- Triton 3.0/3.1: temp files renamed in place"
+mount_fresh t30
+replay t30-cold --protocol 3.0 "$SRC" "$M"
+replay t30-warm --protocol 3.0 "$SRC" "$M"
+check_eq "3.0 warm: all hits" "$KERNELS 0" \
+	"$(seen t30-warm kernel hits) $(seen t30-warm kernel misses)"
+settle
+check_stats t30-cold t30-warm
+check_eq "3.0: no temp file is left in a key dir" "" \
+	"$(find "$M" -name '*.tmp.pid_*' | head -3)"
+
+echo "# --- Inductor: whole key dirs renamed into place"
+mount_fresh ind
+replay ind-cold --protocol inductor "$SRC" "$M"
+replay ind-warm --protocol inductor "$SRC" "$M"
+check_eq "inductor warm: all hits" "$KERNELS 0" \
+	"$(seen ind-warm kernel hits) $(seen ind-warm kernel misses)"
+settle
+check_stats ind-cold ind-warm
+tcfs info --json --store "$S"
+check_eq "inductor: kernels indexed when their dir lands" "$KERNELS" \
+	"$(json_get "$OUT" kernels)"
+check_eq "inductor: no tmp.* dir is left at the top" "" \
+	"$(ls "$M" | grep '^tmp\.' | head -3)"
+
+echo "# --- the store moves: export, import elsewhere, mount elsewhere"
+tcfs umount "$M"
+S2=$T_TMP/moved-store
+M2=$T_TMP/moved-mnt
+mkdir -p "$M2"
+at_exit "fusermount3 -uz '$M2'"
+cp -a "$S" "$S2"
+tcfs mount --store "$S2" "$M2"
+replay moved-warm "$SRC" "$M2"
+check_eq "a store copied and mounted elsewhere: all hits, children under the new mount" \
+	"$KERNELS 0" "$(seen moved-warm kernel hits) $(seen moved-warm kernel misses)"
+tcfs umount "$M2"
