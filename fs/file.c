@@ -42,44 +42,6 @@ static struct fs_file *file_of(struct fuse_file_info *fi)
 	return (struct fs_file *)(uintptr_t)fi->fh;
 }
 
-int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
-	      size_t len)
-{
-	struct tcfs_node a = *n;
-	int rc;
-
-	while (a.parent != TCFS_ROOT_INO) {
-		if (a.parent == 0)
-			return -ENOENT;
-		rc = tcfs_ns_get(fs->store, a.parent, &a);
-		if (rc < 0)
-			return rc;
-	}
-	snprintf(key, len, "%s", a.name);
-	return 0;
-}
-
-int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
-	      size_t *len)
-{
-	char key[TCFS_NAME_MAX + 1], *tmpl = NULL;
-	size_t tlen = 0;
-	int fd, rc;
-
-	rc = fs_key_of(fs, n, key, sizeof(key));
-	if (rc < 0)
-		return rc;
-	fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n->blob);
-	if (fd < 0)
-		return fd;
-	rc = tcfs_io_read_small(fd, GROUP_MAX, &tmpl, &tlen);
-	close(fd);
-	if (rc == 0)
-		rc = tcfs_group_render(tmpl, tlen, fs->root, key, out, len);
-	free(tmpl);
-	return rc == -EFBIG ? -EUCLEAN : rc;
-}
-
 /* Points the handle's read side at the node's current bytes. */
 static int load_base(struct tcfs_fs *fs, struct fs_file *f)
 {

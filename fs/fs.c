@@ -227,7 +227,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	    open_store(&fs, o, r) < 0)
 		goto out;
 	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0 ||
-	    fs_inodes_new(&fs.inodes) < 0) {
+	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0) {
 		say(r, "out of memory");
 		goto out;
 	}
@@ -268,6 +268,7 @@ out_session:
 out:
 	fs_probes_free(fs.probes);
 	fs_inodes_free(fs.inodes);
+	fs_groups_free(fs.groups);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
 	pthread_mutex_destroy(&fs.files_mu);

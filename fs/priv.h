@@ -22,6 +22,7 @@
 struct fs_probes;
 struct fs_events;
 struct fs_inodes;
+struct fs_groups;
 struct fs_file;
 
 struct tcfs_fs {
@@ -32,6 +33,7 @@ struct tcfs_fs {
 	gid_t gid;
 	struct tcfs_hash empty;	/* the blob of a new, empty file */
 	struct fs_inodes *inodes;
+	struct fs_groups *groups;
 	struct fs_probes *probes;
 	struct fs_events *events;
 	pthread_mutex_t files_mu;	/* open write handles, for unmount */
@@ -56,12 +58,17 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, struct stat *st);
 /* Replies to a lookup-like request with n's entry, cached for ttl. */
 void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl);
 
-/* file.c: a group template rendered for this mount (*out: caller frees). */
+/* group.c: a group template rendered for this mount (*out: caller frees),
+ * and the name of the key dir a node lies in (its ancestor under the
+ * root), which renderings are relative to. */
+int fs_groups_new(struct fs_groups **out);
+void fs_groups_free(struct fs_groups *g);
 int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
 	      size_t *len);
-/* The name of the key dir n lies in (its ancestor under the root). */
 int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 	      size_t len);
+
+/* file.c: open files. */
 /* Commits every write handle still open (at unmount). */
 void fs_files_flush_all(struct tcfs_fs *fs);
 /* While a handle has uncommitted writes to ino, its size is the file's:

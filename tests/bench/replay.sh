@@ -55,8 +55,8 @@ mkdir "$work/plain"
 "$tcfs" mount --store "$work/store" "$mnt"
 race_plain=$(run_replay --procs 8 --shuffle "$src" "$work/plain")
 race_mnt=$(run_replay --procs 8 --shuffle "$src" "$mnt")
+"$tcfs" umount "$mnt"	# flushes the probe log
 probes=$("$tcfs" stats --json --store "$work/store" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["hits"] + d["misses"])')
-"$tcfs" umount "$mnt"
 
 p_c=$(median "${pc[@]}") p_w=$(median "${pw[@]}")
 m_c=$(median "${mc[@]}") m_w=$(median "${mw[@]}")

@@ -1,0 +1,149 @@
+/*
+ * group: group files as this mount shows them, rendered from their
+ * key-relative templates with the mount point as root.
+ *
+ * Every probe looks a group file up twice and then opens it, and each of
+ * those needs its rendered size or bytes: renderings are kept, by inode,
+ * and used only while the inode still has the same blob and key dir.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "index/cas.h"
+#include "index/group.h"
+#include "index/io.h"
+#include "index/store.h"
+#include "priv.h"
+
+#define GROUP_MAX (16u << 20)
+#define CACHE_SLOTS 4096
+
+struct rendering {
+	uint64_t ino;		/* 0: empty slot */
+	struct tcfs_hash blob;
+	char key[TCFS_NAME_MAX + 1];
+	char *bytes;
+	size_t len;
+};
+
+struct fs_groups {
+	pthread_mutex_t mu;
+	struct rendering slot[CACHE_SLOTS];
+};
+
+int fs_groups_new(struct fs_groups **out)
+{
+	struct fs_groups *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	pthread_mutex_init(&g->mu, NULL);
+	*out = g;
+	return 0;
+}
+
+void fs_groups_free(struct fs_groups *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < CACHE_SLOTS; i++)
+		free(g->slot[i].bytes);
+	pthread_mutex_destroy(&g->mu);
+	free(g);
+}
+
+int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
+	      size_t len)
+{
+	struct tcfs_node a = *n;
+	int rc;
+
+	while (a.parent != TCFS_ROOT_INO) {
+		if (a.parent == 0 || a.parent == TCFS_LIMBO_INO)
+			return -ENOENT;
+		rc = tcfs_ns_get(fs->store, a.parent, &a);
+		if (rc < 0)
+			return rc;
+	}
+	snprintf(key, len, "%s", a.name);
+	return 0;
+}
+
+static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
+		  const char *key, char **out, size_t *len)
+{
+	char *tmpl = NULL;
+	size_t tlen = 0;
+	int fd, rc;
+
+	fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n->blob);
+	if (fd < 0)
+		return fd;
+	rc = tcfs_io_read_small(fd, GROUP_MAX, &tmpl, &tlen);
+	close(fd);
+	if (rc == 0)
+		rc = tcfs_group_render(tmpl, tlen, fs->root, key, out, len);
+	free(tmpl);
+	return rc == -EFBIG ? -EUCLEAN : rc;
+}
+
+/* Copies a kept rendering out; 0, or -ENOENT when none fits. */
+static int lookup(struct fs_groups *g, const struct tcfs_node *n,
+		  const char *key, char **out, size_t *len)
+{
+	struct rendering *r = &g->slot[n->ino % CACHE_SLOTS];
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&g->mu);
+	if (r->ino == n->ino && tcfs_hash_equal(&r->blob, &n->blob) &&
+	    strcmp(r->key, key) == 0) {
+		char *copy = malloc(r->len ? r->len : 1);
+
+		rc = copy ? 0 : -ENOMEM;
+		if (copy) {
+			memcpy(copy, r->bytes, r->len);
+			*out = copy;
+			*len = r->len;
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+	return rc;
+}
+
+static void keep(struct fs_groups *g, const struct tcfs_node *n,
+		 const char *key, const char *bytes, size_t len)
+{
+	struct rendering *r = &g->slot[n->ino % CACHE_SLOTS];
+	char *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		return;
+	memcpy(copy, bytes, len);
+	pthread_mutex_lock(&g->mu);
+	free(r->bytes);
+	r->ino = n->ino;
+	r->blob = n->blob;
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	r->bytes = copy;
+	r->len = len;
+	pthread_mutex_unlock(&g->mu);
+}
+
+int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
+	      size_t *len)
+{
+	char key[TCFS_NAME_MAX + 1];
+	int rc = fs_key_of(fs, n, key, sizeof(key));
+
+	if (rc < 0)
+		return rc;
+	if (lookup(fs->groups, n, key, out, len) == 0)
+		return 0;
+	rc = render(fs, n, key, out, len);
+	if (rc == 0)
+		keep(fs->groups, n, key, *out, *len);
+	return rc;
+}
