@@ -72,12 +72,13 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	}
 }
 
-/* The kernel keeps a renamed dentry with the timeout it was created with.
- * A name that lands where it is a probe must be looked up again next
- * time, or the probe would not reach us: drop it from the kernel's cache,
- * after the reply (the kernel holds the directories until then). */
-static void after_rename(struct tcfs_fs *fs, uint64_t dir,
-			       const char *name)
+/* After the reply (the kernel holds the directories until then): a file
+ * that lands on a probe name is dropped from the kernel's cache, however
+ * it was cached before (entries never cached are the rule, lookup.c; this
+ * covers names the rule cannot foresee); a key dir moved into place
+ * (Inductor's os.replace) brings group files that can now be made
+ * key-relative. */
+static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name)
 {
 	struct tcfs_node n, *kids = NULL;
 	size_t nk = 0;
@@ -90,15 +91,9 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir,
 							 strlen(name));
 		return;
 	}
-	/* A whole key dir moved into place (Inductor): its probe files. */
 	if (tcfs_ns_list(fs->store, n.ino, 0, 0, &kids, &nk) < 0)
 		return;
 	relocate_groups(fs, &n, kids, nk);
-	for (size_t i = 0; i < nk; i++)
-		if (fs_probe_name(kids[i].name))
-			fuse_lowlevel_notify_inval_entry(fs->se, n.ino,
-							 kids[i].name,
-							 strlen(kids[i].name));
 	free(kids);
 }
 
@@ -106,9 +101,20 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	int rc = tcfs_ns_rename(fs->store, parent, name, newparent, newname,
-				flags);
+	struct tcfs_node src;
+	int rc;
 
+	/* A file written and closed may not be committed yet (release comes
+	 * asynchronously): it must land with its bytes, and so must the
+	 * files of a directory that moves (rare: Inductor's key dirs). */
+	rc = tcfs_ns_lookup(fs->store, parent, name, &src);
+	if (rc == 0 && src.kind == TCFS_FILE)
+		rc = fs_files_commit(fs, src.ino);
+	else if (rc == 0)
+		fs_files_flush_all(fs);
+	if (rc == 0)
+		rc = tcfs_ns_rename(fs->store, parent, name, newparent,
+				    newname, flags);
 	fuse_reply_err(req, -rc);
 	if (rc == 0)
 		after_rename(fs, newparent, newname);

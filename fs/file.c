@@ -1,11 +1,19 @@
 /*
- * file: open files.  A read handle holds the blob's descriptor (or, for a
- * group file, its rendering for this mount), so it keeps serving the bytes
- * it opened even after the file is replaced or unlinked, as a local file
- * system does; dlopen of a replaced .so relies on it.  Writes go to a stage
- * (cas.h); flush, fsync and release commit it: the bytes become a blob and
- * the file's row points at it, in one transaction.  A group file is stored
- * key-relative when its children lie in its key dir.
+ * file: reading and writing files.
+ *
+ * Opening a file costs the kernel nothing: OPEN and FLUSH are answered
+ * ENOSYS once, after which the kernel sends neither (no-open mode), serves
+ * reads from its page cache, and asks for a page only once, by inode.
+ * Removed inodes stay readable while the kernel holds them (ns.h), so an
+ * open or mapped file keeps its bytes after a replace or unlink, as dlopen
+ * of a replaced .so needs.
+ *
+ * A file created through the mount has a handle (CREATE returns one): its
+ * writes go to a stage (cas.h) that becomes the file's content, a blob
+ * named in one transaction, on release, fsync, or when the file is renamed
+ * (Triton renames right after close, and release comes asynchronously).
+ * A write to an existing file, which has no handle, is committed at once.
+ * A group file is stored key-relative when its children lie in its key dir.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -209,27 +217,10 @@ static void file_close(struct tcfs_fs *fs, struct fs_file *f)
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tcfs_fs *fs = fs_of(req);
-	struct tcfs_node n;
-	struct fs_file *f;
-	int rc;
-
-	rc = tcfs_ns_get(fs->store, ino, &n);
-	if (rc == 0 && n.kind == TCFS_DIR)
-		rc = -EISDIR;
-	if (rc == 0)
-		rc = file_new(fs, &n, fi->flags, &f);
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
-	}
-	fi->fh = (uintptr_t)f;
-	/* What a read handle sees changes only through this mount, and it
-	 * has nothing to commit on close. */
-	fi->keep_cache = !f->writable;
-	fi->noflush = !f->writable;
-	if (fuse_reply_open(req, fi) != 0)
-		file_close(fs, f);
+	/* No-open mode: see the top of this file. */
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
 }
 
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -266,19 +257,32 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
-void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi)
+/* The handle with uncommitted writes to ino, if any, with its lock held. */
+static struct fs_file *dirty_handle(struct tcfs_fs *fs, uint64_t ino)
 {
-	struct fs_file *f = file_of(fi);
+	struct fs_file *hit = NULL;
+
+	pthread_mutex_lock(&fs->files_mu);
+	for (struct fs_file *f = fs->files; f && !hit; f = f->next) {
+		pthread_mutex_lock(&f->mu);
+		if (f->node.ino == ino && f->dirty)
+			hit = f;
+		else
+			pthread_mutex_unlock(&f->mu);
+	}
+	pthread_mutex_unlock(&fs->files_mu);
+	return hit;
+}
+
+static void reply_read(fuse_req_t req, struct fs_file *f, size_t size,
+		       off_t off)
+{
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 
-	(void)ino;
-	pthread_mutex_lock(&f->mu);
 	if (f->stage || f->fd >= 0) {
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 		bv.buf[0].fd = f->stage ? tcfs_cas_stage_fd(f->stage) : f->fd;
 		bv.buf[0].pos = off;
-		pthread_mutex_unlock(&f->mu);
 		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 		return;
 	}
@@ -287,7 +291,62 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else if (size > f->len - (size_t)off)
 		size = f->len - (size_t)off;
 	fuse_reply_buf(req, size ? f->bytes + off : NULL, size);
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct fs_file *f = file_of(fi);
+	struct tcfs_node n;
+	int rc;
+
+	if (!f)
+		f = dirty_handle(fs, ino);
+	else
+		pthread_mutex_lock(&f->mu);
+	if (f) {
+		reply_read(req, f, size, off);
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	/* No handle (no-open mode): the bytes the inode has now. */
+	rc = tcfs_ns_get(fs->store, ino, &n);
+	if (rc == 0)
+		rc = file_new(fs, &n, O_RDONLY, &f);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	reply_read(req, f, size, off);
+	file_close(fs, f);
+}
+
+/* A write with no handle (an existing file opened for writing) has no
+ * close to wait for: it is committed at once. */
+static int write_now(struct tcfs_fs *fs, uint64_t ino, const char *buf,
+		     size_t size, off_t off)
+{
+	struct tcfs_node n;
+	struct fs_file *f;
+	int rc = fs_files_commit(fs, ino);
+
+	if (rc == 0)
+		rc = tcfs_ns_get(fs->store, ino, &n);
+	if (rc == 0)
+		rc = file_new(fs, &n, O_RDWR, &f);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&f->mu);
+	rc = ensure_stage(fs, f);
+	if (rc == 0)
+		rc = tcfs_cas_stage_write(f->stage, buf, size, (uint64_t)off);
+	f->dirty = rc == 0;
+	if (rc == 0)
+		rc = commit(fs, f);
 	pthread_mutex_unlock(&f->mu);
+	file_close(fs, f);
+	return rc;
 }
 
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
@@ -297,22 +356,24 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	struct fs_file *f = file_of(fi);
 	int rc;
 
-	(void)ino;
-	pthread_mutex_lock(&f->mu);
-	rc = ensure_stage(fs, f);
-	if (rc == 0)
-		rc = tcfs_cas_stage_write(f->stage, buf, size, (uint64_t)off);
-	if (rc == 0)
-		f->dirty = 1;
-	pthread_mutex_unlock(&f->mu);
+	if (!f) {
+		rc = write_now(fs, ino, buf, size, off);
+	} else {
+		pthread_mutex_lock(&f->mu);
+		rc = ensure_stage(fs, f);
+		if (rc == 0)
+			rc = tcfs_cas_stage_write(f->stage, buf, size,
+						  (uint64_t)off);
+		if (rc == 0)
+			f->dirty = 1;
+		pthread_mutex_unlock(&f->mu);
+	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_write(req, size);
 }
 
-/* flush (every close), fsync and release all commit, so that close()
- * reports a full disk to the writer rather than losing the bytes. */
 static int commit_handle(struct tcfs_fs *fs, struct fs_file *f)
 {
 	int rc;
@@ -323,18 +384,27 @@ static int commit_handle(struct tcfs_fs *fs, struct fs_file *f)
 	return rc;
 }
 
-void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int fs_files_commit(struct tcfs_fs *fs, uint64_t ino)
 {
-	(void)ino;
-	fuse_reply_err(req, -commit_handle(fs_of(req), file_of(fi)));
+	struct fs_file *f = dirty_handle(fs, ino);
+	int rc;
+
+	if (!f)
+		return 0;
+	rc = commit(fs, f);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct tcfs_fs *fs = fs_of(req);
+	struct fs_file *f = file_of(fi);
+
 	(void)datasync;
-	fuse_reply_err(req, -commit_handle(fs_of(req), file_of(fi)));
+	fuse_reply_err(req, f ? -commit_handle(fs, f)
+			      : -fs_files_commit(fs, ino));
 }
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -423,12 +493,18 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi)
 {
 	struct tcfs_fs *fs = fs_of(req);
+	struct fs_file *own = fi ? file_of(fi) : NULL;
 	int64_t mtime = tcfs_ns_now();
 	struct tcfs_node n;
 	struct stat st;
-	int rc, mask = 0;
+	int rc = 0, mask = 0;
 
-	rc = tcfs_ns_get(fs->store, ino, &n);
+	/* Writes a closed handle has not committed yet (release comes
+	 * asynchronously) come first: a truncate or utime by path is later. */
+	if (!own || !own->writable)
+		rc = fs_files_commit(fs, ino);
+	if (rc == 0)
+		rc = tcfs_ns_get(fs->store, ino, &n);
 	if (rc == 0 && (((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->uid) ||
 			((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->gid)))
 		rc = -EPERM;	/* the store keeps no owners */
@@ -451,24 +527,15 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_fix_size(fs, ino, &st);
 	fuse_reply_attr(req, &st, FS_TTL);
-}
-
-void fs_fix_size(struct tcfs_fs *fs, uint64_t ino, struct stat *st)
-{
-	uint64_t size;
-
-	if (fs_files_size(fs, ino, &size)) {
-		st->st_size = (off_t)size;
-		st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	}
 }
 
 int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n)
 {
-	struct fs_file *f = file_of(fi);
+	struct fs_file *f = fi ? file_of(fi) : NULL;
 
+	if (!f)
+		return -ENOENT;
 	pthread_mutex_lock(&f->mu);
 	*n = f->node;
 	pthread_mutex_unlock(&f->mu);

@@ -29,9 +29,9 @@
 static void fs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
-	/* O_TRUNC comes with open, so a truncating open is one request. */
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* In no-open mode (file.c) there is no OPEN to carry O_TRUNC: it
+	 * must come as a SETATTR of the size. */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	/* Writes must reach us as they happen: a file's bytes are committed
@@ -75,7 +75,6 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.open = fs_op_open,
 	.read = fs_op_read,
 	.write = fs_op_write,
-	.flush = fs_op_flush,
 	.release = fs_op_release,
 	.fsync = fs_op_fsync,
 	.readdir = fs_op_readdir,

@@ -2,7 +2,9 @@
  * lookup: finding names and answering for their attributes, with the
  * kernel cache policy that makes the mount fast: names and attributes are
  * cached for a day, misses too (as negative entries), except the probes,
- * whose every lookup must reach us to be logged.
+ * whose every lookup must reach us to be logged.  A name that would be a
+ * probe is never cached wherever it is: a dentry keeps its timeout when
+ * renamed, and Triton renames group files and modules into their key dirs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,11 +14,26 @@
 #include "index/store.h"
 #include "priv.h"
 
-int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, struct stat *st)
+int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
+	    struct stat *st)
 {
+	const struct tcfs_node *n = given;
+	struct tcfs_node fresh;
 	uint64_t size = n->size;
+	int dirty = 0;
 
-	if (n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
+	/* A handle's uncommitted writes are the file's bytes.  Looked for
+	 * before the store is read again: a commit lands in the store before
+	 * its handle stops counting as dirty, so no size is missed between
+	 * the two (the kernel believes the size we give it). */
+	if (n->kind == TCFS_FILE) {
+		dirty = fs_files_size(fs, n->ino, &size);
+		if (!dirty && tcfs_ns_get(fs->store, n->ino, &fresh) == 0) {
+			n = &fresh;
+			size = n->size;
+		}
+	}
+	if (!dirty && n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
 		char *bytes;
 		int rc = fs_render(fs, n, &bytes, &size);
 
@@ -62,6 +79,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param miss = { 0 };
 	struct tcfs_node dir, n;
 	enum tcfs_probe probe;
+	double ttl;
 	int rc;
 
 	rc = tcfs_ns_get(fs->store, parent, &dir);
@@ -73,9 +91,10 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	probe = fs_probe_kind(&dir, name);
 	if (probe && (rc == 0 || rc == -ENOENT))
 		fs_probe_seen(fs, req, &dir, name, probe, rc == 0);
+	ttl = fs_probe_name(name) ? 0 : FS_TTL;
 	if (rc == -ENOENT) {
 		/* A negative entry: a cached miss costs the kernel nothing. */
-		miss.entry_timeout = probe ? 0 : FS_TTL;
+		miss.entry_timeout = ttl;
 		fuse_reply_entry(req, &miss);
 		return;
 	}
@@ -83,7 +102,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reply_entry(req, &n, probe ? 0 : FS_TTL);
+	fs_reply_entry(req, &n, ttl);
 }
 
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -94,7 +113,7 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	rc = tcfs_ns_get(fs->store, ino, &n);
-	if (rc == -ENOENT && fi)	/* fstat of an unlinked, open file */
+	if (rc == -ENOENT)	/* fstat of an unlinked, open file */
 		rc = fs_file_node(fi, &n);
 	if (rc == 0)
 		rc = fs_stat(fs, &n, &st);
@@ -102,7 +121,6 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_fix_size(fs, ino, &st);
 	fuse_reply_attr(req, &st, FS_TTL);
 }
 

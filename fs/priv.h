@@ -72,9 +72,10 @@ int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 /* Commits every write handle still open (at unmount). */
 void fs_files_flush_all(struct tcfs_fs *fs);
 /* While a handle has uncommitted writes to ino, its size is the file's:
- * fixes st up accordingly. */
+ * 1 and *size, or 0 when there is none. */
 int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size);
-void fs_fix_size(struct tcfs_fs *fs, uint64_t ino, struct stat *st);
+/* Commits uncommitted writes to ino (before it is renamed). */
+int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
 /* The node an open handle was opened on (fstat of an unlinked file). */
 int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n);
 
@@ -85,8 +86,9 @@ enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const char *name,
 		   enum tcfs_probe kind, int hit);
-/* Whether name would be a probe in a key dir: such entries are never
- * cached by the kernel, wherever they are created or moved to. */
+/* Whether name would be a probe in a key dir, or may be renamed onto one
+ * (a temp name): such entries are never cached by the kernel, wherever
+ * they are created or moved to. */
 int fs_probe_name(const char *name);
 int fs_probes_new(struct fs_probes **out);
 void fs_probes_free(struct fs_probes *p);
@@ -122,7 +124,6 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		 size_t size, off_t off, struct fuse_file_info *fi);
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
-void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi);

@@ -37,6 +37,9 @@ struct fs_probes {
 
 int fs_probe_name(const char *name)
 {
+	/* Triton 3.0/3.1 write FILE.tmp.pid_* and rename it onto FILE. */
+	if (tcfs_name_is_temp(name, 0))
+		return 1;
 	switch (tcfs_name_artifact(name)) {
 	case TCFS_ART_GROUP:
 	case TCFS_ART_MODULE:

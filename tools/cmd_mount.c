@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,34 +128,53 @@ int cmd_mount(int argc, char **argv)
 	return tcfs_fs_mount(&fo) == 0 ? CLI_OK : CLI_FAIL;
 }
 
-/* The daemon holds the store's writer lock until it has flushed and is
- * about to exit: taking it means the daemon is done. */
-static int wait_daemon(const char *store, double wait_s)
+/* The daemon's pid, which it wrote into STORE/lock as the writer; -1 if
+ * the file says nothing usable. */
+static pid_t daemon_pid(const char *store)
 {
 	char path[PATH_MAX + 8];
-	struct timespec nap = { 0, 50 * 1000000L };
+	long pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/lock", store);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = -1;
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/* Waits until the daemon has committed, flushed and exited: its process
+ * is gone, and (if it could not be named) the store's lock is free. */
+static int wait_daemon(const char *store, pid_t pid, double wait_s)
+{
+	char path[PATH_MAX + 8];
+	struct timespec nap = { 0, 20 * 1000000L };
 	int fd, rc = -ETIMEDOUT;
 
 	snprintf(path, sizeof(path), "%s/lock", store);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	for (double t = 0; t < wait_s; t += 0.05) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+	for (double t = 0; t < wait_s; t += 0.02) {
+		int gone = pid > 0 ? kill(pid, 0) < 0 && errno == ESRCH : 1;
+
+		if (gone && (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)) {
 			rc = 0;
 			break;
 		}
 		nanosleep(&nap, NULL);
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
 int cmd_umount(int argc, char **argv)
 {
 	char mp[PATH_MAX], store[PATH_MAX], point[PATH_MAX];
+	pid_t pid, daemon;
 	int status;
-	pid_t pid;
 
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(umount_help, stdout);
@@ -170,6 +190,7 @@ int cmd_umount(int argc, char **argv)
 		cli_err("umount", "%s: not a tcfs mount", mp);
 		return CLI_FAIL;
 	}
+	daemon = daemon_pid(store);
 	pid = fork();
 	if (pid == 0) {
 		execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
@@ -179,7 +200,7 @@ int cmd_umount(int argc, char **argv)
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 	    WEXITSTATUS(status) != 0)
 		return CLI_FAIL;	/* fusermount3 said why */
-	if (wait_daemon(store, 30) < 0) {
+	if (wait_daemon(store, daemon, 30) < 0) {
 		cli_err("umount", "%s: unmounted, but its daemon has not "
 				  "exited after 30 s", mp);
 		return CLI_FAIL;
