@@ -22,9 +22,9 @@ tcfs_deps() {
 
 # What building tcfs needs.
 TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
-	libxxhash-dev libcjson-dev)
-# What running it needs.
-TCFS_RUN_DEPS=(sqlite3)
+	libxxhash-dev libcjson-dev libfuse3-dev)
+# What running it needs: fusermount3 mounts and unmounts without root.
+TCFS_RUN_DEPS=(sqlite3 fuse3)
 # What the tests need on top: clang to check the build is warning-free
 # there too, xxhsum to name blobs independently, util-linux for setpriv
 # and flock, python3 for JSON checks.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# tcfs setup: install what is missing, build, install, and start using the
-# default store.  Run from anywhere; idempotent.
+# tcfs setup: install what is missing, build, install, and mount the
+# default store at Triton's cache directory.  Idempotent.
 #
-#   tools/setup.sh            build into build/, install to /usr/local
+#   tools/setup.sh
 #
-# Afterwards the default store (see tcfs --help) holds your existing Triton
-# cache (~/.triton/cache or $TRITON_CACHE_DIR), if you have one.
+# The cache directory is $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache,
+# else ~/.triton/cache.  A cache already there is imported into the store
+# first and kept, untouched, as <cache>.pre-tcfs; then the (now empty)
+# directory becomes the mount point.  Unmount with: tcfs umount <cache>
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -22,12 +24,17 @@ tcfs=/usr/local/bin/tcfs
 echo "tcfs: installed $("$tcfs" --version) as $tcfs"
 
 cache=${TRITON_CACHE_DIR:-${TRITON_HOME:-$HOME}/.triton/cache}
-if [ -d "$cache" ]; then
-	"$tcfs" import "$cache"
-else
-	echo "tcfs: no Triton cache at $cache yet; the store starts empty"
-	empty=$(mktemp -d)
-	"$tcfs" import --quiet "$empty"
-	rmdir "$empty"
+if findmnt -rn -t fuse.tcfs -M "$(realpath -m "$cache")" >/dev/null; then
+	echo "tcfs: already mounted at $cache"
+	exec "$tcfs" stats
 fi
+mkdir -p "$cache"
+if [ -n "$(ls -A "$cache")" ]; then
+	"$tcfs" import "$cache"
+	mv "$cache" "$cache.pre-tcfs"
+	mkdir "$cache"
+	echo "tcfs: your cache is imported; the original stays in $cache.pre-tcfs"
+fi
+"$tcfs" mount "$cache"
+echo "tcfs: mounted at $cache (Triton's default; or export TRITON_CACHE_DIR=$cache)"
 "$tcfs" info
