@@ -36,9 +36,9 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent, name));
 }
 
-/* Group files written in a dir that was not yet their key dir (Inductor's
- * root/tmp.<uuid>) could not be stored key-relative; now that the dir has
- * landed they can, and the store becomes relocatable again. */
+/* Group files written where they could not be stored key-relative (in
+ * Inductor's root/tmp.<uuid>, or as Triton 3.0's FILE.tmp.pid_*) can be
+ * once they land in their key dir: the store becomes relocatable again. */
 static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 			    const struct tcfs_node *kids, size_t nk)
 {
@@ -72,9 +72,8 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	}
 }
 
-/* After the reply (the kernel holds the directories until then): a file
- * that lands on a probe name is dropped from the kernel's cache, however
- * it was cached before (entries never cached are the rule, lookup.c; this
+/* After the reply: a file that lands on a probe name is dropped from the
+ * kernel's cache (by the events thread), however it was cached before (entries never cached are the rule, lookup.c; this
  * covers names the rule cannot foresee); a key dir moved into place
  * (Inductor's os.replace) brings group files that can now be made
  * key-relative. */
@@ -86,9 +85,12 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name)
 	if (tcfs_ns_lookup(fs->store, dir, name, &n) < 0)
 		return;
 	if (n.kind == TCFS_FILE) {
+		struct tcfs_node keydir;
+
 		if (fs_probe_name(name))
-			fuse_lowlevel_notify_inval_entry(fs->se, dir, name,
-							 strlen(name));
+			fs_events_inval(fs, dir, name);
+		if (tcfs_ns_get(fs->store, dir, &keydir) == 0)
+			relocate_groups(fs, &keydir, &n, 1);
 		return;
 	}
 	if (tcfs_ns_list(fs->store, n.ino, 0, 0, &kids, &nk) < 0)

@@ -1,8 +1,12 @@
 /*
  * events: a queue of probe events and the one thread that writes them to
  * the store in batches, so no request waits for SQLite to log a probe.
+ * The same thread tells the kernel to drop entries from its cache: that
+ * may wait for a directory a request holds, so no request thread may do
+ * it (libfuse's notify_inval_entry deadlocks a handler).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -15,12 +19,21 @@
 /* Longest an event waits in memory; also how often exited processes are
  * forgotten by the probe table. */
 #define EVENTS_FLUSH_MS 200
+/* Writes to a file idle this long are committed (file.c). */
+#define DIRTY_IDLE_S 0.2
+
+struct inval {
+	uint64_t parent;
+	char name[TCFS_NAME_MAX + 1];
+};
 
 struct fs_events {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct tcfs_event *q;
 	size_t n, cap;
+	struct inval *inv;
+	size_t ninv, invcap;
 	int stop;
 	pthread_t thread;
 };
@@ -36,6 +49,21 @@ void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev)
 		*slot = *ev;
 	else
 		syslog(LOG_ERR, "tcfs: out of memory: a probe went unlogged");
+	pthread_mutex_unlock(&e->mu);
+}
+
+void fs_events_inval(struct tcfs_fs *fs, uint64_t parent, const char *name)
+{
+	struct fs_events *e = fs->events;
+	struct inval *slot;
+
+	pthread_mutex_lock(&e->mu);
+	slot = tcfs_vec_push(&e->inv, &e->ninv, &e->invcap, sizeof(*slot));
+	if (slot) {
+		slot->parent = parent;
+		snprintf(slot->name, sizeof(slot->name), "%s", name);
+	}
+	pthread_cond_signal(&e->cv);	/* now, not at the next tick */
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -77,15 +105,28 @@ static void *writer(void *arg)
 		until.tv_nsec += EVENTS_FLUSH_MS * 1000000L;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
+		struct inval *inv;
+		size_t ninv;
+
 		pthread_mutex_lock(&e->mu);
-		if (!e->stop)
+		if (!e->stop && e->ninv == 0)
 			pthread_cond_timedwait(&e->cv, &e->mu, &until);
 		stop = e->stop;
 		q = take(e, &n);
+		inv = e->inv;
+		ninv = e->ninv;
+		e->inv = NULL;
+		e->ninv = e->invcap = 0;
 		pthread_mutex_unlock(&e->mu);
+		for (size_t i = 0; i < ninv && !stop; i++)
+			fuse_lowlevel_notify_inval_entry(fs->se, inv[i].parent,
+							 inv[i].name,
+							 strlen(inv[i].name));
+		free(inv);
 		write_batch(fs, q, n);
 		free(q);
 		fs_probes_prune(fs->probes);
+		fs_dirty_sweep(fs, DIRTY_IDLE_S);
 	}
 	return NULL;
 }
@@ -120,6 +161,7 @@ void fs_events_stop(struct tcfs_fs *fs)
 	pthread_mutex_unlock(&e->mu);
 	pthread_join(e->thread, NULL);
 	free(e->q);
+	free(e->inv);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e);

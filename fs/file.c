@@ -2,18 +2,21 @@
  * file: reading and writing files.
  *
  * Opening a file costs the kernel nothing: OPEN and FLUSH are answered
- * ENOSYS once, after which the kernel sends neither (no-open mode), serves
- * reads from its page cache, and asks for a page only once, by inode.
- * Removed inodes stay readable while the kernel holds them (ns.h), so an
- * open or mapped file keeps its bytes after a replace or unlink, as dlopen
- * of a replaced .so needs.
+ * ENOSYS once, after which the kernel sends neither (no-open mode), keeps
+ * file pages in its page cache and asks for a page by inode only when it
+ * lacks it.  Removed inodes stay readable while the kernel holds them
+ * (ns.h), so an open or mapped file keeps its bytes after a replace or
+ * unlink, as dlopen of a replaced .so needs.
  *
- * A file created through the mount has a handle (CREATE returns one): its
- * writes go to a stage (cas.h) that becomes the file's content, a blob
- * named in one transaction, on release, fsync, or when the file is renamed
- * (Triton renames right after close, and release comes asynchronously).
- * A write to an existing file, which has no handle, is committed at once.
- * A group file is stored key-relative when its children lie in its key dir.
+ * In that mode no request says a file was closed (not even RELEASE for
+ * files made by CREATE), so what is written is kept per inode, not per
+ * open: the writes to an inode go to one stage (cas.h), a "dirty" file,
+ * which becomes the inode's content (a blob named in one transaction) when
+ * something needs it: a rename of the file or of its directory (Triton
+ * renames right after close), fsync, a truncate or utime by path, unmount,
+ * or else once it has been idle for a while (fs_dirty_sweep).  Until then
+ * reads and sizes come from the stage.  A group file is stored
+ * key-relative when its children lie in its key dir.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,74 +32,233 @@
 #include "index/group.h"
 #include "index/io.h"
 #include "index/store.h"
+#include "index/vec.h"
 #include "priv.h"
 
 #define GROUP_MAX (16u << 20)
+#define DIRTY_BUCKETS 1024
+/* Each pending file holds a staging descriptor: past this many, all are
+ * committed before another starts (a burst of creates, say). */
+#define DIRTY_MAX 256
 
-struct fs_file {
-	pthread_mutex_t mu;
-	struct tcfs_node node;	/* as opened: answers fstat after unlink */
-	int fd;			/* the bytes as opened: the blob, or -1 */
-	char *bytes;		/* ... or a group file rendered for us */
-	size_t len;
-	struct tcfs_cas_stage *stage;	/* writes, once there are any */
-	int writable;
-	int dirty;		/* the stage holds bytes not yet committed */
-	struct fs_file *prev, *next;	/* fs->files: the writable ones */
+/* An inode with writes not yet committed.  refs counts who holds it; gone
+ * says it was committed and left the table (a holder then lets it go). */
+struct dirty {
+	uint64_t ino;
+	pthread_mutex_t mu;	/* held while the stage is used */
+	struct tcfs_cas_stage *stage;
+	int64_t last_write_ns;
+	int refs;
+	int gone;
+	struct dirty *next;
 };
 
-static struct fs_file *file_of(struct fuse_file_info *fi)
+/* Lock order: the table's mutex is never held while waiting for an
+ * entry's; a commit holds its entry's and takes the table's briefly. */
+struct fs_dirties {
+	pthread_mutex_t mu;
+	struct dirty *bucket[DIRTY_BUCKETS];
+	size_t n;		/* entries in the table */
+};
+
+int fs_dirties_new(struct fs_dirties **out)
 {
-	return (struct fs_file *)(uintptr_t)fi->fh;
-}
+	struct fs_dirties *t = calloc(1, sizeof(*t));
 
-/* Points the handle's read side at the node's current bytes. */
-static int load_base(struct tcfs_fs *fs, struct fs_file *f)
-{
-	if (f->fd >= 0)
-		close(f->fd);
-	free(f->bytes);
-	f->fd = -1;
-	f->bytes = NULL;
-	if (f->node.fmt == TCFS_FMT_GROUP)
-		return fs_render(fs, &f->node, &f->bytes, &f->len);
-	f->fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &f->node.blob);
-	return f->fd < 0 ? f->fd : 0;
-}
-
-/* The first write copies the bytes as opened into a stage. */
-static int ensure_stage(struct tcfs_fs *fs, struct fs_file *f)
-{
-	char buf[1 << 16];
-	uint64_t off = 0;
-	int rc;
-
-	if (f->stage)
-		return 0;
-	rc = tcfs_cas_stage_new(tcfs_store_cas(fs->store), &f->stage);
-	if (rc < 0)
-		return rc;
-	if (f->bytes)
-		return tcfs_cas_stage_write(f->stage, f->bytes, f->len, 0);
-	while (f->fd >= 0) {
-		ssize_t got = pread(f->fd, buf, sizeof(buf), (off_t)off);
-
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			break;
-		rc = tcfs_cas_stage_write(f->stage, buf, (size_t)got, off);
-		if (rc < 0)
-			return rc;
-		off += (uint64_t)got;
-	}
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->mu, NULL);
+	*out = t;
 	return 0;
 }
 
+static void dirty_free(struct dirty *d)
+{
+	tcfs_cas_stage_abort(d->stage);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}
+
+void fs_dirties_free(struct fs_dirties *t)
+{
+	if (!t)
+		return;
+	for (size_t b = 0; b < DIRTY_BUCKETS; b++)
+		while (t->bucket[b]) {
+			struct dirty *d = t->bucket[b];
+
+			t->bucket[b] = d->next;
+			dirty_free(d);
+		}
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+/* Takes a hold on ino's entry (not its lock); NULL when there is none. */
+static struct dirty *hold(struct fs_dirties *t, uint64_t ino)
+{
+	struct dirty *d;
+
+	pthread_mutex_lock(&t->mu);
+	for (d = t->bucket[ino % DIRTY_BUCKETS]; d && d->ino != ino;)
+		d = d->next;
+	if (d)
+		d->refs++;
+	pthread_mutex_unlock(&t->mu);
+	return d;
+}
+
+static void let_go(struct fs_dirties *t, struct dirty *d)
+{
+	int last;
+
+	pthread_mutex_lock(&t->mu);
+	last = --d->refs == 0 && d->gone;
+	pthread_mutex_unlock(&t->mu);
+	if (last)
+		dirty_free(d);
+}
+
+/* Locks ino's entry if it has one that is still live; else NULL. */
+static struct dirty *lock_dirty(struct tcfs_fs *fs, uint64_t ino)
+{
+	struct dirty *d = hold(fs->dirties, ino);
+
+	if (!d)
+		return NULL;
+	pthread_mutex_lock(&d->mu);
+	if (!d->gone)
+		return d;
+	pthread_mutex_unlock(&d->mu);
+	let_go(fs->dirties, d);
+	return NULL;
+}
+
+static void unlock_dirty(struct tcfs_fs *fs, struct dirty *d)
+{
+	pthread_mutex_unlock(&d->mu);
+	let_go(fs->dirties, d);
+}
+
+/* A new stage holding the inode's current bytes. */
+static int stage_from(struct tcfs_fs *fs, const struct tcfs_node *n,
+		      struct tcfs_cas_stage **out)
+{
+	char buf[1 << 16], *bytes = NULL;
+	uint64_t off = 0;
+	size_t len = 0;
+	int fd, rc;
+
+	rc = tcfs_cas_stage_new(tcfs_store_cas(fs->store), out);
+	if (rc < 0 || n->size == 0)
+		return rc;
+	if (n->fmt == TCFS_FMT_GROUP) {
+		rc = fs_render(fs, n, &bytes, &len);
+		if (rc == 0)
+			rc = tcfs_cas_stage_write(*out, bytes, len, 0);
+		free(bytes);
+	} else {
+		fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n->blob);
+		rc = fd < 0 ? fd : 0;
+		while (rc == 0) {
+			ssize_t got = pread(fd, buf, sizeof(buf), (off_t)off);
+
+			if (got <= 0) {
+				rc = got < 0 ? -errno : 0;
+				break;
+			}
+			rc = tcfs_cas_stage_write(*out, buf, (size_t)got, off);
+			off += (uint64_t)got;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc < 0) {
+		tcfs_cas_stage_abort(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static void commit_idle(struct tcfs_fs *fs, int64_t cutoff);
+
+static int too_many(struct fs_dirties *t)
+{
+	int full;
+
+	pthread_mutex_lock(&t->mu);
+	full = t->n >= DIRTY_MAX;
+	pthread_mutex_unlock(&t->mu);
+	return full;
+}
+
+/* ino's entry, made from the inode's bytes if it has none; locked. */
+static int dirty_get(struct tcfs_fs *fs, uint64_t ino, struct dirty **out)
+{
+	struct fs_dirties *t = fs->dirties;
+	struct dirty *d, *other;
+	struct tcfs_node n;
+	int rc;
+
+	for (;;) {
+		d = lock_dirty(fs, ino);
+		if (d) {
+			*out = d;
+			return 0;
+		}
+		/* Holding no entry's lock here, so committing others is safe. */
+		if (too_many(t))
+			commit_idle(fs, INT64_MAX);
+		rc = tcfs_ns_get(fs->store, ino, &n);
+		if (rc == 0 && n.kind != TCFS_FILE)
+			rc = -EISDIR;
+		d = rc == 0 ? calloc(1, sizeof(*d)) : NULL;
+		if (rc == 0 && !d)
+			rc = -ENOMEM;
+		if (rc == 0 && (rc = stage_from(fs, &n, &d->stage)) < 0)
+			free(d);
+		if (rc < 0)
+			return rc;
+		d->ino = ino;
+		d->refs = 1;
+		pthread_mutex_init(&d->mu, NULL);
+		pthread_mutex_lock(&t->mu);
+		for (other = t->bucket[ino % DIRTY_BUCKETS];
+		     other && other->ino != ino;)
+			other = other->next;
+		if (!other) {
+			d->next = t->bucket[ino % DIRTY_BUCKETS];
+			t->bucket[ino % DIRTY_BUCKETS] = d;
+			t->n++;
+			pthread_mutex_lock(&d->mu);
+			pthread_mutex_unlock(&t->mu);
+			*out = d;
+			return 0;
+		}
+		/* Another writer made one meanwhile: use that one. */
+		pthread_mutex_unlock(&t->mu);
+		d->refs = 0;
+		dirty_free(d);
+	}
+}
+
+static void unhook(struct fs_dirties *t, struct dirty *d)
+{
+	struct dirty **link;
+
+	pthread_mutex_lock(&t->mu);
+	for (link = &t->bucket[d->ino % DIRTY_BUCKETS]; *link != d;)
+		link = &(*link)->next;
+	*link = d->next;
+	d->gone = 1;
+	t->n--;
+	pthread_mutex_unlock(&t->mu);
+}
+
 /* Stores the staged bytes: a group file whose children lie in its key dir
- * as a template, anything else as it is. */
-static int store_stage(struct tcfs_fs *fs, struct fs_file *f,
-		       struct tcfs_content *c)
+ * as a template, anything else as it is.  The stage is used up. */
+static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
+		       struct tcfs_cas_stage *stage, struct tcfs_content *c)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(fs->store);
 	char key[TCFS_NAME_MAX + 1], *raw = NULL, *tmpl = NULL;
@@ -104,123 +266,136 @@ static int store_stage(struct tcfs_fs *fs, struct fs_file *f,
 	int rc;
 
 	c->fmt = TCFS_FMT_RAW;
-	if (tcfs_name_artifact(f->node.name) == TCFS_ART_GROUP &&
-	    fs_key_of(fs, &f->node, key, sizeof(key)) == 0 &&
-	    lseek(tcfs_cas_stage_fd(f->stage), 0, SEEK_SET) == 0 &&
-	    tcfs_io_read_small(tcfs_cas_stage_fd(f->stage), GROUP_MAX, &raw,
+	if (tcfs_name_artifact(n->name) == TCFS_ART_GROUP &&
+	    fs_key_of(fs, n, key, sizeof(key)) == 0 &&
+	    lseek(tcfs_cas_stage_fd(stage), 0, SEEK_SET) == 0 &&
+	    tcfs_io_read_small(tcfs_cas_stage_fd(stage), GROUP_MAX, &raw,
 			       &len) == 0 &&
 	    tcfs_group_relativize(raw, len, key, &tmpl, &tlen) == 1) {
 		rc = tcfs_cas_put_buf(cas, tmpl, tlen, &c->blob, NULL);
 		c->size = len;
 		c->fmt = TCFS_FMT_GROUP;
-		tcfs_cas_stage_abort(f->stage);
+		tcfs_cas_stage_abort(stage);
 	} else {
-		rc = tcfs_cas_stage_commit(f->stage, &c->blob, &c->size, NULL);
+		rc = tcfs_cas_stage_commit(stage, &c->blob, &c->size, NULL);
 	}
-	f->stage = NULL;
 	free(raw);
 	free(tmpl);
 	return rc;
 }
 
-/* Makes the handle's writes the file's content.  Called with f->mu held. */
-static int commit(struct tcfs_fs *fs, struct fs_file *f)
+/* Makes an entry's writes the inode's content.  Called with the entry
+ * locked; it leaves the table only once the store has the content, so
+ * that whoever finds no entry finds the new bytes in the store (anyone
+ * who finds it meanwhile waits for its lock). */
+static int commit(struct tcfs_fs *fs, struct dirty *d)
 {
+	struct tcfs_cas_stage *stage = d->stage;
 	struct tcfs_content c;
-	int64_t now = tcfs_ns_now();
+	struct tcfs_node n;
 	int rc;
 
-	if (!f->dirty)
-		return 0;
-	rc = store_stage(fs, f, &c);
+	d->stage = NULL;
+	rc = tcfs_ns_get(fs->store, d->ino, &n);
 	if (rc == 0) {
-		rc = tcfs_ns_set_content(fs->store, f->node.ino, &c, now);
-		if (rc == -ENOENT)	/* unlinked meanwhile: bytes go too */
-			rc = 0;
-	}
-	if (rc < 0) {
-		syslog(LOG_ERR, "tcfs: %s: %s", f->node.name, tcfs_err_msg());
-		return rc;
-	}
-	f->dirty = 0;
-	f->node.blob = c.blob;
-	f->node.size = c.size;
-	f->node.fmt = c.fmt;
-	f->node.mtime_ns = now;
-	return load_base(fs, f);
-}
-
-static void track(struct tcfs_fs *fs, struct fs_file *f, int add)
-{
-	pthread_mutex_lock(&fs->files_mu);
-	if (add) {
-		f->next = fs->files;
-		if (f->next)
-			f->next->prev = f;
-		fs->files = f;
+		rc = store_stage(fs, &n, stage, &c);
+		if (rc == 0)
+			rc = tcfs_ns_set_content(fs->store, d->ino, &c,
+						 d->last_write_ns);
 	} else {
-		if (f->prev)
-			f->prev->next = f->next;
-		else
-			fs->files = f->next;
-		if (f->next)
-			f->next->prev = f->prev;
+		tcfs_cas_stage_abort(stage);
 	}
-	pthread_mutex_unlock(&fs->files_mu);
+	unhook(fs->dirties, d);
+	if (rc == -ENOENT)	/* removed, and forgotten: nothing to keep */
+		rc = 0;
+	if (rc < 0)
+		syslog(LOG_ERR, "tcfs: inode %llu: %s",
+		       (unsigned long long)d->ino, tcfs_err_msg());
+	return rc;
 }
 
-static void file_free(struct fs_file *f)
+int fs_files_commit(struct tcfs_fs *fs, uint64_t ino)
 {
-	if (f->fd >= 0)
-		close(f->fd);
-	tcfs_cas_stage_abort(f->stage);
-	free(f->bytes);
-	pthread_mutex_destroy(&f->mu);
-	free(f);
-}
-
-/* A handle on node; truncate starts it with no bytes at all. */
-static int file_new(struct tcfs_fs *fs, const struct tcfs_node *n,
-		    int flags, struct fs_file **out)
-{
-	struct fs_file *f = calloc(1, sizeof(*f));
+	struct dirty *d = lock_dirty(fs, ino);
 	int rc;
 
-	if (!f)
-		return -ENOMEM;
-	pthread_mutex_init(&f->mu, NULL);
-	f->node = *n;
-	f->fd = -1;
-	f->writable = (flags & O_ACCMODE) != O_RDONLY;
-	if (f->writable && (flags & O_TRUNC)) {
-		rc = tcfs_cas_stage_new(tcfs_store_cas(fs->store), &f->stage);
-		f->dirty = 1;
-	} else {
-		rc = load_base(fs, f);
-	}
-	if (rc < 0) {
-		file_free(f);
-		return rc;
-	}
-	if (f->writable)
-		track(fs, f, 1);
-	*out = f;
-	return 0;
+	if (!d)
+		return 0;
+	rc = commit(fs, d);
+	unlock_dirty(fs, d);
+	return rc;
 }
 
-static void file_close(struct tcfs_fs *fs, struct fs_file *f)
+/* Commits every entry idle since before cutoff (all: INT64_MAX). */
+static void commit_idle(struct tcfs_fs *fs, int64_t cutoff)
 {
-	if (f->writable)
-		track(fs, f, 0);
-	file_free(f);
+	struct fs_dirties *t = fs->dirties;
+	struct dirty **due = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&t->mu);
+	for (size_t b = 0; b < DIRTY_BUCKETS; b++)
+		for (struct dirty *d = t->bucket[b]; d; d = d->next) {
+			struct dirty **slot;
+
+			if (d->last_write_ns >= cutoff)
+				continue;
+			slot = tcfs_vec_push(&due, &n, &cap, sizeof(*slot));
+			if (!slot)
+				break;
+			d->refs++;
+			*slot = d;
+		}
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&due[i]->mu);
+		if (!due[i]->gone)
+			commit(fs, due[i]);
+		unlock_dirty(fs, due[i]);
+	}
+	free(due);
+}
+
+void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s)
+{
+	commit_idle(fs, tcfs_ns_now() - (int64_t)(idle_s * 1e9));
+}
+
+void fs_files_flush_all(struct tcfs_fs *fs)
+{
+	commit_idle(fs, INT64_MAX);
+}
+
+int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
+		  int64_t *mtime_ns)
+{
+	struct dirty *d = lock_dirty(fs, ino);
+	struct stat st;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	if (fstat(tcfs_cas_stage_fd(d->stage), &st) == 0) {
+		*size = (uint64_t)st.st_size;
+		*mtime_ns = d->last_write_ns;
+		found = 1;
+	}
+	unlock_dirty(fs, d);
+	return found;
+}
+
+int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n)
+{
+	(void)fi;
+	(void)n;
+	return -ENOENT;	/* no handles: see the top of this file */
 }
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* No-open mode: see the top of this file. */
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, ENOSYS);
+	fuse_reply_err(req, ENOSYS);	/* no-open mode */
 }
 
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -228,145 +403,86 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
-	struct tcfs_node n;
-	struct fs_file *f;
 	struct fuse_entry_param e = { 0 };
+	struct tcfs_node n;
 	int rc;
 
 	rc = tcfs_ns_create(fs->store, parent, name, mode & 07777,
 			    tcfs_ns_now(), &c, &n);
-	if (rc == 0)
-		rc = file_new(fs, &n, fi->flags | O_TRUNC, &f);
 	if (rc == 0)
 		rc = fs_stat(fs, &n, &e.attr);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	f->dirty = 0;	/* empty is what the row already says */
 	e.ino = n.ino;
 	/* A probe name written in a temp dir keeps its dentry when renamed
 	 * into the key dir: it must not be cached from the start. */
 	e.entry_timeout = fs_probe_name(name) ? 0 : FS_TTL;
 	e.attr_timeout = FS_TTL;
-	fi->fh = (uintptr_t)f;
+	fi->fh = 0;		/* writes are kept by inode */
 	fs_inode_ref(fs, n.ino);
-	if (fuse_reply_create(req, &e, fi) != 0) {
+	if (fuse_reply_create(req, &e, fi) != 0)
 		fs_inode_forget(fs, n.ino, 1);
-		file_close(fs, f);
-	}
-}
-
-/* The handle with uncommitted writes to ino, if any, with its lock held. */
-static struct fs_file *dirty_handle(struct tcfs_fs *fs, uint64_t ino)
-{
-	struct fs_file *hit = NULL;
-
-	pthread_mutex_lock(&fs->files_mu);
-	for (struct fs_file *f = fs->files; f && !hit; f = f->next) {
-		pthread_mutex_lock(&f->mu);
-		if (f->node.ino == ino && f->dirty)
-			hit = f;
-		else
-			pthread_mutex_unlock(&f->mu);
-	}
-	pthread_mutex_unlock(&fs->files_mu);
-	return hit;
-}
-
-static void reply_read(fuse_req_t req, struct fs_file *f, size_t size,
-		       off_t off)
-{
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
-
-	if (f->stage || f->fd >= 0) {
-		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = f->stage ? tcfs_cas_stage_fd(f->stage) : f->fd;
-		bv.buf[0].pos = off;
-		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
-		return;
-	}
-	if ((size_t)off >= f->len)
-		size = 0;
-	else if (size > f->len - (size_t)off)
-		size = f->len - (size_t)off;
-	fuse_reply_buf(req, size ? f->bytes + off : NULL, size);
 }
 
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	struct fs_file *f = file_of(fi);
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+	struct dirty *d = lock_dirty(fs, ino);
 	struct tcfs_node n;
-	int rc;
+	char *bytes = NULL;
+	size_t len = 0;
+	int fd, rc;
 
-	if (!f)
-		f = dirty_handle(fs, ino);
-	else
-		pthread_mutex_lock(&f->mu);
-	if (f) {
-		reply_read(req, f, size, off);
-		pthread_mutex_unlock(&f->mu);
+	(void)fi;
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].pos = off;
+	if (d) {	/* writes not committed yet are the file's bytes */
+		bv.buf[0].fd = tcfs_cas_stage_fd(d->stage);
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		unlock_dirty(fs, d);
 		return;
 	}
-	/* No handle (no-open mode): the bytes the inode has now. */
 	rc = tcfs_ns_get(fs->store, ino, &n);
-	if (rc == 0)
-		rc = file_new(fs, &n, O_RDONLY, &f);
+	if (rc == 0 && n.fmt == TCFS_FMT_GROUP)
+		rc = fs_render(fs, &n, &bytes, &len);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	reply_read(req, f, size, off);
-	file_close(fs, f);
-}
+	if (bytes) {
+		size_t o = (size_t)off < len ? (size_t)off : len;
 
-/* A write with no handle (an existing file opened for writing) has no
- * close to wait for: it is committed at once. */
-static int write_now(struct tcfs_fs *fs, uint64_t ino, const char *buf,
-		     size_t size, off_t off)
-{
-	struct tcfs_node n;
-	struct fs_file *f;
-	int rc = fs_files_commit(fs, ino);
-
-	if (rc == 0)
-		rc = tcfs_ns_get(fs->store, ino, &n);
-	if (rc == 0)
-		rc = file_new(fs, &n, O_RDWR, &f);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&f->mu);
-	rc = ensure_stage(fs, f);
-	if (rc == 0)
-		rc = tcfs_cas_stage_write(f->stage, buf, size, (uint64_t)off);
-	f->dirty = rc == 0;
-	if (rc == 0)
-		rc = commit(fs, f);
-	pthread_mutex_unlock(&f->mu);
-	file_close(fs, f);
-	return rc;
+		fuse_reply_buf(req, bytes + o, len - o < size ? len - o : size);
+		free(bytes);
+		return;
+	}
+	fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n.blob);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	bv.buf[0].fd = fd;
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	close(fd);
 }
 
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		 size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	struct fs_file *f = file_of(fi);
+	struct dirty *d;
 	int rc;
 
-	if (!f) {
-		rc = write_now(fs, ino, buf, size, off);
-	} else {
-		pthread_mutex_lock(&f->mu);
-		rc = ensure_stage(fs, f);
-		if (rc == 0)
-			rc = tcfs_cas_stage_write(f->stage, buf, size,
-						  (uint64_t)off);
-		if (rc == 0)
-			f->dirty = 1;
-		pthread_mutex_unlock(&f->mu);
+	(void)fi;
+	rc = dirty_get(fs, ino, &d);
+	if (rc == 0) {
+		rc = tcfs_cas_stage_write(d->stage, buf, size, (uint64_t)off);
+		d->last_write_ns = tcfs_ns_now();
+		unlock_dirty(fs, d);
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -374,118 +490,38 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, size);
 }
 
-static int commit_handle(struct tcfs_fs *fs, struct fs_file *f)
-{
-	int rc;
-
-	pthread_mutex_lock(&f->mu);
-	rc = commit(fs, f);
-	pthread_mutex_unlock(&f->mu);
-	return rc;
-}
-
-int fs_files_commit(struct tcfs_fs *fs, uint64_t ino)
-{
-	struct fs_file *f = dirty_handle(fs, ino);
-	int rc;
-
-	if (!f)
-		return 0;
-	rc = commit(fs, f);
-	pthread_mutex_unlock(&f->mu);
-	return rc;
-}
-
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
-	struct tcfs_fs *fs = fs_of(req);
-	struct fs_file *f = file_of(fi);
-
 	(void)datasync;
-	fuse_reply_err(req, f ? -commit_handle(fs, f)
-			      : -fs_files_commit(fs, ino));
+	(void)fi;
+	fuse_reply_err(req, -fs_files_commit(fs_of(req), ino));
 }
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tcfs_fs *fs = fs_of(req);
-	struct fs_file *f = file_of(fi);
-
-	(void)ino;
-	commit_handle(fs, f);
-	file_close(fs, f);
+	/* Before the kernel learns there is no OPEN, a created file may
+	 * still be released: a good moment to commit. */
+	(void)fi;
+	fs_files_commit(fs_of(req), ino);
 	fuse_reply_err(req, 0);
 }
 
-void fs_files_flush_all(struct tcfs_fs *fs)
-{
-	pthread_mutex_lock(&fs->files_mu);
-	for (struct fs_file *f = fs->files; f; f = f->next) {
-		pthread_mutex_lock(&f->mu);
-		commit(fs, f);
-		pthread_mutex_unlock(&f->mu);
-	}
-	pthread_mutex_unlock(&fs->files_mu);
-}
-
-int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size)
-{
-	struct stat st;
-	int found = 0;
-
-	pthread_mutex_lock(&fs->files_mu);
-	for (struct fs_file *f = fs->files; f && !found; f = f->next) {
-		pthread_mutex_lock(&f->mu);
-		if (f->node.ino == ino && f->stage &&
-		    fstat(tcfs_cas_stage_fd(f->stage), &st) == 0) {
-			*size = (uint64_t)st.st_size;
-			found = 1;
-		}
-		pthread_mutex_unlock(&f->mu);
-	}
-	pthread_mutex_unlock(&fs->files_mu);
-	return found;
-}
-
-/* Truncation by path: through a handle of our own. */
-static int truncate_node(struct tcfs_fs *fs, const struct tcfs_node *n,
-			 uint64_t size)
-{
-	struct fs_file *f;
-	int rc = file_new(fs, n, O_RDWR, &f);
-
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&f->mu);
-	rc = ensure_stage(fs, f);
-	if (rc == 0)
-		rc = tcfs_cas_stage_truncate(f->stage, size);
-	f->dirty = rc == 0;
-	if (rc == 0)
-		rc = commit(fs, f);
-	pthread_mutex_unlock(&f->mu);
-	file_close(fs, f);
-	return rc;
-}
-
+/* A truncate is a write like any other: it goes to the stage. */
 static int set_size(struct tcfs_fs *fs, const struct tcfs_node *n,
-		    struct fuse_file_info *fi, uint64_t size)
+		    uint64_t size)
 {
-	struct fs_file *f = fi ? file_of(fi) : NULL;
+	struct dirty *d;
 	int rc;
 
 	if (n->kind == TCFS_DIR)
 		return -EISDIR;
-	if (!f || !f->writable)
-		return truncate_node(fs, n, size);
-	pthread_mutex_lock(&f->mu);
-	rc = ensure_stage(fs, f);
-	if (rc == 0)
-		rc = tcfs_cas_stage_truncate(f->stage, size);
-	if (rc == 0)
-		f->dirty = 1;
-	pthread_mutex_unlock(&f->mu);
+	rc = dirty_get(fs, n->ino, &d);
+	if (rc < 0)
+		return rc;
+	rc = tcfs_cas_stage_truncate(d->stage, size);
+	d->last_write_ns = tcfs_ns_now();
+	unlock_dirty(fs, d);
 	return rc;
 }
 
@@ -493,23 +529,18 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	struct fs_file *own = fi ? file_of(fi) : NULL;
 	int64_t mtime = tcfs_ns_now();
 	struct tcfs_node n;
 	struct stat st;
-	int rc = 0, mask = 0;
+	int rc, mask = 0;
 
-	/* Writes a closed handle has not committed yet (release comes
-	 * asynchronously) come first: a truncate or utime by path is later. */
-	if (!own || !own->writable)
-		rc = fs_files_commit(fs, ino);
-	if (rc == 0)
-		rc = tcfs_ns_get(fs->store, ino, &n);
+	(void)fi;
+	rc = tcfs_ns_get(fs->store, ino, &n);
 	if (rc == 0 && (((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->uid) ||
 			((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->gid)))
 		rc = -EPERM;	/* the store keeps no owners */
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
-		rc = set_size(fs, &n, fi, (uint64_t)attr->st_size);
+		rc = set_size(fs, &n, (uint64_t)attr->st_size);
 	if (to_set & FUSE_SET_ATTR_MODE)
 		mask |= TCFS_SET_MODE;
 	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
@@ -517,6 +548,10 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (to_set & FUSE_SET_ATTR_MTIME)
 		mtime = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
 			attr->st_mtim.tv_nsec;
+	/* A mode or time set now must not be undone by a later commit of
+	 * earlier writes: commit them first. */
+	if (rc == 0 && mask)
+		rc = fs_files_commit(fs, ino);
 	if (rc == 0 && mask)
 		rc = tcfs_ns_setattr(fs->store, ino, mask, attr->st_mode, mtime);
 	if (rc == 0)
@@ -528,16 +563,4 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		return;
 	}
 	fuse_reply_attr(req, &st, FS_TTL);
-}
-
-int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n)
-{
-	struct fs_file *f = fi ? file_of(fi) : NULL;
-
-	if (!f)
-		return -ENOENT;
-	pthread_mutex_lock(&f->mu);
-	*n = f->node;
-	pthread_mutex_unlock(&f->mu);
-	return 0;
 }

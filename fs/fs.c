@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -195,11 +196,16 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 
 static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
 {
-	/* default_permissions: the kernel checks modes, as on any disk. */
-	if (fuse_opt_add_arg(args, "tcfs") ||
-	    fuse_opt_add_arg(args, "-o") ||
-	    fuse_opt_add_arg(args, "default_permissions,fsname=tcfs,"
-				   "subtype=tcfs"))
+	int others = o->fuse_opts && strstr(o->fuse_opts, "allow_other");
+
+	/* Without allow_other FUSE lets only the mounting user in, and the
+	 * modes need no checking by the kernel, which would otherwise fetch
+	 * a directory's attributes again after every change in it (a
+	 * GETATTR per path walk, most of a cold compile's requests).  With
+	 * allow_other, other users come in: the kernel checks modes. */
+	if (fuse_opt_add_arg(args, "tcfs") || fuse_opt_add_arg(args, "-o") ||
+	    fuse_opt_add_arg(args, others ? "default_permissions,subtype=tcfs"
+					  : "subtype=tcfs"))
 		return -1;
 	if (o->fuse_opts && (fuse_opt_add_arg(args, "-o") ||
 			     fuse_opt_add_arg(args, o->fuse_opts)))
@@ -207,6 +213,17 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
 	if (o->debug && fuse_opt_add_arg(args, "-d"))
 		return -1;
 	return 0;
+}
+
+/* Pending writes and open blobs take descriptors: use all we may. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 /* Mounts, serves until unmounted, and returns the exit status. */
@@ -220,13 +237,14 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 
 	fs.uid = getuid();
 	fs.gid = getgid();
-	pthread_mutex_init(&fs.files_mu, NULL);
+	raise_fd_limit();
 	if (check_mountpoint(o->mountpoint, fs.root, sizeof(fs.root),
 			     nonempty, r) < 0 ||
 	    open_store(&fs, o, r) < 0)
 		goto out;
 	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0 ||
-	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0) {
+	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
+	    fs_dirties_new(&fs.dirties) < 0) {
 		say(r, "out of memory");
 		goto out;
 	}
@@ -268,9 +286,9 @@ out:
 	fs_probes_free(fs.probes);
 	fs_inodes_free(fs.inodes);
 	fs_groups_free(fs.groups);
+	fs_dirties_free(fs.dirties);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
-	pthread_mutex_destroy(&fs.files_mu);
 	return rc;
 }
 

@@ -20,6 +20,7 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	const struct tcfs_node *n = given;
 	struct tcfs_node fresh;
 	uint64_t size = n->size;
+	int64_t mtime = n->mtime_ns;
 	int dirty = 0;
 
 	/* A handle's uncommitted writes are the file's bytes.  Looked for
@@ -27,10 +28,11 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	 * its handle stops counting as dirty, so no size is missed between
 	 * the two (the kernel believes the size we give it). */
 	if (n->kind == TCFS_FILE) {
-		dirty = fs_files_size(fs, n->ino, &size);
+		dirty = fs_files_size(fs, n->ino, &size, &mtime);
 		if (!dirty && tcfs_ns_get(fs->store, n->ino, &fresh) == 0) {
 			n = &fresh;
 			size = n->size;
+			mtime = n->mtime_ns;
 		}
 	}
 	if (!dirty && n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
@@ -50,8 +52,8 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	st->st_size = (off_t)size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	st->st_mtim.tv_sec = n->mtime_ns / 1000000000;
-	st->st_mtim.tv_nsec = n->mtime_ns % 1000000000;
+	st->st_mtim.tv_sec = mtime / 1000000000;
+	st->st_mtim.tv_nsec = mtime % 1000000000;
 	st->st_atim = st->st_ctim = st->st_mtim;
 	return 0;
 }

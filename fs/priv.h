@@ -23,7 +23,7 @@ struct fs_probes;
 struct fs_events;
 struct fs_inodes;
 struct fs_groups;
-struct fs_file;
+struct fs_dirties;
 
 struct tcfs_fs {
 	struct tcfs_store *store;
@@ -36,8 +36,7 @@ struct tcfs_fs {
 	struct fs_groups *groups;
 	struct fs_probes *probes;
 	struct fs_events *events;
-	pthread_mutex_t files_mu;	/* open write handles, for unmount */
-	struct fs_file *files;
+	struct fs_dirties *dirties;	/* writes not committed yet */
 };
 
 static inline struct tcfs_fs *fs_of(fuse_req_t req)
@@ -68,13 +67,18 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
 int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 	      size_t len);
 
-/* file.c: open files. */
-/* Commits every write handle still open (at unmount). */
+/* file.c: writes are kept per inode until something needs them. */
+int fs_dirties_new(struct fs_dirties **out);
+void fs_dirties_free(struct fs_dirties *t);
+/* Commits every inode's pending writes (unmount, a directory's rename). */
 void fs_files_flush_all(struct tcfs_fs *fs);
-/* While a handle has uncommitted writes to ino, its size is the file's:
- * 1 and *size, or 0 when there is none. */
-int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size);
-/* Commits uncommitted writes to ino (before it is renamed). */
+/* Commits the writes of inodes idle for idle_s seconds (events thread). */
+void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s);
+/* While ino has uncommitted writes, their size and time are the file's:
+ * 1 with them, or 0 when there are none. */
+int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
+		  int64_t *mtime_ns);
+/* Commits ino's pending writes (before it is renamed, say). */
 int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
 /* The node an open handle was opened on (fstat of an unlinked file). */
 int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n);
@@ -99,6 +103,9 @@ void fs_probes_prune(struct fs_probes *p);
  * path, from one thread. */
 int fs_events_start(struct tcfs_fs *fs);
 void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev);
+/* Has the kernel drop parent/name from its cache, soon, from the events
+ * thread (never from a request handler: it may deadlock there). */
+void fs_events_inval(struct tcfs_fs *fs, uint64_t parent, const char *name);
 /* Writes what is queued and stops the thread. */
 void fs_events_stop(struct tcfs_fs *fs);
 
