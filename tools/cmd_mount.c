@@ -146,6 +146,26 @@ static pid_t daemon_pid(const char *store)
 	return (pid_t)pid;
 }
 
+/* 1 when the process has exited: gone, or a zombie its new parent (init,
+ * once tcfs mount returned) has not reaped yet. */
+static int exited(pid_t pid)
+{
+	char path[64], stat[256], *paren;
+	FILE *f;
+	int zombie = 0;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 1;
+	if (fgets(stat, sizeof(stat), f) && (paren = strrchr(stat, ')')))
+		zombie = paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+	fclose(f);
+	return zombie;
+}
+
 /* Waits until the daemon has committed, flushed and exited: its process
  * is gone, and (if it could not be named) the store's lock is free. */
 static int wait_daemon(const char *store, pid_t pid, double wait_s)
@@ -157,7 +177,7 @@ static int wait_daemon(const char *store, pid_t pid, double wait_s)
 	snprintf(path, sizeof(path), "%s/lock", store);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	for (double t = 0; t < wait_s; t += 0.02) {
-		int gone = pid > 0 ? kill(pid, 0) < 0 && errno == ESRCH : 1;
+		int gone = pid > 0 ? exited(pid) : 1;
 
 		if (gone && (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)) {
 			rc = 0;

@@ -1,0 +1,249 @@
+#!/bin/bash
+# kill -9 of the mount daemon in the middle of a storm of compiles, three
+# times, each on a fresh store: the dead mount answers ENOTCONN and comes
+# off, the store mounts again, every kernel that has a group file is whole,
+# no file is half-written, no temp entry is left, fsck finds the store
+# consistent, and a warm replay fills in the rest without an error.
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1; then
+	echo "1..0 # SKIP no /dev/fuse"
+	exit 0
+fi
+. "$(dirname "$0")/lib.sh"
+
+REPLAY=${REPLAY:-$(cd "$(dirname "$0")/../replay" && pwd)}
+SRC=$(fixture_top triton-3.6-multitarget.tgz big) || {
+	echo "Bail out! cannot extract triton-3.6-multitarget.tgz"
+	exit 1
+}
+NKEYS=$(find "$SRC" -mindepth 1 -maxdepth 1 -type d | wc -l)
+NKERNELS=$(find "$SRC" -mindepth 2 -maxdepth 2 -name '__grp__*.json' | wc -l)
+NFILES=$(find "$SRC" -type f | wc -l)
+
+# The delays before each kill are random; CRASH_SEED replays a run.
+SEED=${CRASH_SEED:-$(( $(od -An -N2 -tu2 /dev/urandom) % 32768 ))}
+RANDOM=$SEED
+diag "fixture: $NKEYS key dirs, $NKERNELS kernels, $NFILES files; CRASH_SEED=$SEED"
+
+# daemon_pid STORE: the pid holding STORE/lock's flock (the mount daemon).
+daemon_pid() {
+	local ino pid
+	ino=$(stat -c %i "$1/lock" 2>/dev/null) || return 1
+	pid=$(awk -v ino="$ino" '$2 == "FLOCK" { n = split($6, a, ":"); if (a[n] == ino) print $5 }' \
+		/proc/locks | sed -n 1p)
+	[ -n "$pid" ] || pid=$(pgrep -f "tcfs mount --store $1 " | sed -n 1p)
+	[ -n "$pid" ] && echo "$pid"
+}
+
+# gone PID: PID exits (or is a zombie) within 5 s.
+gone() {
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[ -r "/proc/$1/stat" ] || return 0
+		[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# check_tree MNT [--complete]: compares the mount with the fixture (SRC).
+# Prints "KEYS KERNELS_WHOLE FILES" on the first line, then one line per
+# problem: a key dir or file the fixture lacks, a temp entry, a file whose
+# bytes differ, a group file with a child that is missing or differs.
+# With --complete, every fixture file must be there too.  Exit 1 on a
+# problem.
+check_tree() {
+	python3 - "$SRC" "$@" <<'EOF'
+import json, os, sys
+src, mnt = sys.argv[1], sys.argv[2]
+complete = "--complete" in sys.argv[3:]
+problems, keys, whole, files = [], 0, 0, 0
+def read(p):
+    with open(p, "rb") as f:
+        return f.read()
+for key in sorted(os.listdir(mnt)):
+    kd, sd = os.path.join(mnt, key), os.path.join(src, key)
+    if key.startswith("tmp."):
+        problems.append("temp entry at the top: %s" % key)
+        continue
+    if not os.path.isdir(sd):
+        problems.append("key dir not in the fixture: %s" % key)
+        continue
+    keys += 1
+    names = sorted(os.listdir(kd))
+    for n in names:
+        p = os.path.join(kd, n)
+        if n.startswith("tmp.pid_") or ".tmp.pid_" in n:
+            problems.append("temp entry left: %s/%s" % (key, n))
+        elif not os.path.exists(os.path.join(sd, n)):
+            problems.append("file not in the fixture: %s/%s" % (key, n))
+        elif n.startswith("__grp__"):
+            files += 1
+            try:
+                got = json.loads(read(p))["child_paths"]
+                want = json.loads(read(os.path.join(sd, n)))["child_paths"]
+            except Exception as e:
+                problems.append("%s/%s: group file does not parse: %s" % (key, n, e))
+                continue
+            if list(got) != list(want):
+                problems.append("%s/%s: lists %s, the fixture %s" % (key, n, list(got), list(want)))
+                continue
+            bad = []
+            for c, cp in got.items():
+                if cp != os.path.join(kd, c):
+                    bad.append("%s points to %s" % (c, cp))
+                elif not os.path.exists(cp):
+                    bad.append("%s missing" % c)
+                elif read(cp) != read(os.path.join(sd, c)):
+                    bad.append("%s differs" % c)
+            if bad:
+                problems.append("%s/%s: a kernel with its group file is not whole: %s" % (key, n, bad))
+            else:
+                whole += 1
+        else:
+            files += 1
+            if read(p) != read(os.path.join(sd, n)):
+                problems.append("%s/%s: %d bytes differ from the fixture's %d" % (
+                    key, n, os.path.getsize(p), os.path.getsize(os.path.join(sd, n))))
+    if complete:
+        for n in sorted(set(os.listdir(sd)) - set(names)):
+            problems.append("missing: %s/%s" % (key, n))
+if complete:
+    for key in sorted(set(os.listdir(src)) - set(os.listdir(mnt))):
+        problems.append("missing key dir: %s" % key)
+print(keys, whole, files)
+for p in problems[:20]:
+    print(p)
+if len(problems) > 20:
+    print("... and %d more" % (len(problems) - 20))
+sys.exit(1 if problems else 0)
+EOF
+}
+
+for round in 1 2 3; do
+	S=$T_TMP/r$round/store
+	M=$T_TMP/r$round/mnt
+	mkdir -p "$M"
+	at_exit "fusermount3 -uz '$M'"
+	tcfs mount --store "$S" "$M"
+	check_rc "round $round: tcfs mount of a fresh store" 0
+	[ "$RC" = 0 ] || continue
+	pid=$(daemon_pid "$S")
+	check "round $round: the daemon holds the store's lock" test -n "$pid"
+
+	# The storm: one replay, four processes, each its own order.  In its
+	# own session so that whatever is left of it can be killed at the end.
+	setsid -w timeout -k 5 60 python3 "$REPLAY/replay.py" --procs 4 --shuffle "$SRC" "$M" \
+		>"$T_TMP/replay$round.out" 2>"$T_TMP/replay$round.err" </dev/null &
+	rpid=$!
+	at_exit "kill -9 -- -$rpid"
+	ms=$((200 + RANDOM % 801))
+	delay=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
+	sleep "$delay"
+	alive=$(kill -0 "$rpid" 2>/dev/null && echo yes || echo no)
+	[ -n "$pid" ] && kill -9 "$pid"
+	wait "$rpid"
+	rrc=$?
+	kill -9 -- "-$rpid" 2>/dev/null
+	diag "round $round: daemon $pid killed after ${delay}s (replay still running: $alive);" \
+		"replay exited $rrc: $(head -c 200 "$T_TMP/replay$round.err" | tr '\n' ' ')"
+	check "round $round: the replay was still running when the daemon was killed" test "$alive" = yes
+	check "round $round: the replay exits by itself (no hang) after the crash" test "$rrc" != 124 -a "$rrc" != 137
+	check "round $round: the daemon is gone" gone "$pid"
+
+	run python3 -c 'import errno, os, sys
+try:
+    os.stat(sys.argv[1] + "/x")
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ENOTCONN else e.errno)
+sys.exit(1)' "$M"
+	check_rc "round $round: the dead mount answers ENOTCONN" 0
+	run fusermount3 -u "$M"
+	if [ "$RC" != 0 ]; then
+		diag "fusermount3 -u: $(cat "$ERR"); trying -uz"
+		run fusermount3 -uz "$M"
+	fi
+	check_rc "round $round: fusermount3 -u of the dead mount works" 0
+	tcfs mount --store "$S" "$M"
+	check_rc "round $round: the store mounts again after the crash" 0
+	[ "$RC" = 0 ] || continue
+
+	out=$(check_tree "$M" 2>&1)
+	trc=$?
+	read -r keys whole files <<<"$(sed -n 1p <<<"$out")"
+	diag "round $round: after the crash: $keys of $NKEYS key dirs, $whole of $NKERNELS kernels whole" \
+		"(with their group file), $files of $NFILES files"
+	if [ "$trc" = 0 ]; then
+		ok "round $round: every kernel with a group file is whole, every file is the fixture's, no temp entry is left"
+	else
+		not_ok "round $round: every kernel with a group file is whole, every file is the fixture's, no temp entry is left"
+		diag "$(sed 1d <<<"$out")"
+	fi
+	check "round $round: the crash hit mid-storm (not every kernel was written)" \
+		test "${whole:-0}" -lt "$NKERNELS"
+
+	tcfs umount "$M"
+	check_rc "round $round: tcfs umount after the remount" 0
+	tcfs fsck --store "$S"
+	check_rc "round $round: fsck finds the store consistent" 0
+
+	tcfs mount --store "$S" "$M"
+	check_rc "round $round: mount for the warm replay" 0
+	[ "$RC" = 0 ] || continue
+	run timeout 60 python3 "$REPLAY/replay.py" "$SRC" "$M"
+	if [ "$RC" = 0 ] && [ "$(json_get "$OUT" errors)" = 0 ]; then
+		ok "round $round: a warm replay of the whole fixture completes with 0 errors"
+	else
+		not_ok "round $round: a warm replay of the whole fixture completes with 0 errors"
+		diag "exit status $RC, errors: $(json_get "$OUT" errors 2>/dev/null)"
+		sed -n '1,3p' "$ERR" | cut -c1-400 | sed 's/^/#   /'
+	fi
+	out=$(check_tree "$M" --complete 2>&1)
+	check_eq "round $round: the mount then holds exactly the fixture ($NKERNELS kernels whole)" \
+		"$NKEYS $NKERNELS $NFILES" "$out"
+	tcfs umount "$M"
+	check_rc "round $round: tcfs umount at the end" 0
+	tcfs fsck --store "$S"
+	check_rc "round $round: fsck at the end exits 0" 0
+done
+
+# --- files closed (or fsynced) a while before the crash -------------------
+
+S=$T_TMP/closed/store
+M=$T_TMP/closed/mnt
+mkdir -p "$M"
+at_exit "fusermount3 -uz '$M'"
+tcfs mount --store "$S" "$M"
+check_rc "closed: tcfs mount of a fresh store" 0
+if [ "$RC" = 0 ]; then
+	pid=$(daemon_pid "$S")
+	python3 - "$M" >"$OUT" 2>"$ERR" <<'PY'
+import os, sys, time
+m = sys.argv[1]
+os.mkdir(m + "/K")
+with open(m + "/K/a.json", "wb") as f:
+    f.write(b"a" * 1000)
+open(m + "/K/a.json", "rb").read()  # an open of an existing file: the kernel goes no-open
+with open(m + "/K/closed.cubin", "wb") as f:
+    f.write(b"closed" * 1000)
+with open(m + "/K/fsynced.cubin", "wb") as f:
+    f.write(b"fsynced" * 1000)
+    f.flush()
+    os.fsync(f.fileno())
+time.sleep(1)
+PY
+	RC=$?
+	check_rc "closed: files written, closed, one fsynced" 0
+	[ -n "$pid" ] && kill -9 "$pid"
+	gone "$pid"
+	fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M"
+	tcfs mount --store "$S" "$M"
+	check_rc "closed: the store mounts again after the crash" 0
+	check_eq "closed: a file fsynced before the crash keeps its bytes" 7000 \
+		"$(python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); print(len(d) if d == b"fsynced" * 1000 else "differs: %d bytes" % len(d))' "$M/K/fsynced.cubin" 2>&1)"
+	check_eq "closed: a file written and closed 1 s before the crash keeps its bytes" 6000 \
+		"$(python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); print(len(d) if d == b"closed" * 1000 else "differs: %d bytes" % len(d))' "$M/K/closed.cubin" 2>&1)"
+	tcfs umount "$M"
+	check_rc "closed: tcfs umount" 0
+	tcfs fsck --store "$S"
+	check_rc "closed: fsck exits 0" 0
+fi
