@@ -384,13 +384,6 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 	return found;
 }
 
-int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n)
-{
-	(void)fi;
-	(void)n;
-	return -ENOENT;	/* no handles: see the top of this file */
-}
-
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -531,7 +524,6 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct tcfs_fs *fs = fs_of(req);
 	int64_t mtime = tcfs_ns_now();
 	struct tcfs_node n;
-	struct stat st;
 	int rc, mask = 0;
 
 	(void)fi;
@@ -554,13 +546,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		rc = fs_files_commit(fs, ino);
 	if (rc == 0 && mask)
 		rc = tcfs_ns_setattr(fs->store, ino, mask, attr->st_mode, mtime);
-	if (rc == 0)
-		rc = tcfs_ns_get(fs->store, ino, &n);
-	if (rc == 0)
-		rc = fs_stat(fs, &n, &st);
-	if (rc < 0) {
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	fuse_reply_attr(req, &st, FS_TTL);
+	else
+		fs_reply_attr(req, ino);
 }

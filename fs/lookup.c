@@ -107,23 +107,27 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fs_reply_entry(req, &n, ttl);
 }
 
-void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fs_reply_attr(fuse_req_t req, uint64_t ino)
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node n;
 	struct stat st;
 	int rc;
 
+	/* An unlinked file still open is in limbo: found all the same. */
 	rc = tcfs_ns_get(fs->store, ino, &n);
-	if (rc == -ENOENT)	/* fstat of an unlinked, open file */
-		rc = fs_file_node(fi, &n);
 	if (rc == 0)
 		rc = fs_stat(fs, &n, &st);
-	if (rc < 0) {
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	fuse_reply_attr(req, &st, FS_TTL);
+	else
+		fuse_reply_attr(req, &st, FS_TTL);
+}
+
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	fs_reply_attr(req, ino);
 }
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)

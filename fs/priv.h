@@ -54,6 +54,8 @@ void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
 /* lookup.c: attributes as the kernel sees them.  size is the rendered
  * size for a group template (fs_render), the stored size otherwise. */
 int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, struct stat *st);
+/* Replies to a request with the attributes of ino. */
+void fs_reply_attr(fuse_req_t req, uint64_t ino);
 /* Replies to a lookup-like request with n's entry, cached for ttl. */
 void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl);
 
@@ -80,8 +82,7 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 		  int64_t *mtime_ns);
 /* Commits ino's pending writes (before it is renamed, say). */
 int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
-/* The node an open handle was opened on (fstat of an unlinked file). */
-int fs_file_node(struct fuse_file_info *fi, struct tcfs_node *n);
+
 
 /* probe.c: whether looking up name in parent is a cache probe, and
  * recording one (at most one event per process and path). */

@@ -76,6 +76,12 @@ int cli_common_opt(const char *cmd, const char *help, int c,
 	case 'j':
 		co->json = 1;
 		return 1;
+	case 'S':
+		co->since_ns = cli_parse_since(optarg);
+		if (co->since_ns >= 0)
+			return 1;
+		*code = cli_usage_err(cmd, "--since: cannot read '%s'", optarg);
+		return -1;
 	case 'h':
 		fputs(help, stdout);
 		*code = CLI_OK;

@@ -29,9 +29,13 @@ struct cli_store_opts {
 struct cli_common {
 	struct cli_store_opts store;
 	int json;
+	int64_t since_ns;	/* --since, for the commands that take it */
 };
 
-#define CLI_COMMON_INIT { { NULL, TCFS_STORE_WAIT_S }, 0 }
+#define CLI_COMMON_INIT { { NULL, TCFS_STORE_WAIT_S }, 0, 0 }
+/* --since T, for a command's getopt_long table (handled by
+ * cli_common_opt like the others). */
+#define CLI_SINCE_LONGOPT { "since", required_argument, NULL, 'S' }
 /* For a command's getopt_long table. */
 #define CLI_COMMON_LONGOPTS                                                  \
 	{ "store", required_argument, NULL, 's' },                           \

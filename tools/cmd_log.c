@@ -62,7 +62,7 @@ static void print_event(const struct tcfs_event *e, int json)
 int cmd_log(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "since", required_argument, NULL, 'S' },
+		CLI_SINCE_LONGOPT,
 		{ "follow", no_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
@@ -70,7 +70,7 @@ int cmd_log(int argc, char **argv)
 	struct cli_common co = CLI_COMMON_INIT;
 	struct timespec nap = { 0, 250 * 1000000L };
 	struct tcfs_store *s;
-	int64_t since = 0, last = 0;
+	int64_t last = 0;
 	int c, follow = 0, rc;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "F", opts,
@@ -82,12 +82,6 @@ int cmd_log(int argc, char **argv)
 			return rc;
 		}
 		switch (c) {
-		case 'S':
-			since = cli_parse_since(optarg);
-			if (since < 0)
-				return cli_usage_err("log", "--since: cannot "
-						     "read '%s'", optarg);
-			break;
 		case 'F':
 			follow = 1;
 			break;
@@ -104,7 +98,7 @@ int cmd_log(int argc, char **argv)
 		struct tcfs_event *ev;
 		size_t n;
 
-		rc = tcfs_event_list(s, last, since, 10000, &ev, &n);
+		rc = tcfs_event_list(s, last, co.since_ns, 10000, &ev, &n);
 		if (rc < 0)
 			break;
 		for (size_t i = 0; i < n; i++)

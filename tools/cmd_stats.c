@@ -151,7 +151,7 @@ static void stats_free(struct stats *st)
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "since", required_argument, NULL, 'S' },
+		CLI_SINCE_LONGOPT,
 		{ "reset", no_argument, NULL, 'R' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
@@ -159,7 +159,6 @@ int cmd_stats(int argc, char **argv)
 	struct cli_common co = CLI_COMMON_INIT;
 	struct stats st = { 0 };
 	struct tcfs_store *s;
-	int64_t since = 0;
 	int c, reset = 0, rc;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS, opts,
@@ -171,12 +170,6 @@ int cmd_stats(int argc, char **argv)
 			return rc;
 		}
 		switch (c) {
-		case 'S':
-			since = cli_parse_since(optarg);
-			if (since < 0)
-				return cli_usage_err("stats", "--since: cannot "
-						     "read '%s'", optarg);
-			break;
 		case 'R':
 			reset = 1;
 			break;
@@ -189,7 +182,7 @@ int cmd_stats(int argc, char **argv)
 				     argv[optind]);
 	if (cli_open_store("stats", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	rc = load(s, since, &st);
+	rc = load(s, co.since_ns, &st);
 	if (rc == 0) {
 		if (co.json)
 			rc = print_json(s, &st) == CLI_OK ? 0 : -1;

@@ -1060,7 +1060,8 @@ check "... and the first mount still serves" eval "mountpoint -q '$E/m1' && ls '
 check_eq "... by the same daemon, holding the store's lock" "$first_pid" "$(daemon_pid "$S")"
 tcfs umount "$E/m1"
 check_rc "tcfs umount of the first mount exits 0" 0
-check "... and its daemon is gone" eval "[ -n '$first_pid' ] && ! kill -0 '$first_pid' 2>/dev/null"
+# Exited: gone, or a zombie that init has not reaped yet.
+check "... and its daemon has exited" eval "[ -n '$first_pid' ] && { ! kill -0 '$first_pid' 2>/dev/null || grep -q ') [ZX] ' /proc/$first_pid/stat 2>/dev/null; }"
 tcfs umount "$E/m1"
 check_rc "tcfs umount of what is no longer a mount exits 1" 1
 
