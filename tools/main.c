@@ -34,9 +34,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: tcfs COMMAND [OPTIONS] [ARGS]\n"
 		"\n"
-		"tcfs keeps Triton's kernel cache (TRITON_CACHE_DIR) in a "
-		"content-addressed\nstore: every distinct file once, the tree "
-		"and each kernel's metadata in SQLite.\n\nCommands:\n");
+		"tcfs serves Triton's kernel cache (TRITON_CACHE_DIR) from a "
+		"content-addressed\nstore, logging every cache probe as a hit "
+		"or a miss: every distinct file\nonce, the tree and each "
+		"kernel's metadata in SQLite.\n\nCommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name,
 			commands[i].summary);
