@@ -177,7 +177,8 @@ static void recover(struct tcfs_fs *fs)
 static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		      struct report *r)
 {
-	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1 };
+	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1,
+				      o->no_fsync };
 	int rc;
 
 	tcfs_err_clear();

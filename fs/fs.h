@@ -12,6 +12,7 @@ struct tcfs_fs_opts {
 	int foreground;		/* -f: stay in the foreground */
 	int debug;		/* -d: libfuse's request trace on stderr */
 	double wait_s;		/* for the store's writer lock */
+	int no_fsync;		/* blobs not fsynced (tcfs mount --no-fsync) */
 };
 
 /* Mounts and serves until unmounted.  Without foreground, returns in the

@@ -19,6 +19,7 @@ struct tcfs_cas {
 	int storefd;	/* STORE, for quarantine/ (not owned) */
 	char *path;	/* STORE, for messages */
 	atomic_ulong seq;
+	int durable;	/* fsync before naming (tcfs_cas_set_durable) */
 };
 
 struct tcfs_cas_stage {
@@ -69,6 +70,7 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 		return -ENOMEM;
 	cas->objfd = cas->stagefd = -1;
 	cas->storefd = storefd;
+	cas->durable = 1;
 	cas->path = strdup(storepath);
 	if (!cas->path) {
 		rc = -ENOMEM;
@@ -87,6 +89,11 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 fail:
 	tcfs_cas_close(cas);
 	return rc;
+}
+
+void tcfs_cas_set_durable(struct tcfs_cas *cas, int durable)
+{
+	cas->durable = durable;
 }
 
 void tcfs_cas_close(struct tcfs_cas *cas)
@@ -273,7 +280,7 @@ static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 		return settle_existing(cas, stagefd, stagename, h, put);
 	/* Durable bytes before the name: a crash never leaves a blob whose
 	 * name promises content it does not hold. */
-	if (fsync(stagefd) < 0 || fchmod(stagefd, 0444) < 0) {
+	if ((cas->durable && fsync(stagefd) < 0) || fchmod(stagefd, 0444) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -293,7 +300,7 @@ static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 		rc = -errno;
 		goto fail;
 	}
-	rc = sync_fanout(cas, &p);
+	rc = cas->durable ? sync_fanout(cas, &p) : 0;
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, sub);
 	*put = TCFS_CAS_CREATED;

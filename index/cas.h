@@ -27,6 +27,11 @@ enum tcfs_cas_put {
 	TCFS_CAS_HEALED = 2,	/* a damaged blob of that name was replaced */
 };
 
+/* Whether new blobs are fsynced (with their fan-out dir) before they are
+ * named: on by default.  Off, a blob survives a killed process but maybe
+ * not a power cut (fsck then finds it damaged). */
+void tcfs_cas_set_durable(struct tcfs_cas *cas, int durable);
+
 /* Opens the blob store under the store directory storefd (creating
  * objects/ and staging/ when create is set).  storepath is used only in
  * messages; it is copied.  *out is owned by the caller: tcfs_cas_close. */

@@ -138,6 +138,7 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 			goto fail;
 	}
 	s->keep_unlinked = o->keep_unlinked;
+	tcfs_cas_set_durable(s->cas, !o->no_fsync);
 	*out = s;
 	return 0;
 fail:

@@ -24,6 +24,7 @@ struct tcfs_store_opts {
 	int writer;		/* take the writer lock */
 	double wait_s;		/* how long to wait for the writer lock */
 	int keep_unlinked;	/* the mount: see tcfs_ns_forget */
+	int no_fsync;		/* see tcfs_cas_set_durable */
 };
 
 /* Seconds a writer waits for another by default. */

@@ -38,6 +38,10 @@ static const char *const mount_help =
 	"  -f, --foreground  stay in the foreground until unmounted\n"
 	"  -d, --debug       foreground, single-threaded, every request on stderr\n"
 	"  -o OPT[,OPT...]   FUSE mount options (allow_other, nonempty, ...)\n"
+	"      --no-fsync    do not fsync new blobs: compiles write faster; a\n"
+	"                    killed daemon still loses nothing, but a power cut\n"
+	"                    may damage recent blobs (tcfs fsck --repair then\n"
+	"                    has their kernels recompiled)\n"
 	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
 	"  -h, --help        show this help\n"
 	"\n"
@@ -73,6 +77,7 @@ int cmd_mount(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
+		{ "no-fsync", no_argument, NULL, 'N' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
@@ -99,6 +104,9 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case 'o':
 			user = optarg;
+			break;
+		case 'N':
+			fo.no_fsync = 1;
 			break;
 		default:
 			return cli_usage_err("mount", "bad option");

@@ -173,6 +173,25 @@ check_eq "inductor: kernels indexed when their dir lands" "$KERNELS" \
 check_eq "inductor: no tmp.* dir is left at the top" "" \
 	"$(ls "$M" | grep '^tmp\.' | head -3)"
 
+echo "# --- --no-fsync: the same traffic, blobs not fsynced"
+S=$T_TMP/nosync-store
+M=$T_TMP/nosync-mnt
+mkdir -p "$M"
+at_exit "fusermount3 -uz '$M'"
+tcfs mount --no-fsync --store "$S" "$M"
+check_rc "tcfs mount --no-fsync" 0
+replay nosync-cold "$SRC" "$M"
+replay nosync-warm "$SRC" "$M"
+check_eq "--no-fsync warm: all hits" "$KERNELS 0" \
+	"$(seen nosync-warm kernel hits) $(seen nosync-warm kernel misses)"
+settle
+check_stats nosync-cold nosync-warm
+tcfs umount "$M"
+tcfs fsck --store "$S"
+check_rc "--no-fsync: fsck after unmount is clean" 0
+
+S=$T_TMP/ind-store
+M=$T_TMP/ind-mnt
 echo "# --- the store moves: export, import elsewhere, mount elsewhere"
 tcfs umount "$M"
 S2=$T_TMP/moved-store
