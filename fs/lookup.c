@@ -79,21 +79,24 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct fuse_entry_param miss = { 0 };
+	enum tcfs_probe probe = 0;
 	struct tcfs_node dir, n;
-	enum tcfs_probe probe;
-	double ttl;
+	double ttl = FS_TTL;
 	int rc;
 
-	rc = tcfs_ns_get(fs->store, parent, &dir);
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
+	/* Only a probe-like name needs its directory: is it a key dir? */
+	if (fs_probe_name(name)) {
+		ttl = 0;
+		rc = tcfs_ns_get(fs->store, parent, &dir);
+		if (rc < 0) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
+		probe = fs_probe_kind(&dir, name);
 	}
 	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
-	probe = fs_probe_kind(&dir, name);
 	if (probe && (rc == 0 || rc == -ENOENT))
 		fs_probe_seen(fs, req, &dir, name, probe, rc == 0);
-	ttl = fs_probe_name(name) ? 0 : FS_TTL;
 	if (rc == -ENOENT) {
 		/* A negative entry: a cached miss costs the kernel nothing. */
 		miss.entry_timeout = ttl;
