@@ -62,9 +62,13 @@ int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 	int rc;
 
 	while (a.parent != TCFS_ROOT_INO) {
-		if (a.parent == 0 || a.parent == TCFS_LIMBO_INO)
+		uint64_t up = a.parent;
+
+		/* A replaced group file still being read renders as it was. */
+		tcfs_ns_in_limbo(a.parent, &up);
+		if (up == 0)
 			return -ENOENT;
-		rc = tcfs_ns_get(fs->store, a.parent, &a);
+		rc = tcfs_ns_get(fs->store, up, &a);
 		if (rc < 0)
 			return rc;
 	}

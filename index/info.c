@@ -15,7 +15,7 @@ static const char sql_nodes[] =
 	" count(*) FILTER (WHERE kind = 'd') - 1,"
 	" coalesce(sum(size), 0),"
 	" count(*) FILTER (WHERE kind = 'f' AND name GLOB '*.so')"
-	" FROM nodes WHERE parent != -1";
+	" FROM nodes WHERE parent >= 0";
 static const char sql_targets[] =
 	"SELECT coalesce(backend, ''), coalesce(arch, ''), count(*),"
 	" sum(total_bytes) FROM kernels GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2";

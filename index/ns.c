@@ -32,13 +32,14 @@ static const char sql_move[] =
 static const char sql_delete[] =
 	"DELETE FROM nodes WHERE ino = ?";
 static const char sql_to_limbo[] =
-	"UPDATE nodes SET parent = -1, name = CAST(ino AS TEXT) WHERE ino = ?";
+	"UPDATE nodes SET parent = -parent, name = CAST(ino AS TEXT)"
+	" WHERE ino = ?";
 static const char sql_unindex[] =
 	"DELETE FROM kernels WHERE grp_ino = ?";
 static const char sql_forget[] =
-	"DELETE FROM nodes WHERE ino = ? AND parent = -1";
+	"DELETE FROM nodes WHERE ino = ? AND parent < 0";
 static const char sql_purge[] =
-	"DELETE FROM nodes WHERE parent = -1";
+	"DELETE FROM nodes WHERE parent < 0";
 static const char sql_has_child[] =
 	"SELECT 1 FROM nodes WHERE parent = ? LIMIT 1";
 static const char sql_list[] =

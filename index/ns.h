@@ -20,8 +20,19 @@
 struct tcfs_store;
 
 #define TCFS_ROOT_INO 1
-/* The parent of removed nodes kept for the mount (see tcfs_ns_forget). */
-#define TCFS_LIMBO_INO UINT64_MAX
+/* A removed node kept for the mount (see tcfs_ns_forget) has as parent
+ * the negated inode number of the directory it was removed from: no name
+ * reaches it, but what it was (a group file in which key dir) is known. */
+static inline int tcfs_ns_in_limbo(uint64_t parent, uint64_t *was_in)
+{
+	int64_t p = (int64_t)parent;
+
+	if (p >= 0)
+		return 0;
+	if (was_in)
+		*was_in = (uint64_t)-p;
+	return 1;
+}
 
 enum tcfs_kind {
 	TCFS_DIR = 'd',
@@ -79,8 +90,8 @@ int tcfs_ns_unlink(struct tcfs_store *s, uint64_t parent, const char *name);
 int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name);
 
 /* A store opened with keep_unlinked (the mount) does not delete a node
- * that is unlinked, removed or replaced: it moves it to TCFS_LIMBO_INO,
- * where no name reaches it but its inode number still does, as the kernel
+ * that is unlinked, removed or replaced: it moves it to limbo (see
+ * tcfs_ns_in_limbo), where no name reaches it but its inode number does, as the kernel
  * may still hold it (an open about to happen, a cached dentry).  When the
  * kernel forgets the inode, tcfs_ns_forget deletes it for good; a writer
  * opening the store purges what is left. */
