@@ -24,16 +24,6 @@ SEED=${CRASH_SEED:-$(( $(od -An -N2 -tu2 /dev/urandom) % 32768 ))}
 RANDOM=$SEED
 diag "fixture: $NKEYS key dirs, $NKERNELS kernels, $NFILES files; CRASH_SEED=$SEED"
 
-# daemon_pid STORE: the pid holding STORE/lock's flock (the mount daemon).
-daemon_pid() {
-	local ino pid
-	ino=$(stat -c %i "$1/lock" 2>/dev/null) || return 1
-	pid=$(awk -v ino="$ino" '$2 == "FLOCK" { n = split($6, a, ":"); if (a[n] == ino) print $5 }' \
-		/proc/locks | sed -n 1p)
-	[ -n "$pid" ] || pid=$(pgrep -f "tcfs mount --store $1 " | sed -n 1p)
-	[ -n "$pid" ] && echo "$pid"
-}
-
 # gone PID: PID exits (or is a zombie) within 5 s.
 gone() {
 	local i

@@ -454,6 +454,16 @@ check_export() {
 	fi
 }
 
+# daemon_pid STORE: the pid holding STORE/lock's flock (the mount daemon).
+daemon_pid() {
+	local ino pid
+	ino=$(stat -c %i "$1/lock" 2>/dev/null) || return 1
+	pid=$(awk -v ino="$ino" '$2 == "FLOCK" { n = split($6, a, ":"); if (a[n] == ino) print $5 }' \
+		/proc/locks | sed -n 1p)
+	[ -n "$pid" ] || pid=$(pgrep -f "tcfs mount --store $1 " | sed -n 1p)
+	[ -n "$pid" ] && echo "$pid"
+}
+
 # is_root: 0 when running as root.
 is_root() {
 	[ "$(id -u)" = 0 ]

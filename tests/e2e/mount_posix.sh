@@ -49,16 +49,6 @@ unmount_checked() {
 	fi
 }
 
-# daemon_pid STORE: the pid holding STORE/lock's flock (the mount daemon).
-daemon_pid() {
-	local ino pid
-	ino=$(stat -c %i "$1/lock" 2>/dev/null) || return 1
-	pid=$(awk -v ino="$ino" '$2 == "FLOCK" { n = split($6, a, ":"); if (a[n] == ino) print $5 }' \
-		/proc/locks | sed -n 1p)
-	[ -n "$pid" ] || pid=$(pgrep -f "tcfs mount --store $1 " | sed -n 1p)
-	[ -n "$pid" ] && echo "$pid"
-}
-
 # check_replay DESC: the last run (a replay.py) exited 0; on failure shows
 # its error count and first errors (its stdout line can be huge).
 check_replay() {
