@@ -243,6 +243,12 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 			     nonempty, r) < 0 ||
 	    open_store(&fs, o, r) < 0)
 		goto out;
+	/* Only now, with the paths resolved: a daemon must not keep the
+	 * caller's working directory busy. */
+	if (!o->foreground && chdir("/") < 0) {
+		say(r, "/: %s", strerror(errno));
+		goto out;
+	}
 	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0 ||
 	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
 	    fs_dirties_new(&fs.dirties) < 0) {
@@ -342,8 +348,6 @@ int tcfs_fs_mount(const struct tcfs_fs_opts *o)
 	close(p[0]);
 	r.fd = p[1];
 	setsid();
-	if (chdir("/") < 0)
-		_exit(1);
 	null = open("/dev/null", O_RDWR);
 	if (null >= 0) {
 		dup2(null, STDIN_FILENO);

@@ -122,8 +122,19 @@ int cmd_mount(int argc, char **argv)
 		cli_lib_err("mount", -ENOENT, "store");
 		return CLI_FAIL;
 	}
-	/* A store not there yet is created by the daemon. */
-	fo.store = realpath(store, real) ? real : store;
+	/* A store not there yet is created by the daemon, which leaves the
+	 * working directory: a relative path must be made absolute here. */
+	if (realpath(store, real))
+		fo.store = real;
+	else if (store[0] == '/')
+		fo.store = store;
+	else if (getcwd(real, sizeof(real)) &&
+		 strlen(real) + 1 + strlen(store) < sizeof(real)) {
+		strcat(real, "/");
+		strcat(real, store);
+		fo.store = real;
+	} else
+		return cli_usage_err("mount", "store path too long");
 	if (fsname_opt(fo.store, fsopts, sizeof(fsopts)) < 0)
 		return cli_usage_err("mount", "store path too long");
 	if (user) {

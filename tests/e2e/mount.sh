@@ -204,3 +204,15 @@ replay moved-warm "$SRC" "$M2"
 check_eq "a store copied and mounted elsewhere: all hits, children under the new mount" \
 	"$KERNELS 0" "$(seen moved-warm kernel hits) $(seen moved-warm kernel misses)"
 tcfs umount "$M2"
+
+echo "# --- relative paths: the daemon leaves the working directory"
+mkdir -p "$T_TMP/rel/mnt"
+at_exit "fusermount3 -uz '$T_TMP/rel/mnt'"
+(cd "$T_TMP/rel" && "$TCFS" mount --store new-store mnt)
+check_rc "tcfs mount --store new-store mnt, from their parent" 0
+check "the mount is at the relative mount point" \
+	grep -q " $T_TMP/rel/mnt " /proc/self/mountinfo
+check "the new store is created beside it, not under /" \
+	test -f "$T_TMP/rel/new-store/index.db"
+(cd "$T_TMP/rel" && "$TCFS" umount mnt)
+check_rc "tcfs umount mnt" 0
