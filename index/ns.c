@@ -9,6 +9,7 @@
 #include "db.h"
 #include "err.h"
 #include "kernel.h"
+#include "nodecache.h"
 #include "store.h"
 #include "vec.h"
 
@@ -79,10 +80,16 @@ static int node_query(struct tcfs_store *s, struct tcfs_node *out,
 		      const char *sql, uint64_t a, const char *name)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_nodecache *cache = tcfs_store_nodecache(s);
 	sqlite3_stmt *st;
 	int rc;
 
 	tcfs_db_lock(db);
+	if (cache && (name ? tcfs_nodecache_lookup(cache, a, name, out)
+			   : tcfs_nodecache_get(cache, a, out))) {
+		tcfs_db_unlock(db);
+		return 0;
+	}
 	if (name)
 		rc = tcfs_db_row(db, &st, sql, "it", (int64_t)a, name);
 	else
@@ -90,6 +97,8 @@ static int node_query(struct tcfs_store *s, struct tcfs_node *out,
 	if (rc == 1) {
 		node_from_row(st, out);
 		tcfs_db_reset(st);
+		if (cache)
+			tcfs_nodecache_put(cache, out);
 		rc = 0;
 	} else if (rc == 0) {
 		rc = -ENOENT;

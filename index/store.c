@@ -12,6 +12,7 @@
 #include "db.h"
 #include "err.h"
 #include "lock.h"
+#include "nodecache.h"
 #include "ns.h"
 
 struct tcfs_store {
@@ -21,6 +22,7 @@ struct tcfs_store {
 	int keep_unlinked;
 	struct tcfs_db *db;
 	struct tcfs_cas *cas;
+	struct tcfs_nodecache *nodes;	/* a writer's only, else NULL */
 };
 
 int tcfs_store_default_dir(char *buf, size_t len)
@@ -134,6 +136,10 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 		rc = tcfs_cas_clean_staging(s->cas, NULL);
 		if (rc == 0)
 			rc = tcfs_ns_purge_unlinked(s);
+		/* Only the writer's view of the nodes cannot change under it:
+		 * a reader must always ask the index. */
+		if (rc == 0)
+			rc = tcfs_nodecache_attach(s->db, &s->nodes);
 		if (rc < 0)
 			goto fail;
 	}
@@ -151,6 +157,7 @@ void tcfs_store_close(struct tcfs_store *s)
 	if (!s)
 		return;
 	tcfs_cas_close(s->cas);
+	tcfs_nodecache_free(s->nodes);
 	tcfs_db_close(s->db);
 	if (s->lockfd >= 0)
 		close(s->lockfd);
@@ -173,6 +180,11 @@ const char *tcfs_store_path(const struct tcfs_store *s)
 struct tcfs_db *tcfs_store_db(struct tcfs_store *s)
 {
 	return s->db;
+}
+
+struct tcfs_nodecache *tcfs_store_nodecache(struct tcfs_store *s)
+{
+	return s->nodes;
 }
 
 struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s)

@@ -17,6 +17,7 @@
 struct tcfs_store;
 struct tcfs_db;
 struct tcfs_cas;
+struct tcfs_nodecache;
 
 struct tcfs_store_opts {
 	const char *dir;	/* the store directory */
@@ -44,6 +45,8 @@ void tcfs_store_close(struct tcfs_store *s);
 /* Owned by the store. */
 const char *tcfs_store_path(const struct tcfs_store *s);
 struct tcfs_db *tcfs_store_db(struct tcfs_store *s);
+/* The writer's node cache (see nodecache.h); NULL in a reader. */
+struct tcfs_nodecache *tcfs_store_nodecache(struct tcfs_store *s);
 struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
 
 /* Whether removed nodes stay readable by inode number (the mount). */

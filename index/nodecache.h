@@ -1,0 +1,39 @@
+/*
+ * nodecache: the writer's memory of the nodes table.
+ *
+ * Every SQLite statement takes and drops the index's file locks (several
+ * fcntl calls), which made most of the cost of a mount's lookup.  The
+ * writer is the only process that changes the nodes table while it holds
+ * the store, so it may keep rows in memory, and SQLite itself keeps them
+ * right: its update hook drops a row whenever the row changes, whoever
+ * changes it, and a rollback drops everything.  Rows are added only outside
+ * transactions, so only committed rows are ever kept.
+ *
+ * All calls are made with the db lock held (the hooks run under it too).
+ */
+#ifndef TCFS_NODECACHE_H
+#define TCFS_NODECACHE_H
+
+#include <stdint.h>
+
+#include "ns.h"
+
+struct tcfs_db;
+struct tcfs_nodecache;
+
+/* Creates a cache kept right by db's hooks (db must outlive it).  *out is
+ * owned by the caller: tcfs_nodecache_free, before the db is closed. */
+int tcfs_nodecache_attach(struct tcfs_db *db, struct tcfs_nodecache **out);
+void tcfs_nodecache_free(struct tcfs_nodecache *c);
+
+/* 1 with *out filled when the node is kept, else 0. */
+int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
+		       struct tcfs_node *out);
+int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
+			  const char *name, struct tcfs_node *out);
+
+/* Keeps a node just read from the index, unless a transaction is open (its
+ * rows may yet be rolled back). */
+void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n);
+
+#endif

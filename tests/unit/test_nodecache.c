@@ -1,0 +1,87 @@
+/* nodecache: a writer's lookups answered from memory, never stale. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "index/db.h"
+#include "index/nodecache.h"
+#include "index/ns.h"
+#include "index/store.h"
+#include "tap.h"
+
+static int cached(struct tcfs_store *s, uint64_t parent, const char *name,
+		  struct tcfs_node *n)
+{
+	struct tcfs_nodecache *c = tcfs_store_nodecache(s);
+	struct tcfs_db *db = tcfs_store_db(s);
+	int hit;
+
+	tcfs_db_lock(db);
+	hit = tcfs_nodecache_lookup(c, parent, name, n);
+	tcfs_db_unlock(db);
+	return hit;
+}
+
+int main(void)
+{
+	char *tmp = tap_tmpdir(), dir[512];
+	struct tcfs_store_opts w = { .dir = dir, .create = 1, .writer = 1 };
+	struct tcfs_store_opts r = { .dir = dir };
+	struct tcfs_store *s, *rd;
+	struct tcfs_node n, m;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/store", tmp);
+	tap_eq(tcfs_store_open(&w, &s), 0, "open a writer");
+	tap_ok(tcfs_store_nodecache(s) != NULL, "a writer has a node cache");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY", 0755, 1, &n), 0, "mkdir");
+	tap_ok(!cached(s, TCFS_ROOT_INO, "KEY", &m),
+	       "a node written is not kept (the write's own rows)");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY", &m), 0, "lookup");
+	tap_ok(cached(s, TCFS_ROOT_INO, "KEY", &m) && m.ino == n.ino,
+	       "a node read is kept");
+
+	tap_eq(tcfs_ns_setattr(s, n.ino, TCFS_SET_MODE, 0700, 2), 0,
+	       "chmod through ns");
+	tap_ok(!cached(s, TCFS_ROOT_INO, "KEY", &m), "a change drops the node");
+	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read again");
+	tap_eq(m.mode, 0700u, "and the new mode is read");
+
+	tap_eq(tcfs_ns_rename(s, TCFS_ROOT_INO, "KEY", TCFS_ROOT_INO, "KEY2", 0),
+	       0, "rename");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY", &m), -ENOENT,
+	       "the old name is gone at once");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY2", &m), 0,
+	       "the new name is found");
+
+	/* Any change to the table counts, whoever makes it. */
+	tcfs_db_exec(tcfs_store_db(s), "UPDATE nodes SET mode = ? WHERE ino = ?",
+		     "ii", (int64_t)0711, (int64_t)n.ino);
+	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read after raw SQL");
+	tap_eq(m.mode, 0711u, "a change in plain SQL is seen too");
+
+	/* A rolled back transaction leaves nothing of itself behind. */
+	tcfs_store_begin(s);
+	tcfs_db_exec(tcfs_store_db(s), "UPDATE nodes SET mode = ? WHERE ino = ?",
+		     "ii", (int64_t)0700, (int64_t)n.ino);
+	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read inside a transaction");
+	tap_eq(m.mode, 0700u, "sees the transaction's own change");
+	rc = tcfs_store_end(s, -EIO);
+	tap_eq(rc, -EIO, "roll it back");
+	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read after the rollback");
+	tap_eq(m.mode, 0711u, "the rolled back mode is never kept");
+
+	tap_eq(tcfs_ns_unlink(s, TCFS_ROOT_INO, "KEY2"), -EISDIR,
+	       "unlink of a dir: EISDIR");
+	tap_eq(tcfs_ns_rmdir(s, TCFS_ROOT_INO, "KEY2"), 0, "rmdir");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY2", &m), -ENOENT,
+	       "a removed node is not found");
+
+	tap_eq(tcfs_store_open(&r, &rd), 0, "open a reader beside it");
+	tap_ok(tcfs_store_nodecache(rd) == NULL,
+	       "a reader has none (the writer changes the index under it)");
+	tcfs_store_close(rd);
+	tcfs_store_close(s);
+	tap_rmtree(tmp);
+	return tap_done();
+}
