@@ -79,11 +79,6 @@ static void on_update(void *arg, int op, const char *dbname,
 		drop(arg, (uint64_t)rowid);
 }
 
-static void on_rollback(void *arg)
-{
-	clear(arg);
-}
-
 int tcfs_nodecache_attach(struct tcfs_db *db, struct tcfs_nodecache **out)
 {
 	struct tcfs_nodecache *c = calloc(1, sizeof(*c));
@@ -93,7 +88,6 @@ int tcfs_nodecache_attach(struct tcfs_db *db, struct tcfs_nodecache **out)
 	c->db = db;
 	tcfs_db_lock(db);
 	sqlite3_update_hook(tcfs_db_handle(db), on_update, c);
-	sqlite3_rollback_hook(tcfs_db_handle(db), on_rollback, c);
 	tcfs_db_unlock(db);
 	*out = c;
 	return 0;
@@ -105,7 +99,6 @@ void tcfs_nodecache_free(struct tcfs_nodecache *c)
 		return;
 	tcfs_db_lock(c->db);
 	sqlite3_update_hook(tcfs_db_handle(c->db), NULL, NULL);
-	sqlite3_rollback_hook(tcfs_db_handle(c->db), NULL, NULL);
 	tcfs_db_unlock(c->db);
 	clear(c);
 	free(c);

@@ -6,8 +6,11 @@
  * writer is the only process that changes the nodes table while it holds
  * the store, so it may keep rows in memory, and SQLite itself keeps them
  * right: its update hook drops a row whenever the row changes, whoever
- * changes it, and a rollback drops everything.  Rows are added only outside
- * transactions, so only committed rows are ever kept.
+ * changes it.  Rows are added only outside transactions, so only committed
+ * rows are kept, and a rollback needs nothing: the rows it restores were
+ * dropped when the transaction changed them.  (The hook misses only
+ * WITHOUT ROWID tables, REPLACE conflicts and DELETE without WHERE, none of
+ * which the nodes table sees.)
  *
  * All calls are made with the db lock held (the hooks run under it too).
  */

@@ -123,11 +123,14 @@ for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.05
 replay remount-warm "$SRC" "$M"
 check_eq "after a remount: every kernel still a hit" "$KERNELS 0" \
 	"$(seen remount-warm kernel hits) $(seen remount-warm kernel misses)"
+replay warm-314 --opens 3.14 "$SRC" "$M"
+check_eq "opened as CPython 3.14 does: every kernel a hit" "$KERNELS 0" \
+	"$(seen warm-314 kernel hits) $(seen warm-314 kernel misses)"
 fusermount3 -u "$M"
 wait "$DAEMON"
 check_eq "fusermount3 -u: the foreground daemon exits 0" 0 $?
 tcfs stats --json --store "$S"
-check_eq "events of the last run were flushed at unmount" $((3 * KERNELS)) \
+check_eq "events of the last runs were flushed at unmount" $((4 * KERNELS)) \
 	"$(json_eval "$OUT" 'd["hits"] + d["misses"]')"
 tcfs fsck --store "$S"
 check_rc "fsck after all that: clean" 0

@@ -16,12 +16,15 @@ order (../shared/reference/triton-cache.md):
 
 --protocol 3.0 writes FILE.tmp.pid_<pid>_<rand> in place (Triton 3.0/3.1);
 --protocol inductor writes a whole key dir as root/tmp.<uuid> and renames it
-onto the empty KEY (PyTorch Inductor's bundler).  Every byte read is checked against
+onto the empty KEY (PyTorch Inductor's bundler).  --opens 3.14 opens files
+as CPython >= 3.14 does, without the isatty ioctl older versions send on
+every open().  Every byte read is checked against
 the source.  Prints one JSON line: what each process saw (hits, misses per
 kind), the errors, and the elapsed seconds.  Exit 1 on any error.
 """
 import argparse
 import errno
+import io
 import json
 import mmap
 import multiprocessing
@@ -30,6 +33,19 @@ import random
 import sys
 import time
 import uuid
+
+# How files are opened: as this Python does, or as CPython >= 3.14 does.
+# Up to 3.13 every open() asks isatty() (a TCGETS ioctl), which FUSE always
+# forwards to the daemon; 3.14 knows a regular file from open's own fstat.
+OPENS = "native"
+
+
+def xopen(path, mode="r"):
+    if OPENS == "3.14":
+        # An explicit buffer size is what makes older versions skip isatty.
+        return open(path, mode, buffering=io.DEFAULT_BUFFER_SIZE)
+    return open(path, mode)
+
 
 ORDER = [".source", ".ttir", ".ttgir", ".llir", ".ptx", ".amdgcn", ".cubin",
          ".hsaco", ".json"]
@@ -53,7 +69,7 @@ def artifact_order(name):
 
 
 def read_src(src, key, name):
-    with open(os.path.join(src, key, name), "rb") as f:
+    with xopen(os.path.join(src, key, name), "rb") as f:
         return f.read()
 
 
@@ -68,14 +84,14 @@ def put(root, key, name, data, protocol):
     if protocol == "3.0":
         tmp = os.path.join(keydir, f"{name}.tmp.pid_{os.getpid()}_"
                            f"{random.randint(0, 1 << 30)}")
-        with open(tmp, "wb") as f:
+        with xopen(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, os.path.join(keydir, name))
         return
     tmpdir = os.path.join(keydir, f"tmp.pid_{os.getpid()}_{uuid.uuid4()}")
     os.makedirs(tmpdir, exist_ok=True)
     tmp = os.path.join(tmpdir, name)
-    with open(tmp, "wb") as f:
+    with xopen(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, os.path.join(keydir, name))
     try:
@@ -87,7 +103,7 @@ def put(root, key, name, data, protocol):
 
 def load_module(path, want):
     """What dlopen does with a cached extension: a private executable map."""
-    with open(path, "rb") as f:
+    with xopen(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         m = mmap.mmap(f.fileno(), size, flags=mmap.MAP_PRIVATE,
                       prot=mmap.PROT_READ | mmap.PROT_EXEC)
@@ -105,7 +121,7 @@ def write_kernel(src, root, key, group, files, protocol):
         for c in children + [group]:
             data = (group_bytes(root, key, children) if c == group
                     else read_src(src, key, c))
-            with open(os.path.join(tmp, c), "wb") as f:
+            with xopen(os.path.join(tmp, c), "wb") as f:
                 f.write(data)
         try:
             os.replace(tmp, os.path.join(root, key))
@@ -124,7 +140,7 @@ def write_kernel(src, root, key, group, files, protocol):
 def read_kernel(src, root, key, group):
     """The hit path; returns a list of errors."""
     errors = []
-    with open(os.path.join(root, key, group)) as f:
+    with xopen(os.path.join(root, key, group)) as f:
         paths = json.load(f)["child_paths"]
     for name, path in paths.items():
         if not path.startswith(os.path.join(root, key) + "/"):
@@ -132,7 +148,7 @@ def read_kernel(src, root, key, group):
         if not os.path.exists(path):
             errors.append(f"{path}: listed but missing")
             continue
-        with open(path, "rb") as f:
+        with xopen(path, "rb") as f:
             data = f.read()
         if data != read_src(src, key, name):
             errors.append(f"{path}: bytes differ from the source")
@@ -164,7 +180,8 @@ def one_key(src, root, key, group, files, protocol, seen):
 
 
 def worker(args):
-    src, root, protocol, shuffle = args
+    global OPENS
+    src, root, protocol, shuffle, OPENS = args
     seen = {"kernel": {"hits": 0, "misses": 0},
             "module": {"hits": 0, "misses": 0}}
     errors = []
@@ -186,12 +203,15 @@ def main():
     ap.add_argument("--procs", type=int, default=1)
     ap.add_argument("--protocol", choices=["3.6", "3.0", "inductor"],
                     default="3.6")
+    ap.add_argument("--opens", choices=["native", "3.14"], default="native",
+                    help="open files as this Python does, or as CPython "
+                    ">= 3.14 does (no isatty ioctl per open)")
     ap.add_argument("--shuffle", action="store_true",
                     help="each process takes the key dirs in its own order")
     a = ap.parse_args()
     root = os.path.abspath(a.cache)
     t0 = time.perf_counter()
-    jobs = [(a.source, root, a.protocol, a.shuffle)] * a.procs
+    jobs = [(a.source, root, a.protocol, a.shuffle, a.opens)] * a.procs
     if a.procs == 1:
         results = [worker(jobs[0])]
     else:
