@@ -39,6 +39,7 @@ if d["errors"]:
     sys.exit("replay errors: %d" % d["errors"])
 print(d["elapsed"])'
 }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 # plain cold, warm, warm as 3.14 opens; the same on the mount; cold with
@@ -69,7 +70,7 @@ race_mnt=$(run_replay --procs 8 --shuffle "$src" "$mnt")
 probes=$("$tcfs" stats --json --store "$work/store" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["hits"] + d["misses"])')
 
 row() {	# LABEL PLAIN_MEDIAN TCFS_MEDIAN
-	printf '  %-34s %8.3fs %8.3fs %7.2fx\n' "$1" "$2" "$3" "$(echo "$3 / $2" | bc -l)"
+	printf '  %-34s %8.3fs %8.3fs %7.2fx\n' "$1" "$2" "$3" "$(div "$3" "$2")"
 }
 p_c=$(median "${pc[@]}")
 printf 'replay benchmark: 154 kernels + 5 modules, median of %d runs\n' "$runs"
@@ -82,4 +83,4 @@ printf '  (up to 3.13, each open() also sends a TCGETS ioctl for isatty, which F
 printf '   always forwards to the daemon: %d round trips in the warm replay)\n' \
 	"$(find "$src" -type f | wc -l)"
 printf '  8 processes racing, cold: plain %.3fs, tcfs %.3fs (%.2fx), 0 errors, %d kernel probes logged\n' \
-	"$race_plain" "$race_mnt" "$(echo "$race_mnt / $race_plain" | bc -l)" "$probes"
+	"$race_plain" "$race_mnt" "$(div "$race_mnt" "$race_plain")" "$probes"
