@@ -402,10 +402,12 @@ static int remove_entry(struct tcfs_store *s, uint64_t parent,
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	struct tcfs_node n;
-	int rc = tcfs_db_begin(db);
+	int rc;
 
-	if (rc < 0)
-		return rc;
+	/* Checked before the write transaction, under the lock that every
+	 * change takes: Triton's os.removedirs ends each put with an rmdir
+	 * of the key dir that fails, and a failure needs no write lock. */
+	tcfs_db_lock(db);
 	rc = tcfs_ns_lookup(s, parent, name, &n);
 	if (rc == 0 && n.kind != want)
 		rc = want == TCFS_DIR ? -ENOTDIR : -EISDIR;
@@ -413,11 +415,17 @@ static int remove_entry(struct tcfs_store *s, uint64_t parent,
 		rc = has_children(s, n.ino);
 		rc = rc == 1 ? -ENOTEMPTY : rc;
 	}
-	if (rc == 0)
-		rc = drop_node(s, n.ino);
-	if (rc >= 0)
-		rc = dir_changed(s, parent, tcfs_ns_now());
-	return tcfs_db_end(db, rc);
+	if (rc == 0) {
+		rc = tcfs_db_begin(db);
+		if (rc == 0) {
+			rc = drop_node(s, n.ino);
+			if (rc >= 0)
+				rc = dir_changed(s, parent, tcfs_ns_now());
+			rc = tcfs_db_end(db, rc);
+		}
+	}
+	tcfs_db_unlock(db);
+	return rc;
 }
 
 int tcfs_ns_unlink(struct tcfs_store *s, uint64_t parent, const char *name)
