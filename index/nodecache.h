@@ -12,7 +12,8 @@
  * WITHOUT ROWID tables, REPLACE conflicts and DELETE without WHERE, none of
  * which the nodes table sees.)
  *
- * All calls are made with the db lock held (the hooks run under it too).
+ * get, lookup and put are called with the db lock held, as the update
+ * hook always runs under it; attach and free take the lock themselves.
  */
 #ifndef TCFS_NODECACHE_H
 #define TCFS_NODECACHE_H
