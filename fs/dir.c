@@ -1,6 +1,9 @@
 /*
  * dir: the directory operations.  Each is one transaction in the store
- * (ns.c), which answers with ext4's errors.
+ * (ns.c), which answers with ext4's errors.  The store commits them in
+ * batches (db.h): a rename, the way every cache writer publishes a file,
+ * is committed before it is answered, and so is fsync of a directory;
+ * anything else within a tick of the events thread (events.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -117,9 +120,20 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc == 0)
 		rc = tcfs_ns_rename(fs->store, parent, name, newparent,
 				    newname, flags);
+	if (rc == 0)
+		rc = tcfs_store_sync(fs->store);
 	fuse_reply_err(req, -rc);
 	if (rc == 0)
 		after_rename(fs, newparent, newname);
+}
+
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		    struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, -tcfs_store_sync(fs_of(req)->store));
 }
 
 /*

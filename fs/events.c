@@ -13,12 +13,14 @@
 #include <time.h>
 
 #include "index/err.h"
+#include "index/store.h"
 #include "index/vec.h"
 #include "priv.h"
 
-/* Longest an event waits in memory; also how often exited processes are
- * forgotten by the probe table. */
-#define EVENTS_FLUSH_MS 200
+/* Longest an event waits in memory, and a change the store has not
+ * committed (db.h); also how often exited processes are forgotten by the
+ * probe table. */
+#define EVENTS_FLUSH_MS 100
 /* Writes to a file idle this long are committed (file.c). */
 #define DIRTY_IDLE_S 0.2
 
@@ -127,6 +129,8 @@ static void *writer(void *arg)
 		free(q);
 		fs_probes_prune(fs->probes);
 		fs_dirty_sweep(fs, DIRTY_IDLE_S);
+		if (tcfs_store_sync(fs->store) < 0)
+			syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
 	}
 	return NULL;
 }

@@ -486,9 +486,14 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
+	struct tcfs_fs *fs = fs_of(req);
+	int rc = fs_files_commit(fs, ino);
+
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, -fs_files_commit(fs_of(req), ino));
+	if (rc == 0)
+		rc = tcfs_store_sync(fs->store);
+	fuse_reply_err(req, -rc);
 }
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -45,6 +45,24 @@ static void fs_op_destroy(void *userdata)
 	fs_files_flush_all(userdata);
 }
 
+/* The index dropped changes already answered for (it could not commit
+ * them: a full disk despite the room blobs leave it, cas.c).  The
+ * kernel's caches still show them, so going on would serve a tree that is
+ * not there: stop as if killed, which keeps every kernel that had landed
+ * (renames commit, dir.c), and leave the mount dead (ENOTCONN until
+ * fusermount3 -u) rather than unmount it: a cache that silently became
+ * the empty directory beneath would take writes that nobody keeps. */
+static void fs_lost(void *ctx, int rc)
+{
+	struct tcfs_fs *fs = ctx;
+
+	syslog(LOG_CRIT, "tcfs: %s: uncommitted changes lost (%s): "
+	       "stopping the mount", fs->root, strerror(-rc));
+	fs->failed = 1;
+	if (fs->se)
+		fuse_session_exit(fs->se);
+}
+
 /* A node kept in limbo goes when the kernel has forgotten every lookup of
  * it (inode.c); live nodes are not affected. */
 static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -78,6 +96,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.write = fs_op_write,
 	.release = fs_op_release,
 	.fsync = fs_op_fsync,
+	.fsyncdir = fs_op_fsyncdir,
 	.readdir = fs_op_readdir,
 	.statfs = fs_op_statfs,
 	.create = fs_op_create,
@@ -192,6 +211,7 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		return -1;
 	}
 	recover(fs);
+	tcfs_store_defer(fs->store, fs_lost, fs);
 	return 0;
 }
 
@@ -281,11 +301,14 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	rc = o->debug ? fuse_session_loop(fs.se)
 		      : fuse_session_loop_mt(fs.se, cfg);
-	rc = rc < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
 	fs_events_stop(&fs);
+	if (tcfs_store_sync(fs.store) < 0)
+		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
+	rc = rc < 0 || fs.failed ? 1 : 0;
 out_unmount:
-	fuse_session_unmount(fs.se);
+	if (!fs.failed)
+		fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
@@ -329,7 +352,8 @@ int tcfs_fs_mount(const struct tcfs_fs_opts *o)
 	int p[2], null;
 	pid_t child;
 
-	openlog("tcfs", LOG_PID, LOG_USER);
+	/* In the foreground the log goes to the terminal as well. */
+	openlog("tcfs", LOG_PID | (o->foreground ? LOG_PERROR : 0), LOG_USER);
 	if (o->foreground)
 		return serve(o, &r);
 	if (pipe2(p, O_CLOEXEC) < 0) {

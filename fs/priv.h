@@ -37,6 +37,7 @@ struct tcfs_fs {
 	struct fs_probes *probes;
 	struct fs_events *events;
 	struct fs_dirties *dirties;	/* writes not committed yet */
+	volatile int failed;	/* the index lost changes: fs.c */
 };
 
 static inline struct tcfs_fs *fs_of(fuse_req_t req)
@@ -132,6 +133,8 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		 size_t size, off_t off, struct fuse_file_info *fi);
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		    struct fuse_file_info *fi);
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -108,6 +109,14 @@ void tcfs_cas_close(struct tcfs_cas *cas)
 	free(cas);
 }
 
+/* The share of the file system blobs leave free: 1/32 of it, between
+ * these bounds.  The least is what the index may need between two
+ * checkpoints: SQLite's WAL grows to 1000 pages (4 MiB) before one, and
+ * the checkpoint grows the database. */
+#define CAS_RESERVE_DIV 32
+#define CAS_RESERVE_MIN (8u << 20)
+#define CAS_RESERVE_MAX (64u << 20)
+
 int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out)
 {
 	struct tcfs_cas_stage *s = calloc(1, sizeof(*s));
@@ -143,10 +152,39 @@ int tcfs_cas_stage_fd(const struct tcfs_cas_stage *s)
 	return s->fd;
 }
 
+/* Blobs leave the last part of the file system to the index beside them:
+ * a mount commits its changes in batches (db.h), and a batch that cannot
+ * be committed for want of space is lost, so blobs meet a full disk
+ * first, where a failing write loses nothing. */
+static int room_for(const struct tcfs_cas_stage *s, size_t len)
+{
+	struct statvfs v;
+	uint64_t total, avail, reserve;
+
+	if (fstatvfs(s->fd, &v) < 0)
+		return 0;	/* the write itself will tell */
+	total = (uint64_t)v.f_blocks * v.f_frsize;
+	avail = (uint64_t)v.f_bavail * v.f_frsize;
+	reserve = total / CAS_RESERVE_DIV;
+	if (reserve < CAS_RESERVE_MIN)
+		reserve = CAS_RESERVE_MIN;
+	if (reserve > CAS_RESERVE_MAX)
+		reserve = CAS_RESERVE_MAX;
+	if (avail >= len + reserve)
+		return 0;
+	return tcfs_err_set(-ENOSPC, "%s: %s (%llu KiB left, kept for the "
+			    "index)", s->cas->path, strerror(ENOSPC),
+			    (unsigned long long)(avail >> 10));
+}
+
 int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
 			 size_t len, uint64_t off)
 {
-	int rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
+	int rc = room_for(s, len);
+
+	if (rc < 0)
+		return rc;
+	rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
 
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,

@@ -11,6 +11,9 @@
 #include "schema.h"
 
 #define DB_STMT_CACHE 96
+/* Nesting deeper than this (never seen) treats every rollback as undoing
+ * changes. */
+#define DB_DEPTH_MAX 16
 
 struct db_cached {
 	const char *sql;	/* identity: the caller's string literal */
@@ -22,6 +25,13 @@ struct tcfs_db {
 	char *path;
 	pthread_mutex_t mu;
 	int depth;		/* nesting of begin/end */
+	int64_t changes_at[DB_DEPTH_MAX];	/* total changes at each begin */
+	int deferred;		/* top-level ends leave COMMIT to tcfs_db_sync */
+	int open;		/* the deferred transaction is open */
+	void (*undo)(void *ctx);	/* see tcfs_db_on_undo */
+	void *undo_ctx;
+	void (*lost)(void *ctx, int rc);	/* see tcfs_db_defer */
+	void *lost_ctx;
 	struct db_cached cache[DB_STMT_CACHE];
 	int ncache;
 };
@@ -126,6 +136,7 @@ void tcfs_db_close(struct tcfs_db *db)
 {
 	if (!db)
 		return;
+	tcfs_db_sync(db);
 	for (int i = 0; i < db->ncache; i++)
 		sqlite3_finalize(db->cache[i].st);
 	sqlite3_close(db->conn);
@@ -161,23 +172,68 @@ static int db_simple(struct tcfs_db *db, const char *sql)
 	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);
 }
 
+void tcfs_db_on_undo(struct tcfs_db *db, void (*undo)(void *ctx), void *ctx)
+{
+	tcfs_db_lock(db);
+	db->undo = undo;
+	db->undo_ctx = ctx;
+	tcfs_db_unlock(db);
+}
+
+void tcfs_db_defer(struct tcfs_db *db, void (*lost)(void *ctx, int rc),
+		   void *ctx)
+{
+	tcfs_db_lock(db);
+	db->deferred = 1;
+	db->lost = lost;
+	db->lost_ctx = ctx;
+	tcfs_db_unlock(db);
+}
+
+static void db_undone(struct tcfs_db *db)
+{
+	if (db->undo)
+		db->undo(db->undo_ctx);
+}
+
+/* The deferred transaction is gone with changes already answered for:
+ * SQLite rolled it back after an error (a full disk, say), or its COMMIT
+ * failed.  Whoever made the promises must hear of it. */
+static void db_lost(struct tcfs_db *db, int rc)
+{
+	db->open = 0;
+	db_undone(db);
+	if (db->lost)
+		db->lost(db->lost_ctx, rc);
+}
+
 int tcfs_db_begin(struct tcfs_db *db)
 {
-	int rc;
+	int rc = 0;
 
 	tcfs_db_lock(db);
-	rc = db_simple(db, db->depth ? "SAVEPOINT nest" : "BEGIN IMMEDIATE");
+	if (db->depth == 0 && db->deferred && !db->open) {
+		rc = db_simple(db, "BEGIN IMMEDIATE");
+		db->open = rc == 0;
+	}
+	if (rc == 0)
+		rc = db_simple(db, db->depth || db->open ? "SAVEPOINT nest"
+							 : "BEGIN IMMEDIATE");
 	if (rc < 0) {
 		tcfs_db_unlock(db);
 		return rc;
 	}
+	if (db->depth < DB_DEPTH_MAX)
+		db->changes_at[db->depth] =
+			sqlite3_total_changes64(db->conn);
 	db->depth++;
 	return 0;
 }
 
 int tcfs_db_end(struct tcfs_db *db, int rc)
 {
-	int nested = --db->depth > 0;
+	int depth = --db->depth;
+	int nested = depth > 0 || db->open;
 	int src;
 
 	if (rc >= 0) {
@@ -193,7 +249,36 @@ int tcfs_db_end(struct tcfs_db *db, int rc)
 			     NULL, NULL);
 	else if (!sqlite3_get_autocommit(db->conn))
 		sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+	/* Rows read since the changes now undone may be kept elsewhere. */
+	if (depth >= DB_DEPTH_MAX ||
+	    sqlite3_total_changes64(db->conn) != db->changes_at[depth])
+		db_undone(db);
+	if (db->open && sqlite3_get_autocommit(db->conn))
+		db_lost(db, rc);
 out:
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+int tcfs_db_sync(struct tcfs_db *db)
+{
+	int rc = 0, src;
+
+	tcfs_db_lock(db);
+	/* Inside a transaction of this thread the commit waits for its end:
+	 * the next sync takes it. */
+	if (db->open && db->depth == 0) {
+		src = sqlite3_exec(db->conn, "COMMIT", NULL, NULL, NULL);
+		if (src == SQLITE_OK) {
+			db->open = 0;
+		} else {
+			rc = tcfs_db_error(db, src);
+			if (!sqlite3_get_autocommit(db->conn))
+				sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL,
+					     NULL);
+			db_lost(db, rc);
+		}
+	}
 	tcfs_db_unlock(db);
 	return rc;
 }

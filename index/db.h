@@ -40,6 +40,30 @@ int tcfs_db_begin(struct tcfs_db *db);
 int tcfs_db_end(struct tcfs_db *db, int rc);
 
 /*
+ * Deferred commits, for the mount: each COMMIT costs far more than the
+ * changes it carries (WAL frames, locks, checkpoints), and a mount makes
+ * thousands of small changes a second.  After tcfs_db_defer the outermost
+ * begin opens one write transaction that stays open across ends (each
+ * end releases a savepoint instead), so everything since the last
+ * tcfs_db_sync is committed together by the next one; until then other
+ * connections do not see it, and a killed process loses it.
+ *
+ * Should that transaction be lost after all (its COMMIT fails, or SQLite
+ * rolls it back after a failing statement: a full disk), lost(ctx, rc) is
+ * called with the db lock held: changes already answered for are gone.
+ * tcfs_db_close commits what is deferred.
+ */
+void tcfs_db_defer(struct tcfs_db *db, void (*lost)(void *ctx, int rc),
+		   void *ctx);
+/* Commits what is deferred: 0, or the commit's error (after lost). */
+int tcfs_db_sync(struct tcfs_db *db);
+
+/* undo(ctx) is called, with the db lock held, whenever a rollback (of a
+ * transaction or a savepoint) undoes changes: rows read since may have
+ * been rows that never were (nodecache.c). */
+void tcfs_db_on_undo(struct tcfs_db *db, void (*undo)(void *ctx), void *ctx);
+
+/*
  * Binding formats for exec and row: one letter per '?' in the SQL.
  *   d int        i int64_t      n int64_t, NULL when negative
  *   t const char * (NUL-terminated, NULL = NULL)

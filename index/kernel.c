@@ -218,6 +218,14 @@ out:
 	return rc;
 }
 
+int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir)
+{
+	int rc, key;
+
+	rc = is_key_dir(s, dir, &key);
+	return rc < 0 || !key ? rc : tcfs_kernel_refresh_dir(s, dir);
+}
+
 /* "sm_90" and "sm90" name the same CUDA arch as "90". */
 static const char *arch_core(const char *a)
 {

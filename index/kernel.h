@@ -2,8 +2,9 @@
  * kernel: the kernels table, one row per compiled kernel (a key dir with a
  * group file), parsed from its NAME.json metadata with cJSON.
  *
- * Rows are kept by ns: whenever a directory that holds a group file
- * changes, tcfs_kernel_refresh_dir runs in the same transaction.  Metadata
+ * Rows are kept by ns: whenever the files of a key directory change,
+ * tcfs_kernel_files_changed runs in the same transaction, and when a
+ * directory moves, tcfs_kernel_refresh_dir.  Metadata
  * that is missing or does not parse is recorded as such, never fatal.
  */
 #ifndef TCFS_KERNEL_H
@@ -50,6 +51,10 @@ struct tcfs_kernel_filter {
 /* Recomputes the rows of every group file in dir, a key dir directly under
  * the root; for any other dir, drops its rows.  Cheap when dir has none. */
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
+/* The same after a file of dir changed: only a key dir has rows to
+ * recompute (a dir stops being one only by moving), so any other dir,
+ * such as the temp dirs every put makes, costs one node lookup. */
+int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir);
 
 /* Fills the metadata fields of k from NAME.json bytes; -EINVAL (and
  * meta = TCFS_META_INVALID) when they are not a JSON object. */

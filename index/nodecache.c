@@ -79,6 +79,11 @@ static void on_update(void *arg, int op, const char *dbname,
 		drop(arg, (uint64_t)rowid);
 }
 
+static void on_undo(void *arg)
+{
+	clear(arg);
+}
+
 int tcfs_nodecache_attach(struct tcfs_db *db, struct tcfs_nodecache **out)
 {
 	struct tcfs_nodecache *c = calloc(1, sizeof(*c));
@@ -88,6 +93,7 @@ int tcfs_nodecache_attach(struct tcfs_db *db, struct tcfs_nodecache **out)
 	c->db = db;
 	tcfs_db_lock(db);
 	sqlite3_update_hook(tcfs_db_handle(db), on_update, c);
+	tcfs_db_on_undo(db, on_undo, c);
 	tcfs_db_unlock(db);
 	*out = c;
 	return 0;
@@ -99,6 +105,7 @@ void tcfs_nodecache_free(struct tcfs_nodecache *c)
 		return;
 	tcfs_db_lock(c->db);
 	sqlite3_update_hook(tcfs_db_handle(c->db), NULL, NULL);
+	tcfs_db_on_undo(c->db, NULL, NULL);
 	tcfs_db_unlock(c->db);
 	clear(c);
 	free(c);
@@ -133,8 +140,6 @@ void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n)
 	struct entry *e;
 	size_t b;
 
-	if (!sqlite3_get_autocommit(tcfs_db_handle(c->db)))
-		return;
 	drop(c, n->ino);
 	if (c->count >= NODECACHE_MAX)
 		clear(c);

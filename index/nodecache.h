@@ -6,9 +6,10 @@
  * writer is the only process that changes the nodes table while it holds
  * the store, so it may keep rows in memory, and SQLite itself keeps them
  * right: its update hook drops a row whenever the row changes, whoever
- * changes it.  Rows are added only outside transactions, so only committed
- * rows are kept, and a rollback needs nothing: the rows it restores were
- * dropped when the transaction changed them.  (The hook misses only
+ * changes it.  Rows read inside a transaction are kept too (a mount's
+ * changes stay uncommitted for a while, db.h), so a rollback that undoes
+ * changes empties the cache: a row read after a change it undid is no
+ * longer true.  (The update hook misses only
  * WITHOUT ROWID tables, REPLACE conflicts and DELETE without WHERE, none of
  * which the nodes table sees.)
  *
@@ -36,8 +37,7 @@ int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
 int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
 			  const char *name, struct tcfs_node *out);
 
-/* Keeps a node just read from the index, unless a transaction is open (its
- * rows may yet be rolled back). */
+/* Keeps a node just read from the index. */
 void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n);
 
 #endif

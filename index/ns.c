@@ -132,13 +132,17 @@ static int get_dir(struct tcfs_store *s, uint64_t ino, struct tcfs_node *dir)
 	return dir->kind == TCFS_DIR ? 0 : -ENOTDIR;
 }
 
-/* A directory's entries changed: its mtime and its kernels follow. */
-static int dir_changed(struct tcfs_store *s, uint64_t dir, int64_t now)
+/* An entry of a directory, of the given kind, came or went: its mtime
+ * follows, and its kernels when a file did (kernels count only files). */
+static int dir_changed(struct tcfs_store *s, uint64_t dir,
+		       enum tcfs_kind kind, int64_t now)
 {
 	int rc = tcfs_db_exec(tcfs_store_db(s), sql_touch, "ii", now,
 			      (int64_t)dir);
 
-	return rc < 0 ? rc : tcfs_kernel_refresh_dir(s, dir);
+	if (rc < 0 || kind != TCFS_FILE)
+		return rc < 0 ? rc : 0;
+	return tcfs_kernel_files_changed(s, dir);
 }
 
 static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
@@ -170,7 +174,7 @@ static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 		goto out;
 	rc = tcfs_ns_get(s, (uint64_t)tcfs_db_last_rowid(db), &n);
 	if (rc == 0)
-		rc = dir_changed(s, parent, mtime_ns);
+		rc = dir_changed(s, parent, kind, mtime_ns);
 	if (rc == 0 && out)
 		*out = n;
 out:
@@ -208,7 +212,7 @@ int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 				  (int64_t)c->size, (int)c->fmt, mtime_ns,
 				  (int64_t)ino);
 	if (rc >= 0)
-		rc = tcfs_kernel_refresh_dir(s, n.parent);
+		rc = tcfs_kernel_files_changed(s, n.parent);
 	return tcfs_db_end(db, rc);
 }
 
@@ -246,9 +250,13 @@ static int drop_node(struct tcfs_store *s, uint64_t ino)
 
 int tcfs_ns_forget(struct tcfs_store *s, uint64_t ino)
 {
-	int rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i", (int64_t)ino);
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc = tcfs_db_begin(db);	/* joins deferred commits (db.h) */
 
-	return rc < 0 ? rc : 0;
+	if (rc < 0)
+		return rc;
+	rc = tcfs_db_exec(db, sql_forget, "i", (int64_t)ino);
+	return tcfs_db_end(db, rc < 0 ? rc : 0);
 }
 
 int tcfs_ns_purge_unlinked(struct tcfs_store *s)
@@ -368,7 +376,8 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int64_t now = tcfs_ns_now();
-	struct tcfs_node moved;
+	struct tcfs_node moved = { 0 };
+	enum tcfs_kind kind;
 	int rc = tcfs_name_check(newname);
 
 	if (rc < 0)
@@ -382,8 +391,11 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 	rc = tcfs_ns_lookup(s, parent, name, &moved);
 	if (rc == 0)
 		rc = do_rename(s, parent, name, newparent, newname, flags);
+	/* What comes or goes is of moved's kind (a file replaces only a file,
+	 * a dir only a dir), except in an exchange. */
+	kind = flags & RENAME_EXCHANGE ? TCFS_FILE : moved.kind;
 	if (rc == 0)
-		rc = dir_changed(s, parent, now);
+		rc = dir_changed(s, parent, kind, now);
 	/* A dir moved into (or out of) the root becomes (or stops being) a
 	 * key dir: Inductor lands whole kernels this way. */
 	if (rc == 0 && moved.kind == TCFS_DIR)
@@ -393,7 +405,7 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 	    moved.kind == TCFS_DIR)
 		rc = tcfs_kernel_refresh_dir(s, moved.ino);
 	if (rc == 0 && newparent != parent)
-		rc = dir_changed(s, newparent, now);
+		rc = dir_changed(s, newparent, kind, now);
 	return tcfs_db_end(db, rc);
 }
 
@@ -420,7 +432,8 @@ static int remove_entry(struct tcfs_store *s, uint64_t parent,
 		if (rc == 0) {
 			rc = drop_node(s, n.ino);
 			if (rc >= 0)
-				rc = dir_changed(s, parent, tcfs_ns_now());
+				rc = dir_changed(s, parent, n.kind,
+						 tcfs_ns_now());
 			rc = tcfs_db_end(db, rc);
 		}
 	}
@@ -484,7 +497,7 @@ int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
 	if (rc == 0)
 		rc = remove_below(s, &n);
 	if (rc == 0)
-		rc = dir_changed(s, parent, tcfs_ns_now());
+		rc = dir_changed(s, parent, n.kind, tcfs_ns_now());
 	return tcfs_db_end(db, rc);
 }
 

@@ -192,6 +192,17 @@ struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s)
 	return s->cas;
 }
 
+void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
+		      void *ctx)
+{
+	tcfs_db_defer(s->db, lost, ctx);
+}
+
+int tcfs_store_sync(struct tcfs_store *s)
+{
+	return tcfs_db_sync(s->db);
+}
+
 int tcfs_store_begin(struct tcfs_store *s)
 {
 	return tcfs_db_begin(s->db);

@@ -52,6 +52,12 @@ struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
 /* Whether removed nodes stay readable by inode number (the mount). */
 int tcfs_store_keeps_unlinked(const struct tcfs_store *s);
 
+/* Commits only at tcfs_store_sync from now on (see tcfs_db_defer, which
+ * says when lost is called). */
+void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
+		      void *ctx);
+int tcfs_store_sync(struct tcfs_store *s);
+
 /* Groups the operations between them into one transaction; nests. */
 int tcfs_store_begin(struct tcfs_store *s);
 int tcfs_store_end(struct tcfs_store *s, int rc);

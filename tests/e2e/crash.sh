@@ -122,7 +122,8 @@ for round in 1 2 3; do
 
 	# The storm: one replay, four processes, each its own order.  In its
 	# own session so that whatever is left of it can be killed at the end.
-	setsid -w timeout -k 5 60 python3 "$REPLAY/replay.py" --procs 4 --shuffle "$SRC" "$M" \
+	setsid -w timeout -k 5 60 python3 "$REPLAY/replay.py" --procs 4 --shuffle \
+		--landed "$T_TMP/landed$round" "$SRC" "$M" \
 		>"$T_TMP/replay$round.out" 2>"$T_TMP/replay$round.err" </dev/null &
 	rpid=$!
 	at_exit "kill -9 -- -$rpid"
@@ -170,6 +171,14 @@ sys.exit(1)' "$M"
 	fi
 	check "round $round: the crash hit mid-storm (not every kernel was written)" \
 		test "${whole:-0}" -lt "$NKERNELS"
+	# The mount commits a rename before it answers (dir.c): whatever the
+	# replay saw land survives the kill, byte for byte.
+	out=$(check_landed "$SRC" "$M" "$T_TMP/landed$round")
+	read -r nlanded nlost <<<"$(sed -n 1p <<<"$out")"
+	diag "round $round: $nlanded files had landed before the kill"
+	check_eq "round $round: every file whose rename had returned is there, byte-exact" 0 "${nlost:-x}"
+	[ "${nlost:-x}" = 0 ] || diag "$(sed 1d <<<"$out")"
+	check "round $round: some files had landed before the kill" test "${nlanded:-0}" -gt 0
 
 	tcfs umount "$M"
 	check_rc "round $round: tcfs umount after the remount" 0

@@ -455,6 +455,37 @@ check_export() {
 }
 
 # daemon_pid STORE: the pid holding STORE/lock's flock (the mount daemon).
+# check_landed SRC MNT LOG: every KEY/NAME in LOG (replay.py --landed) is
+# in MNT with the bytes it has in SRC.  Prints "LANDED LOST", then what is lost.
+check_landed() {
+	python3 - "$@" <<'EOF'
+import json, os, sys
+src, mnt, log = sys.argv[1:]
+paths = set(open(log).read().split()) if os.path.exists(log) else set()
+lost = []
+def same(p):
+    with open(os.path.join(mnt, p), "rb") as f:
+        got = f.read()
+    want = open(os.path.join(src, p), "rb").read()
+    if not os.path.basename(p).startswith("__grp__"):
+        return got == want
+    # A group file names its children where they were written: the mount.
+    key = os.path.dirname(p)
+    want = {c: os.path.join(mnt, key, c)
+            for c in json.loads(want)["child_paths"]}
+    return json.loads(got)["child_paths"] == want
+for p in sorted(paths):
+    try:
+        if not same(p):
+            lost.append(p + " differs")
+    except (OSError, ValueError, KeyError) as e:
+        lost.append("%s: %s" % (p, e))
+print(len(paths), len(lost))
+for p in lost[:10]:
+    print(p)
+EOF
+}
+
 daemon_pid() {
 	local ino pid
 	ino=$(stat -c %i "$1/lock" 2>/dev/null) || return 1

@@ -79,6 +79,16 @@ def group_bytes(root, key, children):
     return json.dumps({"child_paths": paths}).encode()
 
 
+LANDED = None  # --landed: an O_APPEND fd, one line per landing
+
+
+def landed(path):
+    """Notes a file that os.replace put in place (one write, so the lines
+    of racing processes never mix)."""
+    if LANDED is not None:
+        os.write(LANDED, (path + "\n").encode())
+
+
 def put(root, key, name, data, protocol):
     keydir = os.path.join(root, key)
     if protocol == "3.0":
@@ -87,6 +97,7 @@ def put(root, key, name, data, protocol):
         with xopen(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, os.path.join(keydir, name))
+        landed(os.path.join(key, name))
         return
     tmpdir = os.path.join(keydir, f"tmp.pid_{os.getpid()}_{uuid.uuid4()}")
     os.makedirs(tmpdir, exist_ok=True)
@@ -94,6 +105,7 @@ def put(root, key, name, data, protocol):
     with xopen(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, os.path.join(keydir, name))
+    landed(os.path.join(key, name))
     try:
         os.removedirs(tmpdir)  # must stop at KEY: ENOTEMPTY
     except OSError as e:
@@ -125,6 +137,8 @@ def write_kernel(src, root, key, group, files, protocol):
                 f.write(data)
         try:
             os.replace(tmp, os.path.join(root, key))
+            for c in children + [group]:
+                landed(os.path.join(key, c))
         except OSError as e:  # another process landed it first
             if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
@@ -180,8 +194,11 @@ def one_key(src, root, key, group, files, protocol, seen):
 
 
 def worker(args):
-    global OPENS
-    src, root, protocol, shuffle, OPENS = args
+    global OPENS, LANDED
+    src, root, protocol, shuffle, OPENS, landed_log = args
+    if landed_log:
+        LANDED = os.open(landed_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                         0o644)
     seen = {"kernel": {"hits": 0, "misses": 0},
             "module": {"hits": 0, "misses": 0}}
     errors = []
@@ -208,10 +225,14 @@ def main():
                     ">= 3.14 does (no isatty ioctl per open)")
     ap.add_argument("--shuffle", action="store_true",
                     help="each process takes the key dirs in its own order")
+    ap.add_argument("--landed", metavar="FILE",
+                    help="append KEY/NAME of every file as soon as its "
+                    "os.replace returns (what a crash must not lose)")
     a = ap.parse_args()
     root = os.path.abspath(a.cache)
     t0 = time.perf_counter()
-    jobs = [(a.source, root, a.protocol, a.shuffle, a.opens)] * a.procs
+    jobs = [(a.source, root, a.protocol, a.shuffle, a.opens,
+             a.landed)] * a.procs
     if a.procs == 1:
         results = [worker(jobs[0])]
     else:

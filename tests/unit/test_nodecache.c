@@ -35,8 +35,8 @@ int main(void)
 	tap_eq(tcfs_store_open(&w, &s), 0, "open a writer");
 	tap_ok(tcfs_store_nodecache(s) != NULL, "a writer has a node cache");
 	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY", 0755, 1, &n), 0, "mkdir");
-	tap_ok(!cached(s, TCFS_ROOT_INO, "KEY", &m),
-	       "a node written is not kept (the write's own rows)");
+	tap_ok(cached(s, TCFS_ROOT_INO, "KEY", &m) && m.ino == n.ino,
+	       "a node written is kept (read back by the write)");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY", &m), 0, "lookup");
 	tap_ok(cached(s, TCFS_ROOT_INO, "KEY", &m) && m.ino == n.ino,
 	       "a node read is kept");
@@ -70,6 +70,24 @@ int main(void)
 	tap_eq(rc, -EIO, "roll it back");
 	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read after the rollback");
 	tap_eq(m.mode, 0711u, "the rolled back mode is never kept");
+
+	/* So does a rolled back savepoint, inside a transaction that goes on
+	 * (each operation of a mount's deferred batch is one). */
+	tcfs_store_begin(s);
+	tcfs_store_begin(s);
+	tcfs_db_exec(tcfs_store_db(s), "UPDATE nodes SET mode = ? WHERE ino = ?",
+		     "ii", (int64_t)0700, (int64_t)n.ino);
+	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read inside a savepoint");
+	tap_eq(tcfs_store_end(s, -EIO), -EIO, "roll the savepoint back");
+	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read in the transaction");
+	tap_eq(m.mode, 0711u, "the savepoint's mode is never kept");
+	tap_eq(tcfs_store_end(s, 0), 0, "commit the transaction");
+
+	/* A failure that changed nothing restores nothing: the cache stays. */
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY2", 0755, 3, &m), -EEXIST,
+	       "mkdir of an existing name: EEXIST (rolled back)");
+	tap_ok(cached(s, TCFS_ROOT_INO, "KEY2", &m),
+	       "a rollback that undid nothing keeps the cache");
 
 	tap_eq(tcfs_ns_unlink(s, TCFS_ROOT_INO, "KEY2"), -EISDIR,
 	       "unlink of a dir: EISDIR");

@@ -1,0 +1,101 @@
+/* db: deferred commits, as the mount makes them. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "index/db.h"
+#include "index/nodecache.h"
+#include "index/ns.h"
+#include "index/store.h"
+#include "tap.h"
+
+struct lost {
+	int calls;
+	int rc;
+};
+
+static void on_lost(void *ctx, int rc)
+{
+	struct lost *l = ctx;
+
+	l->calls++;
+	l->rc = rc;
+}
+
+/* Whether a second connection (another process's view) sees parent/name. */
+static int seen_by_reader(const char *dir, const char *name)
+{
+	struct tcfs_store_opts r = { .dir = dir };
+	struct tcfs_store *rd;
+	struct tcfs_node n;
+	int rc;
+
+	if (tcfs_store_open(&r, &rd) < 0)
+		return -1;
+	rc = tcfs_ns_lookup(rd, TCFS_ROOT_INO, name, &n) == 0;
+	tcfs_store_close(rd);
+	return rc;
+}
+
+int main(void)
+{
+	char *tmp = tap_tmpdir(), dir[512];
+	struct tcfs_store_opts w = { .dir = dir, .create = 1, .writer = 1 };
+	struct lost lost = { 0 };
+	struct tcfs_store *s;
+	struct tcfs_node n, m;
+	struct tcfs_db *db;
+
+	snprintf(dir, sizeof(dir), "%s/store", tmp);
+	tap_eq(tcfs_store_open(&w, &s), 0, "open a writer");
+	db = tcfs_store_db(s);
+	tcfs_store_defer(s, on_lost, &lost);
+
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "A", 0755, 1, &n), 0, "mkdir A");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "A", &m), 0,
+	       "the writer sees A at once");
+	tap_eq(seen_by_reader(dir, "A"), 0, "another connection does not yet");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "A", 0755, 1, &m), -EEXIST,
+	       "a failing operation in the batch: EEXIST");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "B", 0755, 1, &m), 0,
+	       "mkdir B after it");
+	tap_eq(tcfs_store_sync(s), 0, "sync");
+	tap_eq(seen_by_reader(dir, "A"), 1, "then A is committed");
+	tap_eq(seen_by_reader(dir, "B"), 1, "and B: a failure undoes only itself");
+	tap_eq(tcfs_store_sync(s), 0, "a sync with nothing pending is a no-op");
+
+	/* A sync from inside a transaction waits for its end. */
+	tap_eq(tcfs_store_begin(s), 0, "begin a transaction");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "C", 0755, 1, &m), 0, "mkdir C in it");
+	tap_eq(tcfs_store_sync(s), 0, "sync inside it");
+	tap_eq(seen_by_reader(dir, "C"), 0, "commits nothing yet");
+	tap_eq(tcfs_store_end(s, 0), 0, "end it");
+	tap_eq(tcfs_store_sync(s), 0, "sync");
+	tap_eq(seen_by_reader(dir, "C"), 1, "C is committed");
+
+	/* A batch whose COMMIT fails is lost, and its owner hears of it: a
+	 * foreign key checked at COMMIT stands in for a full disk. */
+	tap_ok(tcfs_db_exec(db, "PRAGMA defer_foreign_keys = ON", "") >= 0,
+	       "defer foreign key checks to COMMIT");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "D", 0755, 1, &n), 0, "mkdir D");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "D", &m), 0, "D is cached");
+	tap_eq(tcfs_db_exec(db, "INSERT INTO kernels (grp_ino, name, meta,"
+			    " total_bytes, binary_bytes, ir_bytes, created)"
+			    " VALUES (999999, 'x', 'ok', 0, 0, 0, 0)", ""), 1,
+	       "a row that breaks a foreign key, in the batch");
+	tap_eq(lost.calls, 0, "nothing lost yet");
+	tap_ok(tcfs_store_sync(s) < 0, "sync fails");
+	tap_eq(lost.calls, 1, "lost is called once");
+	tap_eq(lost.rc, -EEXIST, "with the COMMIT's error");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "D", &m), -ENOENT,
+	       "the lost mkdir is gone, from the cache too");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "C", &m), 0,
+	       "what was committed before stays");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "E", 0755, 1, &m), 0,
+	       "the next operation opens a new batch");
+	tcfs_store_close(s);
+	tap_eq(seen_by_reader(dir, "E"), 1, "closing the store commits it");
+	tap_eq(seen_by_reader(dir, "D"), 0, "D never was");
+	tap_rmtree(tmp);
+	return tap_done();
+}
