@@ -122,7 +122,7 @@ static int apply_step(struct tcfs_db *db, const struct tcfs_migration *m)
  * (no id, no tables): anything else is some other program's file. */
 static int check_ours(struct tcfs_db *db)
 {
-	int app, ntables, rc;
+	int app = 0, ntables = 0, rc;
 
 	rc = pragma_int(db, "PRAGMA application_id", &app);
 	if (rc == 0 && app == 0)
