@@ -312,6 +312,7 @@ out_unmount:
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
+	fs.se = NULL;	/* fs_lost may yet run, from tcfs_store_close */
 out:
 	fs_probes_free(fs.probes);
 	fs_inodes_free(fs.inodes);
