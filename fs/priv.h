@@ -37,7 +37,8 @@ struct tcfs_fs {
 	struct fs_probes *probes;
 	struct fs_events *events;
 	struct fs_dirties *dirties;	/* writes not committed yet */
-	volatile int failed;	/* the index lost changes: fs.c */
+	int failed;		/* the index lost changes: fs.c (read
+				 * after the threads that set it are joined) */
 };
 
 static inline struct tcfs_fs *fs_of(fuse_req_t req)

@@ -188,21 +188,14 @@ static int is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
 	return rc;
 }
 
-int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
+/* Recomputes the rows of the group files in dir, a key dir. */
+static int refresh_key_dir(struct tcfs_store *s, uint64_t dir)
 {
 	struct tcfs_node *sib = NULL;
 	struct ino_list grp = { 0 };
 	size_t nsib = 0;
-	int rc, key;
+	int rc;
 
-	rc = is_key_dir(s, dir, &key);
-	if (rc < 0)
-		return rc;
-	if (!key) {
-		rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i",
-				  (int64_t)dir);
-		return rc < 0 ? rc : 0;
-	}
 	rc = tcfs_db_each(tcfs_store_db(s), add_ino, &grp, sql_groups, "i",
 			  (int64_t)dir);
 	if (rc < 0 || grp.n == 0)
@@ -218,12 +211,25 @@ out:
 	return rc;
 }
 
+int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
+{
+	int rc, key;
+
+	rc = is_key_dir(s, dir, &key);
+	if (rc < 0)
+		return rc;
+	if (key)
+		return refresh_key_dir(s, dir);
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i", (int64_t)dir);
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir)
 {
 	int rc, key;
 
 	rc = is_key_dir(s, dir, &key);
-	return rc < 0 || !key ? rc : tcfs_kernel_refresh_dir(s, dir);
+	return rc < 0 || !key ? rc : refresh_key_dir(s, dir);
 }
 
 /* "sm_90" and "sm90" name the same CUDA arch as "90". */
