@@ -498,8 +498,10 @@ int tcfs_cas_verify(struct tcfs_cas *cas, const struct tcfs_hash *h)
 	int fd, rc;
 
 	fd = openat(cas->objfd, p.s, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
 	if (fd < 0)
-		return -errno;
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
 	rc = hash_fd(fd, &got, &size);
 	close(fd);
 	if (rc < 0)

@@ -195,16 +195,33 @@ static int drop_groups(struct tcfs_store *s, uint64_t dir)
 	return rc;
 }
 
-static int repair_user(struct fsck *f, const struct user *u)
+static int repair_user(struct tcfs_store *s, const struct user *u)
 {
-	int rc = tcfs_store_begin(f->s);
+	int rc = tcfs_store_begin(s);
 
 	if (rc < 0)
 		return rc;
-	rc = tcfs_ns_unlink(f->s, u->parent, u->name);
+	rc = tcfs_ns_unlink(s, u->parent, u->name);
 	if (rc == 0 || rc == -ENOENT)
-		rc = drop_groups(f->s, u->parent);
-	return tcfs_store_end(f->s, rc);
+		rc = drop_groups(s, u->parent);
+	return tcfs_store_end(s, rc);
+}
+
+int tcfs_fsck_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
+			 uint64_t *dropped)
+{
+	struct user_list users = { 0 };
+	int rc = tcfs_store_begin(s);
+
+	if (rc == 0)
+		rc = tcfs_db_each(tcfs_store_db(s), add_user, &users,
+				  sql_users, "h", h);
+	for (size_t i = 0; rc == 0 && i < users.n; i++)
+		rc = repair_user(s, &users.v[i]);
+	if (rc == 0 && dropped)
+		*dropped += users.n;
+	free(users.v);
+	return tcfs_store_end(s, rc);
 }
 
 static int report_users(struct fsck *f, const struct bad *b)
@@ -223,7 +240,7 @@ static int report_users(struct fsck *f, const struct bad *b)
 		if (tcfs_ns_path(f->s, u->ino, path, sizeof(path)) < 0)
 			snprintf(path, sizeof(path), "%s", u->name);
 		if (f->repair) {
-			rc = repair_user(f, u);
+			rc = repair_user(f->s, u);
 			fixed = rc == 0;
 		}
 		snprintf(detail, sizeof(detail), "blob %s is %s%s", hex,

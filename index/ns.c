@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "durable.h"
 #include "err.h"
 #include "kernel.h"
 #include "nodecache.h"
@@ -170,6 +171,8 @@ static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 			  kindstr, (int)(mode & 07777),
 			  (int64_t)(c ? c->size : 0), mtime_ns,
 			  c ? &c->blob : NULL, c ? (int)c->fmt : 0);
+	if (rc >= 0 && c)
+		rc = tcfs_durable_note(s, &c->blob);
 	if (rc < 0)
 		goto out;
 	rc = tcfs_ns_get(s, (uint64_t)tcfs_db_last_rowid(db), &n);
@@ -211,6 +214,8 @@ int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 		rc = tcfs_db_exec(db, sql_content, "hidii", &c->blob,
 				  (int64_t)c->size, (int)c->fmt, mtime_ns,
 				  (int64_t)ino);
+	if (rc >= 0)
+		rc = tcfs_durable_note(s, &c->blob);
 	if (rc >= 0)
 		rc = tcfs_kernel_files_changed(s, n.parent);
 	return tcfs_db_end(db, rc);

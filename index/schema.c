@@ -71,8 +71,21 @@ static const char schema_v1[] =
 	");"
 	"CREATE INDEX events_time ON events(time);";
 
+/*
+ * Version 2.
+ *
+ * unsynced: blobs that rows name but that may not be on the disk yet, each
+ * with the flush generation it was noted in (durable.h).
+ */
+static const char schema_v2[] =
+	"CREATE TABLE unsynced ("
+	"  blob TEXT PRIMARY KEY,"
+	"  gen  INTEGER NOT NULL"
+	") WITHOUT ROWID;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
+	{ 2, schema_v2 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

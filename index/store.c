@@ -10,6 +10,7 @@
 
 #include "cas.h"
 #include "db.h"
+#include "durable.h"
 #include "err.h"
 #include "lock.h"
 #include "nodecache.h"
@@ -23,6 +24,8 @@ struct tcfs_store {
 	struct tcfs_db *db;
 	struct tcfs_cas *cas;
 	struct tcfs_nodecache *nodes;	/* a writer's only, else NULL */
+	struct tcfs_durable *durable;	/* a batching writer's, else NULL */
+	struct tcfs_durable_report recovered;
 };
 
 int tcfs_store_default_dir(char *buf, size_t len)
@@ -136,6 +139,10 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 		rc = tcfs_cas_clean_staging(s->cas, NULL);
 		if (rc == 0)
 			rc = tcfs_ns_purge_unlinked(s);
+		if (rc == 0)
+			rc = tcfs_durable_recover(s, s->dirfd, &s->recovered);
+		if (rc == 0 && o->durability == TCFS_DURABLE_BATCH)
+			rc = tcfs_durable_new(s->dirfd, &s->durable);
 		/* Only the writer's view of the nodes cannot change under it:
 		 * a reader must always ask the index. */
 		if (rc == 0)
@@ -144,7 +151,7 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 			goto fail;
 	}
 	s->keep_unlinked = o->keep_unlinked;
-	tcfs_cas_set_durable(s->cas, !o->no_fsync);
+	tcfs_cas_set_durable(s->cas, o->durability == TCFS_DURABLE_EACH);
 	*out = s;
 	return 0;
 fail:
@@ -156,6 +163,10 @@ void tcfs_store_close(struct tcfs_store *s)
 {
 	if (!s)
 		return;
+	/* A clean stop leaves nothing for the next writer to check. */
+	tcfs_durable_flush(s);
+	tcfs_durable_free(s->durable);
+	s->durable = NULL;
 	tcfs_cas_close(s->cas);
 	tcfs_nodecache_free(s->nodes);
 	tcfs_db_close(s->db);
@@ -190,6 +201,17 @@ struct tcfs_nodecache *tcfs_store_nodecache(struct tcfs_store *s)
 struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s)
 {
 	return s->cas;
+}
+
+struct tcfs_durable *tcfs_store_durable(struct tcfs_store *s)
+{
+	return s->durable;
+}
+
+const struct tcfs_durable_report *
+tcfs_store_recovery(const struct tcfs_store *s)
+{
+	return &s->recovered;
 }
 
 void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),

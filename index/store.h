@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "durable.h"
+
 struct tcfs_store;
 struct tcfs_db;
 struct tcfs_cas;
@@ -25,7 +27,7 @@ struct tcfs_store_opts {
 	int writer;		/* take the writer lock */
 	double wait_s;		/* how long to wait for the writer lock */
 	int keep_unlinked;	/* the mount: see tcfs_ns_forget */
-	int no_fsync;		/* see tcfs_cas_set_durable */
+	enum tcfs_durability durability;	/* for a writer's new blobs */
 };
 
 /* Seconds a writer waits for another by default. */
@@ -37,7 +39,9 @@ struct tcfs_store_opts {
 int tcfs_store_default_dir(char *buf, size_t len);
 
 /* Opens a store; *out is owned by the caller: tcfs_store_close.  A writer
- * also removes what dead writers left in staging/. */
+ * also removes what dead writers left in staging/, and checks the blobs
+ * that one which did not stop cleanly may not have made durable
+ * (tcfs_durable_recover; what it found: tcfs_store_recovery). */
 int tcfs_store_open(const struct tcfs_store_opts *opts,
 		    struct tcfs_store **out);
 void tcfs_store_close(struct tcfs_store *s);
@@ -48,6 +52,10 @@ struct tcfs_db *tcfs_store_db(struct tcfs_store *s);
 /* The writer's node cache (see nodecache.h); NULL in a reader. */
 struct tcfs_nodecache *tcfs_store_nodecache(struct tcfs_store *s);
 struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
+/* The batch state when the store batches (durable.h), else NULL. */
+struct tcfs_durable *tcfs_store_durable(struct tcfs_store *s);
+const struct tcfs_durable_report *
+tcfs_store_recovery(const struct tcfs_store *s);
 
 /* Whether removed nodes stay readable by inode number (the mount). */
 int tcfs_store_keeps_unlinked(const struct tcfs_store *s);

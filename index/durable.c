@@ -1,0 +1,167 @@
+#include "durable.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cas.h"
+#include "db.h"
+#include "err.h"
+#include "fsck.h"
+#include "hash.h"
+#include "store.h"
+#include "vec.h"
+
+/* gen orders notes and flushes: a note carries the gen it read after its
+ * blob was written, and a flush that advanced gen past g before its
+ * syncfs began has made every blob noted with gen <= g durable. */
+static const char sql_note[] =
+	"INSERT OR REPLACE INTO unsynced (blob, gen) VALUES (?, ?)";
+static const char sql_forget[] = "DELETE FROM unsynced WHERE gen <= ?";
+static const char sql_noted[] = "SELECT blob FROM unsynced";
+
+struct tcfs_durable {
+	int storefd;
+	_Atomic uint64_t gen;
+	atomic_uint noted;	/* notes since the last flush began */
+	pthread_mutex_t flush_mu;	/* one flush at a time */
+};
+
+int tcfs_durable_new(int storefd, struct tcfs_durable **out)
+{
+	struct tcfs_durable *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->storefd = storefd;
+	pthread_mutex_init(&d->flush_mu, NULL);
+	*out = d;
+	return 0;
+}
+
+void tcfs_durable_free(struct tcfs_durable *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->flush_mu);
+	free(d);
+}
+
+int tcfs_durable_note(struct tcfs_store *s, const struct tcfs_hash *h)
+{
+	struct tcfs_durable *d = tcfs_store_durable(s);
+	int rc;
+
+	if (!d)
+		return 0;
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_note, "hi", h,
+			  (int64_t)atomic_load(&d->gen));
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(&d->noted, 1);
+	return 0;
+}
+
+static int sync_store(struct tcfs_store *s, int fd)
+{
+	return syncfs(fd) < 0 ? tcfs_err_errno(-errno, "%s: syncfs",
+					       tcfs_store_path(s))
+			      : 0;
+}
+
+/* Forgets notes in their own transaction: within a batch (db.h) they go
+ * with the store's next sync. */
+static int forget(struct tcfs_store *s, uint64_t upto)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc = tcfs_db_begin(db);
+
+	if (rc == 0)
+		rc = tcfs_db_exec(db, sql_forget, "i", (int64_t)upto);
+	return tcfs_db_end(db, rc < 0 ? rc : 0);
+}
+
+int tcfs_durable_flush(struct tcfs_store *s)
+{
+	struct tcfs_durable *d = tcfs_store_durable(s);
+	uint64_t upto;
+	int rc = 0;
+
+	if (!d)
+		return 0;
+	pthread_mutex_lock(&d->flush_mu);
+	if (atomic_exchange(&d->noted, 0) != 0) {
+		upto = atomic_fetch_add(&d->gen, 1);
+		rc = sync_store(s, d->storefd);
+		if (rc == 0)
+			rc = forget(s, upto);
+		if (rc < 0)	/* the notes stay: try again next time */
+			atomic_fetch_add(&d->noted, 1);
+	}
+	pthread_mutex_unlock(&d->flush_mu);
+	return rc;
+}
+
+struct noted {
+	struct tcfs_hash *v;
+	size_t n, cap;
+};
+
+/* A note that names no blob (a damaged row) leaves nothing to check. */
+static int add_noted(void *ctx, sqlite3_stmt *st)
+{
+	struct noted *l = ctx;
+	struct tcfs_hash h, *slot;
+
+	if (tcfs_db_hash(st, 0, &h) < 0)
+		return 0;
+	slot = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	*slot = h;
+	return 0;
+}
+
+/* A lost blob: its files go (with their kernels' group files), and so do
+ * whatever bytes are left under its name, which can only mislead. */
+static int drop_lost(struct tcfs_store *s, const struct tcfs_hash *h,
+		     struct tcfs_durable_report *r)
+{
+	int rc = tcfs_fsck_drop_users(s, h, &r->dropped);
+
+	if (rc < 0)
+		return rc;
+	rc = tcfs_cas_remove(tcfs_store_cas(s), h);
+	r->lost++;
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int tcfs_durable_recover(struct tcfs_store *s, int storefd,
+			 struct tcfs_durable_report *out)
+{
+	struct tcfs_durable_report r = { 0 };
+	struct noted l = { 0 };
+	int rc;
+
+	rc = tcfs_db_each(tcfs_store_db(s), add_noted, &l, sql_noted, "");
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		r.checked++;
+		rc = tcfs_cas_verify(tcfs_store_cas(s), &l.v[i]);
+		if (rc == -ENOENT || rc == -EBADMSG)
+			rc = drop_lost(s, &l.v[i], &r);
+	}
+	free(l.v);
+	/* What survived is whole, but maybe only in the page cache (the
+	 * writer was killed, the machine did not stop): durable before the
+	 * notes go. */
+	if (rc == 0 && r.checked)
+		rc = sync_store(s, storefd);
+	if (rc == 0 && r.checked)
+		rc = forget(s, INT64_MAX);
+	if (out)
+		*out = r;
+	return rc;
+}
