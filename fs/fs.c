@@ -197,11 +197,23 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		      struct report *r)
 {
 	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1,
-				      o->no_fsync };
+				      o->no_fsync ? TCFS_DURABLE_NONE
+						  : TCFS_DURABLE_BATCH };
+	const struct tcfs_durable_report *rec;
 	int rc;
 
 	tcfs_err_clear();
 	rc = tcfs_store_open(&so, &fs->store);
+	if (rc == 0) {
+		rec = tcfs_store_recovery(fs->store);
+		if (rec->lost)
+			syslog(LOG_WARNING, "%s: the last writer did not stop "
+			       "cleanly and the disk lost %llu of its newest "
+			       "blobs: removed the %llu files that named them "
+			       "(their kernels will be recompiled)",
+			       o->store, (unsigned long long)rec->lost,
+			       (unsigned long long)rec->dropped);
+	}
 	if (rc == 0)
 		rc = tcfs_cas_put_buf(tcfs_store_cas(fs->store), "", 0,
 				      &fs->empty, NULL);
@@ -286,9 +298,9 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		       "installed?)", fs.root);
 		goto out_session;
 	}
-	if (fs_events_start(&fs) < 0) {
-		say(r, "cannot start the event log thread");
-		goto out_unmount;
+	if (fs_events_start(&fs) < 0 || fs_flusher_start(&fs, o->sync_s) < 0) {
+		say(r, "cannot start the event log or flusher thread");
+		goto out_threads;
 	}
 	if (r->fd >= 0) {	/* the mount serves: let the caller go */
 		dprintf(r->fd, "ok\n");
@@ -302,11 +314,12 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	rc = o->debug ? fuse_session_loop(fs.se)
 		      : fuse_session_loop_mt(fs.se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	rc = rc < 0 || fs.failed ? 1 : 0;
+out_threads:
 	fs_events_stop(&fs);
+	fs_flusher_stop(&fs);
 	if (tcfs_store_sync(fs.store) < 0)
 		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
-	rc = rc < 0 || fs.failed ? 1 : 0;
-out_unmount:
 	if (!fs.failed)
 		fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);

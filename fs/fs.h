@@ -12,7 +12,8 @@ struct tcfs_fs_opts {
 	int foreground;		/* -f: stay in the foreground */
 	int debug;		/* -d: libfuse's request trace on stderr */
 	double wait_s;		/* for the store's writer lock */
-	int no_fsync;		/* blobs not fsynced (tcfs mount --no-fsync) */
+	int no_fsync;		/* new blobs never synced (--no-fsync) */
+	double sync_s;		/* else synced this often; 0: every second */
 };
 
 /* Mounts and serves until unmounted.  Without foreground, returns in the

@@ -2,7 +2,8 @@
  * The mount's shared state and the helpers its modules share.  Private to
  * fs/: lookup.c (lookup, getattr, statfs), dir.c (mkdir, rmdir, unlink,
  * rename, readdir), file.c (create, open, read, write, release, fsync,
- * setattr), probe.c (hit/miss per probe), events.c (the log writer).
+ * setattr), probe.c (hit/miss per probe), events.c (the log writer),
+ * flusher.c (new blobs made durable).
  */
 #ifndef TCFS_FS_PRIV_H
 #define TCFS_FS_PRIV_H
@@ -24,6 +25,7 @@ struct fs_events;
 struct fs_inodes;
 struct fs_groups;
 struct fs_dirties;
+struct fs_flusher;
 
 struct tcfs_fs {
 	struct tcfs_store *store;
@@ -37,6 +39,7 @@ struct tcfs_fs {
 	struct fs_probes *probes;
 	struct fs_events *events;
 	struct fs_dirties *dirties;	/* writes not committed yet */
+	struct fs_flusher *flusher;
 	int failed;		/* the index lost changes: fs.c (read
 				 * after the threads that set it are joined) */
 };
@@ -111,6 +114,11 @@ void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev);
 void fs_events_inval(struct tcfs_fs *fs, uint64_t parent, const char *name);
 /* Writes what is queued and stops the thread. */
 void fs_events_stop(struct tcfs_fs *fs);
+
+/* flusher.c: a thread runs tcfs_durable_flush every every_s seconds (0:
+ * every second); stop flushes a last time. */
+int fs_flusher_start(struct tcfs_fs *fs, double every_s);
+void fs_flusher_stop(struct tcfs_fs *fs);
 
 /* The low-level operations, by module. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

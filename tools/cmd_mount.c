@@ -38,10 +38,14 @@ static const char *const mount_help =
 	"  -f, --foreground  stay in the foreground until unmounted\n"
 	"  -d, --debug       foreground, single-threaded, every request on stderr\n"
 	"  -o OPT[,OPT...]   FUSE mount options (allow_other, nonempty, ...)\n"
-	"      --no-fsync    do not fsync new blobs: compiles write faster; a\n"
-	"                    killed daemon still loses nothing, but a power cut\n"
-	"                    may damage recent blobs (tcfs fsck --repair then\n"
-	"                    has their kernels recompiled)\n"
+	"      --sync-every SECS\n"
+	"                    make new files durable this often (default 1), in\n"
+	"                    one sync of the store's disk: a power cut loses at\n"
+	"                    most the files of the last SECS, as on a local disk\n"
+	"      --no-fsync    never sync new files: a killed daemon still loses\n"
+	"                    nothing, but a power cut may damage recent files\n"
+	"                    (tcfs fsck --repair then has their kernels\n"
+	"                    recompiled)\n"
 	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
 	"  -h, --help        show this help\n"
 	"\n"
@@ -72,12 +76,16 @@ static int fsname_opt(const char *store, char *buf, size_t len)
 	return used + 3 < len ? 0 : -ENAMETOOLONG;
 }
 
+/* Long options without a letter: values no character takes. */
+enum { OPT_SYNC_EVERY = 0x100 };
+
 int cmd_mount(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "no-fsync", no_argument, NULL, 'N' },
+		{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
@@ -107,6 +115,13 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case 'N':
 			fo.no_fsync = 1;
+			break;
+		case OPT_SYNC_EVERY:
+			fo.sync_s = cli_parse_wait(optarg);
+			if (fo.sync_s <= 0)
+				return cli_usage_err("mount", "--sync-every: "
+						     "'%s' is not a number of "
+						     "seconds above 0", optarg);
 			break;
 		default:
 			return cli_usage_err("mount", "bad option");

@@ -99,6 +99,17 @@ else
 	show_run
 fi
 
+for v in 0 -1 soon; do
+	tcfs mount --sync-every "$v" --store "$T_TMP/never" "$T_TMP"
+	if [ "$RC" = 2 ] && grep -q -- "--sync-every: '$v'" "$ERR" &&
+		[ ! -e "$T_TMP/never" ]; then
+		ok "mount --sync-every $v exits 2 naming the bad value, creates no store"
+	else
+		not_ok "mount --sync-every $v exits 2 naming the bad value, creates no store"
+		show_run
+	fi
+done
+
 tcfs info --store "$T_TMP/never" extra
 if [ "$RC" = 2 ] && grep -q "extra" "$ERR"; then
 	ok "info with a stray argument exits 2 naming it"

@@ -1,0 +1,102 @@
+/*
+ * flusher: the thread that makes new blobs durable, once a second, in one
+ * syncfs for all of them (index/durable.h says why and what a power cut
+ * then costs).  Its own thread, because a sync may wait long behind other
+ * programs' writes to the same disk, and nothing else may wait with it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "index/durable.h"
+#include "index/err.h"
+#include "index/store.h"
+#include "priv.h"
+
+/* How long a new blob may wait in the page cache unless told: a power
+ * cut loses at most this much of the newest files (ext4 loses its last
+ * 5 s). */
+#define FLUSH_EVERY_NS 1000000000LL
+
+struct fs_flusher {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* CLOCK_MONOTONIC */
+	long long every_ns;
+	int stop;
+	pthread_t thread;
+};
+
+static void flush(struct tcfs_fs *fs)
+{
+	if (tcfs_durable_flush(fs->store) < 0)
+		syslog(LOG_ERR, "tcfs: new blobs not made durable yet: %s",
+		       tcfs_err_msg());
+}
+
+static void *run(void *arg)
+{
+	struct tcfs_fs *fs = arg;
+	struct fs_flusher *f = fs->flusher;
+	struct timespec until;
+
+	pthread_mutex_lock(&f->mu);
+	while (!f->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += f->every_ns % 1000000000LL;
+		until.tv_sec += f->every_ns / 1000000000LL +
+				until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		while (!f->stop &&
+		       pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
+			;
+		pthread_mutex_unlock(&f->mu);
+		flush(fs);
+		pthread_mutex_lock(&f->mu);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+int fs_flusher_start(struct tcfs_fs *fs, double every_s)
+{
+	struct fs_flusher *f = calloc(1, sizeof(*f));
+	pthread_condattr_t ca;
+	int rc;
+
+	if (!f)
+		return -ENOMEM;
+	f->every_ns = every_s > 0 ? (long long)(every_s * 1e9) : FLUSH_EVERY_NS;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	fs->flusher = f;
+	rc = -pthread_create(&f->thread, NULL, run, fs);
+	if (rc < 0) {
+		fs->flusher = NULL;
+		pthread_cond_destroy(&f->cv);
+		pthread_mutex_destroy(&f->mu);
+		free(f);
+	}
+	return rc;
+}
+
+void fs_flusher_stop(struct tcfs_fs *fs)
+{
+	struct fs_flusher *f = fs->flusher;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->stop = 1;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->thread, NULL);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+	fs->flusher = NULL;
+}
