@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -28,11 +29,15 @@ struct fs_flusher {
 	pthread_t thread;
 };
 
-static void flush(struct tcfs_fs *fs)
+/* A failed sync fails every flush after it (durable.h): say so once. */
+static void flush(struct tcfs_fs *fs, int *last)
 {
-	if (tcfs_durable_flush(fs->store) < 0)
-		syslog(LOG_ERR, "tcfs: new blobs not made durable yet: %s",
-		       tcfs_err_msg());
+	int rc = tcfs_durable_flush(fs->store);
+
+	if (rc < 0 && rc != *last)
+		syslog(LOG_ERR, "tcfs: new files not made durable: %s",
+		       tcfs_err_msg()[0] ? tcfs_err_msg() : strerror(-rc));
+	*last = rc;
 }
 
 static void *run(void *arg)
@@ -40,6 +45,7 @@ static void *run(void *arg)
 	struct tcfs_fs *fs = arg;
 	struct fs_flusher *f = fs->flusher;
 	struct timespec until;
+	int last = 0;
 
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
@@ -52,7 +58,7 @@ static void *run(void *arg)
 		       pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
 			;
 		pthread_mutex_unlock(&f->mu);
-		flush(fs);
+		flush(fs, &last);
 		pthread_mutex_lock(&f->mu);
 	}
 	pthread_mutex_unlock(&f->mu);

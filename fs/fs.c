@@ -208,11 +208,16 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		rec = tcfs_store_recovery(fs->store);
 		if (rec->lost)
 			syslog(LOG_WARNING, "%s: the last writer did not stop "
-			       "cleanly and the disk lost %llu of its newest "
-			       "blobs: removed the %llu files that named them "
-			       "(their kernels will be recompiled)",
-			       o->store, (unsigned long long)rec->lost,
+			       "cleanly, and %llu of its newest blobs are "
+			       "missing or damaged: removed the %llu files "
+			       "that named them (their kernels will be "
+			       "recompiled)", o->store,
+			       (unsigned long long)rec->lost,
 			       (unsigned long long)rec->dropped);
+		if (rec->unreadable)
+			syslog(LOG_WARNING, "%s: %llu of the newest blobs "
+			       "cannot be read; see tcfs fsck", o->store,
+			       (unsigned long long)rec->unreadable);
 	}
 	if (rc == 0)
 		rc = tcfs_cas_put_buf(tcfs_store_cas(fs->store), "", 0,
@@ -314,12 +319,16 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	rc = o->debug ? fuse_session_loop(fs.se)
 		      : fuse_session_loop_mt(fs.se, cfg);
 	fuse_loop_cfg_destroy(cfg);
-	rc = rc < 0 || fs.failed ? 1 : 0;
+	rc = rc < 0;	/* a signal's number is a clean stop */
 out_threads:
 	fs_events_stop(&fs);
 	fs_flusher_stop(&fs);
 	if (tcfs_store_sync(fs.store) < 0)
 		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
+	/* Only with every thread joined and the last commit made is it
+	 * known whether the index lost changes. */
+	if (fs.failed)
+		rc = 1;
 	if (!fs.failed)
 		fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);

@@ -20,7 +20,6 @@ struct tcfs_cas {
 	int storefd;	/* STORE, for quarantine/ (not owned) */
 	char *path;	/* STORE, for messages */
 	atomic_ulong seq;
-	int durable;	/* fsync before naming (tcfs_cas_set_durable) */
 };
 
 struct tcfs_cas_stage {
@@ -71,7 +70,6 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 		return -ENOMEM;
 	cas->objfd = cas->stagefd = -1;
 	cas->storefd = storefd;
-	cas->durable = 1;
 	cas->path = strdup(storepath);
 	if (!cas->path) {
 		rc = -ENOMEM;
@@ -90,11 +88,6 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 fail:
 	tcfs_cas_close(cas);
 	return rc;
-}
-
-void tcfs_cas_set_durable(struct tcfs_cas *cas, int durable)
-{
-	cas->durable = durable;
 }
 
 void tcfs_cas_close(struct tcfs_cas *cas)
@@ -290,20 +283,6 @@ static int settle_existing(struct tcfs_cas *cas, int stagefd,
 	return 0;
 }
 
-static int sync_fanout(struct tcfs_cas *cas, const struct blob_path *p)
-{
-	char sub[3] = { p->s[0], p->s[1], '\0' };
-	int fd = openat(cas->objfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 /* Moves a fully written staging file to its blob name.  The staging file is
  * gone afterwards whatever happens. */
 static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
@@ -316,9 +295,9 @@ static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 
 	if (fstatat(cas->objfd, p.s, &st, 0) == 0)
 		return settle_existing(cas, stagefd, stagename, h, put);
-	/* Durable bytes before the name: a crash never leaves a blob whose
-	 * name promises content it does not hold. */
-	if ((cas->durable && fsync(stagefd) < 0) || fchmod(stagefd, 0444) < 0) {
+	/* Not fsynced: the store makes blobs durable in batches, and checks
+	 * them after a crash (durable.h). */
+	if (fchmod(stagefd, 0444) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -338,9 +317,6 @@ static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 		rc = -errno;
 		goto fail;
 	}
-	rc = cas->durable ? sync_fanout(cas, &p) : 0;
-	if (rc < 0)
-		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, sub);
 	*put = TCFS_CAS_CREATED;
 	return 0;
 fail:

@@ -1,9 +1,9 @@
 /*
  * cas: the content-addressed blob store, STORE/objects/ab/<xxh3-128 hex>.
  *
- * A blob is written to STORE/staging, fsynced (unless the store batches
- * that, durable.h), and renamed into place without replacing anything;
- * from then on it is read-only (mode 0444).  When a blob
+ * A blob is written to STORE/staging and renamed into place without
+ * replacing anything; from then on it is read-only (mode 0444).  It is not
+ * fsynced here: the store makes new blobs durable in batches (durable.h).  When a blob
  * of the same name exists its bytes are compared first: equal bytes are
  * shared, a damaged existing copy is healed with the new bytes, and a true
  * collision is an error, so wrong bytes are never served.
@@ -27,11 +27,6 @@ enum tcfs_cas_put {
 	TCFS_CAS_CREATED = 1,	/* a new blob was added */
 	TCFS_CAS_HEALED = 2,	/* a damaged blob of that name was replaced */
 };
-
-/* Whether new blobs are fsynced (with their fan-out dir) before they are
- * named: on by default.  Off, a blob survives a killed process but maybe
- * not a power cut, unless the store makes up for it (durable.h). */
-void tcfs_cas_set_durable(struct tcfs_cas *cas, int durable);
 
 /* Opens the blob store under the store directory storefd (creating
  * objects/ and staging/ when create is set).  storepath is used only in

@@ -464,6 +464,16 @@ int64_t tcfs_db_last_rowid(struct tcfs_db *db)
 	return sqlite3_last_insert_rowid(db->conn);
 }
 
+int64_t tcfs_db_changes(struct tcfs_db *db)
+{
+	int64_t n;
+
+	tcfs_db_lock(db);
+	n = sqlite3_total_changes64(db->conn);
+	tcfs_db_unlock(db);
+	return n;
+}
+
 const char *tcfs_db_text(sqlite3_stmt *st, int col, size_t *len)
 {
 	const char *s = (const char *)sqlite3_column_text(st, col);

@@ -90,6 +90,9 @@ int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st);
 void tcfs_db_reset(sqlite3_stmt *st);
 
 int64_t tcfs_db_last_rowid(struct tcfs_db *db);
+/* Rows changed through this connection so far (inserted, updated or
+ * deleted, whether committed or not): equal counts mean no change. */
+int64_t tcfs_db_changes(struct tcfs_db *db);
 
 /* Turns a SQLite result code into a negative errno with a message. */
 int tcfs_db_error(struct tcfs_db *db, int sqlite_rc);

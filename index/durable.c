@@ -15,9 +15,10 @@
 #include "store.h"
 #include "vec.h"
 
-/* gen orders notes and flushes: a note carries the gen it read after its
- * blob was written, and a flush that advanced gen past g before its
- * syncfs began has made every blob noted with gen <= g durable. */
+/* gen orders notes and flushes: a note carries the gen it read, under
+ * the db lock, after its blob was written; a flush advances gen under the
+ * same lock and then syncs, so every blob noted with a gen below the new
+ * one is durable when the sync returns. */
 static const char sql_note[] =
 	"INSERT OR REPLACE INTO unsynced (blob, gen) VALUES (?, ?)";
 static const char sql_forget[] = "DELETE FROM unsynced WHERE gen <= ?";
@@ -26,8 +27,9 @@ static const char sql_noted[] = "SELECT blob FROM unsynced";
 struct tcfs_durable {
 	int storefd;
 	_Atomic uint64_t gen;
-	atomic_uint noted;	/* notes since the last flush began */
-	pthread_mutex_t flush_mu;	/* one flush at a time */
+	pthread_mutex_t flush_mu;	/* one flush at a time; guards: */
+	int64_t synced;		/* the db's change count made durable */
+	int failed;		/* a sync's error: sticky */
 };
 
 int tcfs_durable_new(int storefd, struct tcfs_durable **out)
@@ -37,6 +39,7 @@ int tcfs_durable_new(int storefd, struct tcfs_durable **out)
 	if (!d)
 		return -ENOMEM;
 	d->storefd = storefd;
+	d->synced = -1;
 	pthread_mutex_init(&d->flush_mu, NULL);
 	*out = d;
 	return 0;
@@ -59,12 +62,11 @@ int tcfs_durable_note(struct tcfs_store *s, const struct tcfs_hash *h)
 		return 0;
 	rc = tcfs_db_exec(tcfs_store_db(s), sql_note, "hi", h,
 			  (int64_t)atomic_load(&d->gen));
-	if (rc < 0)
-		return rc;
-	atomic_fetch_add(&d->noted, 1);
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
+/* Since Linux 5.8 syncfs reports the writeback errors of the file
+ * system, once per descriptor. */
 static int sync_store(struct tcfs_store *s, int fd)
 {
 	return syncfs(fd) < 0 ? tcfs_err_errno(-errno, "%s: syncfs",
@@ -72,35 +74,53 @@ static int sync_store(struct tcfs_store *s, int fd)
 			      : 0;
 }
 
-/* Forgets notes in their own transaction: within a batch (db.h) they go
- * with the store's next sync. */
+/* Forgets notes in their own transaction (within a batch, db.h, they go
+ * with the store's next sync); returns how many. */
 static int forget(struct tcfs_store *s, uint64_t upto)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int rc = tcfs_db_begin(db);
 
 	if (rc == 0)
-		rc = tcfs_db_exec(db, sql_forget, "i", (int64_t)upto);
-	return tcfs_db_end(db, rc < 0 ? rc : 0);
+		rc = tcfs_db_exec(db, sql_forget, "i",
+				  upto > INT64_MAX ? INT64_MAX : (int64_t)upto);
+	return tcfs_db_end(db, rc);
 }
 
 int tcfs_durable_flush(struct tcfs_store *s)
 {
 	struct tcfs_durable *d = tcfs_store_durable(s);
-	uint64_t upto;
-	int rc = 0;
+	struct tcfs_db *db = tcfs_store_db(s);
+	uint64_t upto = 0;
+	int64_t changes;
+	int rc;
 
 	if (!d)
 		return 0;
 	pthread_mutex_lock(&d->flush_mu);
-	if (atomic_exchange(&d->noted, 0) != 0) {
+	rc = d->failed;
+	tcfs_db_lock(db);
+	changes = tcfs_db_changes(db);
+	if (rc == 0 && changes != d->synced) {
 		upto = atomic_fetch_add(&d->gen, 1);
-		rc = sync_store(s, d->storefd);
-		if (rc == 0)
-			rc = forget(s, upto);
-		if (rc < 0)	/* the notes stay: try again next time */
-			atomic_fetch_add(&d->noted, 1);
+		rc = tcfs_db_sync(db);
 	}
+	tcfs_db_unlock(db);
+	if (rc < 0 || changes == d->synced)
+		goto out;
+	rc = sync_store(s, d->storefd);
+	if (rc < 0) {
+		/* The error is reported once: a later sync would succeed
+		 * without the lost writes, so no note may go from now on. */
+		d->failed = rc;
+		goto out;
+	}
+	rc = forget(s, upto);
+	if (rc >= 0) {	/* its own deletions need no sync */
+		d->synced = changes + rc;
+		rc = 0;
+	}
+out:
 	pthread_mutex_unlock(&d->flush_mu);
 	return rc;
 }
@@ -108,6 +128,7 @@ int tcfs_durable_flush(struct tcfs_store *s)
 struct noted {
 	struct tcfs_hash *v;
 	size_t n, cap;
+	uint64_t rows;		/* parseable or not */
 };
 
 /* A note that names no blob (a damaged row) leaves nothing to check. */
@@ -116,6 +137,7 @@ static int add_noted(void *ctx, sqlite3_stmt *st)
 	struct noted *l = ctx;
 	struct tcfs_hash h, *slot;
 
+	l->rows++;
 	if (tcfs_db_hash(st, 0, &h) < 0)
 		return 0;
 	slot = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*slot));
@@ -139,28 +161,56 @@ static int drop_lost(struct tcfs_store *s, const struct tcfs_hash *h,
 	return rc == -ENOENT ? 0 : rc;
 }
 
+/* Checks one noted blob; 1 when it is to stay noted. */
+static int check(struct tcfs_store *s, const struct tcfs_hash *h,
+		 struct tcfs_durable_report *r)
+{
+	int rc = tcfs_cas_verify(tcfs_store_cas(s), h);
+
+	r->checked++;
+	if (rc == -ENOENT || rc == -EBADMSG)
+		return drop_lost(s, h, r);
+	if (rc < 0) {	/* no verdict: the files stay, fsck will say */
+		r->unreadable++;
+		return 1;
+	}
+	return 0;
+}
+
 int tcfs_durable_recover(struct tcfs_store *s, int storefd,
 			 struct tcfs_durable_report *out)
 {
 	struct tcfs_durable_report r = { 0 };
+	struct tcfs_db *db = tcfs_store_db(s);
 	struct noted l = { 0 };
+	size_t kept = 0;
 	int rc;
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_noted, &l, sql_noted, "");
+	rc = tcfs_db_each(db, add_noted, &l, sql_noted, "");
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		r.checked++;
-		rc = tcfs_cas_verify(tcfs_store_cas(s), &l.v[i]);
-		if (rc == -ENOENT || rc == -EBADMSG)
-			rc = drop_lost(s, &l.v[i], &r);
+		rc = check(s, &l.v[i], &r);
+		if (rc == 1) {
+			l.v[kept++] = l.v[i];
+			rc = 0;
+		}
 	}
-	free(l.v);
 	/* What survived is whole, but maybe only in the page cache (the
 	 * writer was killed, the machine did not stop): durable before the
 	 * notes go. */
-	if (rc == 0 && r.checked)
+	if (rc == 0 && l.rows)
 		rc = sync_store(s, storefd);
-	if (rc == 0 && r.checked)
-		rc = forget(s, INT64_MAX);
+	if (rc == 0 && l.rows) {
+		rc = tcfs_db_begin(db);
+		if (rc == 0)
+			rc = forget(s, UINT64_MAX);
+		/* Beyond any flush's reach: only a writer's check drops
+		 * them. */
+		for (size_t i = 0; rc >= 0 && i < kept; i++)
+			rc = tcfs_db_exec(db, sql_note, "hi", &l.v[i],
+					  (int64_t)INT64_MAX);
+		rc = tcfs_db_end(db, rc < 0 ? rc : 0);
+	}
+	free(l.v);
 	if (out)
 		*out = r;
 	return rc;

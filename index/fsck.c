@@ -195,13 +195,18 @@ static int drop_groups(struct tcfs_store *s, uint64_t dir)
 	return rc;
 }
 
-static int repair_user(struct tcfs_store *s, const struct user *u)
+/* Adds 1 to *removed (optional) when the file was still there: an
+ * earlier user's drop_groups may have taken it. */
+static int repair_user(struct tcfs_store *s, const struct user *u,
+		       uint64_t *removed)
 {
 	int rc = tcfs_store_begin(s);
 
 	if (rc < 0)
 		return rc;
 	rc = tcfs_ns_unlink(s, u->parent, u->name);
+	if (rc == 0 && removed)
+		(*removed)++;
 	if (rc == 0 || rc == -ENOENT)
 		rc = drop_groups(s, u->parent);
 	return tcfs_store_end(s, rc);
@@ -217,9 +222,7 @@ int tcfs_fsck_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
 		rc = tcfs_db_each(tcfs_store_db(s), add_user, &users,
 				  sql_users, "h", h);
 	for (size_t i = 0; rc == 0 && i < users.n; i++)
-		rc = repair_user(s, &users.v[i]);
-	if (rc == 0 && dropped)
-		*dropped += users.n;
+		rc = repair_user(s, &users.v[i], dropped);
 	free(users.v);
 	return tcfs_store_end(s, rc);
 }
@@ -240,7 +243,7 @@ static int report_users(struct fsck *f, const struct bad *b)
 		if (tcfs_ns_path(f->s, u->ino, path, sizeof(path)) < 0)
 			snprintf(path, sizeof(path), "%s", u->name);
 		if (f->repair) {
-			rc = repair_user(f->s, u);
+			rc = repair_user(f->s, u, NULL);
 			fixed = rc == 0;
 		}
 		snprintf(detail, sizeof(detail), "blob %s is %s%s", hex,

@@ -151,7 +151,6 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 			goto fail;
 	}
 	s->keep_unlinked = o->keep_unlinked;
-	tcfs_cas_set_durable(s->cas, o->durability == TCFS_DURABLE_EACH);
 	*out = s;
 	return 0;
 fail:

@@ -27,7 +27,7 @@ struct tcfs_store_opts {
 	int writer;		/* take the writer lock */
 	double wait_s;		/* how long to wait for the writer lock */
 	int keep_unlinked;	/* the mount: see tcfs_ns_forget */
-	enum tcfs_durability durability;	/* for a writer's new blobs */
+	enum tcfs_durability durability;	/* a writer's: batch (0) or none */
 };
 
 /* Seconds a writer waits for another by default. */

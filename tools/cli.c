@@ -112,9 +112,6 @@ int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 	so.create = create;
 	so.writer = writer;
 	so.wait_s = o->wait_s;
-	/* One sync when the command is done (tcfs_store_close), not one per
-	 * blob; a crash before it is caught by the next writer. */
-	so.durability = TCFS_DURABLE_BATCH;
 	rc = tcfs_store_open(&so, out);
 	if (rc < 0) {
 		cli_lib_err(cmd, rc, dir);

@@ -1,8 +1,10 @@
 /* durable: new blobs noted with their rows, flushed in batches, and checked
  * after an unclean stop, the lost ones dropped with their files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "index/cas.h"
@@ -15,6 +17,17 @@
 #include "tap.h"
 
 static const char *dir;
+static int sync_fails;	/* the disk's next syncs report lost writes */
+
+/* Stands in for libc's: the store's syncs come here. */
+int syncfs(int fd)
+{
+	if (sync_fails) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_syncfs, fd);
+}
 
 static struct tcfs_store *open_store(int writer, enum tcfs_durability d)
 {
@@ -132,10 +145,11 @@ int main(void)
 	tap_ok(tcfs_store_durable(s) == NULL, "a reader has no batch state");
 	tcfs_store_close(s);
 
-	s = open_store(1, TCFS_DURABLE_EACH);
-	tap_ok(tcfs_store_durable(s) == NULL, "nor a writer fsyncing each blob");
+	s = open_store(1, TCFS_DURABLE_NONE);
+	tap_ok(tcfs_store_durable(s) == NULL, "nor a writer that never syncs");
 	put_file(s, key.ino, "e.bin", "epsilon");
 	tap_eq(noted(s), 0, "which notes nothing");
+	tap_eq(tcfs_durable_flush(s), 0, "and whose flush does nothing");
 
 	/* The state a power cut leaves: rows whose blobs were noted but
 	 * are short or gone. */
@@ -156,12 +170,12 @@ int main(void)
 	blob_path(&hc, path, sizeof(path));
 	tap_ok(unlink(path) == 0, "c.bin's blob gone");
 
-	s = open_store(0, TCFS_DURABLE_EACH);
+	s = open_store(0, TCFS_DURABLE_BATCH);
 	tap_eq(noted(s), 6, "a reader leaves the notes alone");
 	tap_eq(tcfs_store_recovery(s)->checked, 0, "and checks nothing");
 	tcfs_store_close(s);
 
-	s = open_store(1, TCFS_DURABLE_EACH);
+	s = open_store(1, TCFS_DURABLE_NONE);
 	r = tcfs_store_recovery(s);
 	tap_eq(r->checked, 5, "a writer checks every noted blob, "
 	       "passing over a note that names none");
@@ -185,6 +199,65 @@ int main(void)
 	s = open_store(1, TCFS_DURABLE_BATCH);
 	tap_eq(tcfs_store_recovery(s)->checked, 0,
 	       "the next writer has nothing to check");
+	hc = put_file(s, key2.ino, "u.bin", "unreadable");
+	tcfs_store_close(s);
+
+	/* A noted blob that cannot be read gives no verdict: nothing is
+	 * dropped, the note stays for the next writer, and the store opens. */
+	s = open_store(1, TCFS_DURABLE_NONE);
+	note_raw(s, &hc);
+	tcfs_store_close(s);
+	blob_path(&hc, path, sizeof(path));
+	tap_ok(unlink(path) == 0 && mkdir(path, 0700) == 0,
+	       "u.bin's blob made a directory: reading it fails (EISDIR)");
+	s = open_store(1, TCFS_DURABLE_BATCH);
+	r = tcfs_store_recovery(s);
+	tap_ok(r->checked == 1 && r->unreadable == 1 && r->lost == 0,
+	       "a writer still opens the store, and counts it unreadable");
+	tap_ok(exists(s, key2.ino, "u.bin"), "the file that names it stays");
+	tap_eq(noted(s), 1, "and so does its note");
+	tcfs_store_close(s);
+	s = open_store(0, TCFS_DURABLE_BATCH);
+	tap_eq(noted(s), 1, "which no flush forgets, not even at close");
+	tcfs_store_close(s);
+	rmdir(path);
+	s = open_store(1, TCFS_DURABLE_BATCH);
+	r = tcfs_store_recovery(s);
+	tap_ok(r->checked == 1 && r->lost == 1 && r->dropped == 1 &&
+		       noted(s) == 0,
+	       "once the blob is plainly missing, the next writer drops u.bin");
+	tcfs_store_close(s);
+
+	/* A sync that fails: the disk lost writes of which the kernel tells
+	 * once.  No note may go after it, though later syncs succeed. */
+	s = open_store(1, TCFS_DURABLE_BATCH);
+	put_file(s, key2.ino, "f.bin", "phi");
+	sync_fails = 1;
+	tap_eq(tcfs_durable_flush(s), -EIO, "a flush whose sync fails: EIO");
+	tap_ok(strstr(tcfs_err_msg(), "syncfs") && strstr(tcfs_err_msg(), dir),
+	       "naming the store: %s", tcfs_err_msg());
+	sync_fails = 0;
+	put_file(s, key2.ino, "g.bin", "chi");
+	tap_eq(tcfs_durable_flush(s), -EIO,
+	       "every flush after it fails too, though the disk syncs again");
+	tap_eq(noted(s), 2, "and every note stays for the next writer");
+	tcfs_store_close(s);
+	s = open_store(0, TCFS_DURABLE_BATCH);
+	tap_eq(noted(s), 2, "even after close");
+	tcfs_store_close(s);
+	sync_fails = 1;
+	{
+		struct tcfs_store_opts o = { dir, 0, 1, 0, 0, 0 };
+
+		tcfs_err_clear();
+		tap_eq(tcfs_store_open(&o, &s), -EIO,
+		       "a writer that cannot sync the checked blobs fails to open");
+	}
+	sync_fails = 0;
+	s = open_store(1, TCFS_DURABLE_BATCH);
+	r = tcfs_store_recovery(s);
+	tap_ok(r->checked == 2 && r->lost == 0 && noted(s) == 0,
+	       "the next one checks both, keeps them, forgets the notes");
 	tcfs_store_close(s);
 
 	tap_rmtree(tmp);
