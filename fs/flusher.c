@@ -1,7 +1,7 @@
 /*
- * flusher: the thread that makes new blobs durable, once a second, in one
- * syncfs for all of them (index/durable.h says why and what a power cut
- * then costs).  Its own thread, because a sync may wait long behind other
+ * flusher: the thread that makes the mount's changes durable, new blobs
+ * and index alike, once a second in one syncfs (index/durable.h says why
+ * and what a power cut then costs).  Its own thread, because a sync may wait long behind other
  * programs' writes to the same disk, and nothing else may wait with it.
  */
 #include <errno.h>

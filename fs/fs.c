@@ -329,7 +329,7 @@ out_threads:
 	 * known whether the index lost changes. */
 	if (fs.failed)
 		rc = 1;
-	if (!fs.failed)
+	else
 		fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);
 out_session:
