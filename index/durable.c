@@ -81,9 +81,10 @@ static int forget(struct tcfs_store *s, uint64_t upto)
 	struct tcfs_db *db = tcfs_store_db(s);
 	int rc = tcfs_db_begin(db);
 
-	if (rc == 0)
-		rc = tcfs_db_exec(db, sql_forget, "i",
-				  upto > INT64_MAX ? INT64_MAX : (int64_t)upto);
+	if (rc < 0)
+		return rc;
+	rc = tcfs_db_exec(db, sql_forget, "i",
+			  upto > INT64_MAX ? INT64_MAX : (int64_t)upto);
 	return tcfs_db_end(db, rc);
 }
 
@@ -177,16 +178,32 @@ static int check(struct tcfs_store *s, const struct tcfs_hash *h,
 	return 0;
 }
 
+/* Replaces every note with those of the kept blobs, beyond any flush's
+ * reach: only a writer's check drops them. */
+static int renote(struct tcfs_store *s, const struct tcfs_hash *kept,
+		  size_t n)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc = tcfs_db_begin(db);
+
+	if (rc < 0)
+		return rc;
+	rc = forget(s, UINT64_MAX);
+	for (size_t i = 0; rc >= 0 && i < n; i++)
+		rc = tcfs_db_exec(db, sql_note, "hi", &kept[i],
+				  (int64_t)INT64_MAX);
+	return tcfs_db_end(db, rc < 0 ? rc : 0);
+}
+
 int tcfs_durable_recover(struct tcfs_store *s, int storefd,
 			 struct tcfs_durable_report *out)
 {
 	struct tcfs_durable_report r = { 0 };
-	struct tcfs_db *db = tcfs_store_db(s);
 	struct noted l = { 0 };
 	size_t kept = 0;
 	int rc;
 
-	rc = tcfs_db_each(db, add_noted, &l, sql_noted, "");
+	rc = tcfs_db_each(tcfs_store_db(s), add_noted, &l, sql_noted, "");
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		rc = check(s, &l.v[i], &r);
 		if (rc == 1) {
@@ -199,17 +216,8 @@ int tcfs_durable_recover(struct tcfs_store *s, int storefd,
 	 * notes go. */
 	if (rc == 0 && l.rows)
 		rc = sync_store(s, storefd);
-	if (rc == 0 && l.rows) {
-		rc = tcfs_db_begin(db);
-		if (rc == 0)
-			rc = forget(s, UINT64_MAX);
-		/* Beyond any flush's reach: only a writer's check drops
-		 * them. */
-		for (size_t i = 0; rc >= 0 && i < kept; i++)
-			rc = tcfs_db_exec(db, sql_note, "hi", &l.v[i],
-					  (int64_t)INT64_MAX);
-		rc = tcfs_db_end(db, rc < 0 ? rc : 0);
-	}
+	if (rc == 0 && l.rows)
+		rc = renote(s, l.v, kept);
 	free(l.v);
 	if (out)
 		*out = r;

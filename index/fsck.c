@@ -218,9 +218,10 @@ int tcfs_fsck_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
 	struct user_list users = { 0 };
 	int rc = tcfs_store_begin(s);
 
-	if (rc == 0)
-		rc = tcfs_db_each(tcfs_store_db(s), add_user, &users,
-				  sql_users, "h", h);
+	if (rc < 0)
+		return rc;
+	rc = tcfs_db_each(tcfs_store_db(s), add_user, &users, sql_users, "h",
+			  h);
 	for (size_t i = 0; rc == 0 && i < users.n; i++)
 		rc = repair_user(s, &users.v[i], dropped);
 	free(users.v);
