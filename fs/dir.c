@@ -130,15 +130,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		    struct fuse_file_info *fi)
 {
-	struct tcfs_store *s = fs_of(req)->store;
-	int rc = tcfs_store_sync(s);
-
 	(void)ino;
 	(void)datasync;
 	(void)fi;
-	if (rc == 0)
-		rc = tcfs_durable_flush(s);
-	fuse_reply_err(req, -rc);
+	fuse_reply_err(req, -tcfs_store_fsync(fs_of(req)->store));
 }
 
 /*

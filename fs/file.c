@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "index/cas.h"
-#include "index/durable.h"
 #include "index/err.h"
 #include "index/group.h"
 #include "index/io.h"
@@ -493,9 +492,7 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	(void)datasync;
 	(void)fi;
 	if (rc == 0)
-		rc = tcfs_store_sync(fs->store);
-	if (rc == 0)	/* the blob and the committed row, on the disk */
-		rc = tcfs_durable_flush(fs->store);
+		rc = tcfs_store_fsync(fs->store);
 	fuse_reply_err(req, -rc);
 }
 

@@ -224,6 +224,13 @@ int tcfs_store_sync(struct tcfs_store *s)
 	return tcfs_db_sync(s->db);
 }
 
+int tcfs_store_fsync(struct tcfs_store *s)
+{
+	int rc = tcfs_db_sync(s->db);
+
+	return rc < 0 ? rc : tcfs_durable_flush(s);
+}
+
 int tcfs_store_begin(struct tcfs_store *s)
 {
 	return tcfs_db_begin(s->db);

@@ -65,6 +65,9 @@ int tcfs_store_keeps_unlinked(const struct tcfs_store *s);
 void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
 		      void *ctx);
 int tcfs_store_sync(struct tcfs_store *s);
+/* fsync's meaning: commits, and makes the index and every new blob
+ * durable unless the store never syncs (tcfs_durable_flush). */
+int tcfs_store_fsync(struct tcfs_store *s);
 
 /* Groups the operations between them into one transaction; nests. */
 int tcfs_store_begin(struct tcfs_store *s);
