@@ -144,8 +144,36 @@ int fs_probes_new(struct fs_probes **out)
 	return 0;
 }
 
+/* Whether pid has exited, asked of the kernel once per pruning for the
+ * first PIDS_ASKED processes met: the lock that lookups wait on is held
+ * meanwhile, and one process has a path for every kernel it probed. */
+#define PIDS_ASKED 64
+
+struct pids_asked {
+	size_t n;
+	pid_t pid[PIDS_ASKED];
+	char dead[PIDS_ASKED];
+};
+
+static int exited(struct pids_asked *a, pid_t pid)
+{
+	int dead;
+
+	for (size_t i = 0; i < a->n; i++)
+		if (a->pid[i] == pid)
+			return a->dead[i];
+	dead = kill(pid, 0) < 0 && errno == ESRCH;
+	if (a->n < PIDS_ASKED) {
+		a->pid[a->n] = pid;
+		a->dead[a->n++] = (char)dead;
+	}
+	return dead;
+}
+
 static void drop_if(struct fs_probes *p, int only_dead)
 {
+	struct pids_asked asked = { 0 };
+
 	pthread_mutex_lock(&p->mu);
 	for (size_t b = 0; b < PROBE_BUCKETS; b++) {
 		struct seen **link = &p->bucket[b];
@@ -153,7 +181,7 @@ static void drop_if(struct fs_probes *p, int only_dead)
 		while (*link) {
 			struct seen *s = *link;
 
-			if (only_dead && !(kill(s->pid, 0) < 0 && errno == ESRCH)) {
+			if (only_dead && !exited(&asked, s->pid)) {
 				link = &s->next;
 				continue;
 			}

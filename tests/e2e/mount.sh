@@ -206,6 +206,35 @@ tcfs mount --store "$S2" "$M2"
 replay moved-warm "$SRC" "$M2"
 check_eq "a store copied and mounted elsewhere: all hits, children under the new mount" \
 	"$KERNELS 0" "$(seen moved-warm kernel hits) $(seen moved-warm kernel misses)"
+
+# A process's probes are folded into one per path until it exits; a new
+# process that gets its pid again probes afresh.  ns_last_pid (root only)
+# hands the next fork the pid just freed.
+GRP=$(ls "$M2"/*/__grp__*.json | head -1)
+python3 - "$GRP" >"$T_TMP/pids" 2>/dev/null <<'PY'
+import os, sys, time
+def probe():
+    pid = os.fork()
+    if pid == 0:
+        os.stat(sys.argv[1])
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+first = probe()
+time.sleep(0.5)		# past the daemon's 100 ms pruning tick
+with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    f.write(str(first - 1))
+print(first, probe())
+PY
+read -r P1 P2 <"$T_TMP/pids"
+if [ -n "${P1:-}" ] && [ "$P1" = "${P2:-}" ]; then
+	settle
+	tcfs log --json --store "$S2"
+	check_eq "a pid used again after its process exited: each process's probe is logged" 2 \
+		"$(grep -c "\"pid\": *$P1," "$OUT")"
+else
+	skip "a pid used again after its process exited" "cannot choose pids here"
+fi
 tcfs umount "$M2"
 
 echo "# --- relative paths: the daemon leaves the working directory"
