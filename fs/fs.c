@@ -316,8 +316,14 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
+	/* Under -d the one thread reads the session's descriptor itself,
+	 * blocking. */
+	if (!o->debug && fs_busypoll_start(&fs, o->busy_poll_us) < 0)
+		syslog(LOG_WARNING, "tcfs: no busy-poll thread: requests are "
+		       "answered, a little slower");
 	rc = o->debug ? fuse_session_loop(fs.se)
 		      : fuse_session_loop_mt(fs.se, cfg);
+	fs_busypoll_stop(&fs);
 	fuse_loop_cfg_destroy(cfg);
 	rc = rc < 0;	/* a signal's number is a clean stop */
 out_threads:

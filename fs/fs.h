@@ -14,7 +14,13 @@ struct tcfs_fs_opts {
 	double wait_s;		/* for the store's writer lock */
 	int no_fsync;		/* new blobs never synced (--no-fsync) */
 	double sync_s;		/* else synced this often; 0: every second */
+	long busy_poll_us;	/* --busy-poll: 0 for none */
 };
+
+/* How long the mount keeps polling for the next request after one, by
+ * default (fs/busypoll.c): longer than the gaps within a burst of
+ * Triton's requests, short enough that an idle mount costs nothing. */
+#define TCFS_FS_BUSY_POLL_US 200
 
 /* Mounts and serves until unmounted.  Without foreground, returns in the
  * calling process once the mount serves requests (the daemon goes on).

@@ -3,7 +3,7 @@
  * fs/: lookup.c (lookup, getattr, statfs), dir.c (mkdir, rmdir, unlink,
  * rename, readdir), file.c (create, open, read, write, release, fsync,
  * setattr), probe.c (hit/miss per probe), events.c (the log writer),
- * flusher.c (new blobs made durable).
+ * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts).
  */
 #ifndef TCFS_FS_PRIV_H
 #define TCFS_FS_PRIV_H
@@ -26,6 +26,7 @@ struct fs_inodes;
 struct fs_groups;
 struct fs_dirties;
 struct fs_flusher;
+struct fs_busypoll;
 
 struct tcfs_fs {
 	struct tcfs_store *store;
@@ -40,6 +41,7 @@ struct tcfs_fs {
 	struct fs_events *events;
 	struct fs_dirties *dirties;	/* writes not committed yet */
 	struct fs_flusher *flusher;
+	struct fs_busypoll *busypoll;
 	int failed;		/* the index lost changes: fs.c (read
 				 * after the threads that set it are joined) */
 };
@@ -119,6 +121,12 @@ void fs_events_stop(struct tcfs_fs *fs);
  * every second); stop flushes a last time. */
 int fs_flusher_start(struct tcfs_fs *fs, double every_s);
 void fs_flusher_stop(struct tcfs_fs *fs);
+
+/* busypoll.c: a reader of the session's descriptor that goes on polling
+ * for window_us after each request it serves (0: no such reader).  Start
+ * it before the session loop, stop it once the loop has returned. */
+int fs_busypoll_start(struct tcfs_fs *fs, long window_us);
+void fs_busypoll_stop(struct tcfs_fs *fs);
 
 /* The low-level operations, by module. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -46,6 +46,11 @@ static const char *const mount_help =
 	"                    nothing, but a power cut may damage recent files\n"
 	"                    (tcfs fsck --repair then has their kernels\n"
 	"                    recompiled)\n"
+	"      --busy-poll USEC\n"
+	"                    after each request, poll this long for the next\n"
+	"                    one instead of sleeping (default 200; 0: never):\n"
+	"                    faster answers in Triton's bursts, for one CPU\n"
+	"                    busy while they last\n"
 	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
 	"  -h, --help        show this help\n"
 	"\n"
@@ -76,8 +81,21 @@ static int fsname_opt(const char *store, char *buf, size_t len)
 	return used + 3 < len ? 0 : -ENAMETOOLONG;
 }
 
+/* A whole number of microseconds up to a second, or -1. */
+static long parse_us(const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > 1000000)
+		return -1;
+	return v;
+}
+
 /* Long options without a letter: values no character takes. */
-enum { OPT_SYNC_EVERY = 0x100 };
+enum { OPT_SYNC_EVERY = 0x100, OPT_BUSY_POLL };
 
 int cmd_mount(int argc, char **argv)
 {
@@ -86,11 +104,12 @@ int cmd_mount(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "no-fsync", no_argument, NULL, 'N' },
 		{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
+		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
 	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_fs_opts fo = { 0 };
+	struct tcfs_fs_opts fo = { .busy_poll_us = TCFS_FS_BUSY_POLL_US };
 	char store[PATH_MAX], real[PATH_MAX], fsopts[2 * PATH_MAX + 64];
 	char *user = NULL;
 	int c, rc;
@@ -122,6 +141,14 @@ int cmd_mount(int argc, char **argv)
 				return cli_usage_err("mount", "--sync-every: "
 						     "'%s' is not a number of "
 						     "seconds above 0", optarg);
+			break;
+		case OPT_BUSY_POLL:
+			fo.busy_poll_us = parse_us(optarg);
+			if (fo.busy_poll_us < 0)
+				return cli_usage_err("mount", "--busy-poll: "
+						     "'%s' is not a number of "
+						     "microseconds from 0 to "
+						     "1000000", optarg);
 			break;
 		default:
 			return cli_usage_err("mount", "bad option");

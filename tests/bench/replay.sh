@@ -6,8 +6,9 @@
 #         with files opened as this Python opens them, then as CPython
 #         >= 3.14 does (see --opens in replay.py)
 #   race: 8 processes cold on the same keys (errors must be zero)
-# Plain disk and the mount (by default, and with --no-fsync) run in the
-# same loop, on the same file system; prints medians and the ratios.
+# Plain disk and the mount (by default, with --no-fsync, and with
+# --busy-poll 0) run in the same loop, on the same file system; prints
+# medians and the ratios.
 #
 #   tests/bench/replay.sh [TCFS_BINARY] [RUNS]
 set -euo pipefail
@@ -44,7 +45,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR
 
 # plain cold, warm, warm as 3.14 opens; the same on the mount; cold with
 # --no-fsync
-pc=() pw=() p4=() mc=() mw=() m4=() nc=()
+pc=() pw=() p4=() mc=() mw=() m4=() nc=() bc=() bw=()
 for ((i = 0; i < runs; i++)); do
 	rm -rf "$work/plain" "$work/store"
 	mkdir "$work/plain"
@@ -59,6 +60,11 @@ for ((i = 0; i < runs; i++)); do
 	rm -rf "$work/store"
 	"$tcfs" mount --no-fsync --store "$work/store" "$mnt"
 	nc+=("$(run_replay "$src" "$mnt")")
+	"$tcfs" umount "$mnt"
+	rm -rf "$work/store"
+	"$tcfs" mount --busy-poll 0 --store "$work/store" "$mnt"
+	bc+=("$(run_replay "$src" "$mnt")")
+	bw+=("$(run_replay "$src" "$mnt")")
 	"$tcfs" umount "$mnt"
 done
 rm -rf "$work/store" "$work/plain"
@@ -77,7 +83,9 @@ printf 'replay benchmark: 154 kernels + 5 modules, median of %d runs\n' "$runs"
 printf '  %-34s %9s %9s %8s\n' "" plain tcfs ratio
 row "cold (every kernel written)" "$p_c" "$(median "${mc[@]}")"
 row "cold, tcfs mount --no-fsync" "$p_c" "$(median "${nc[@]}")"
+row "cold, tcfs mount --busy-poll 0" "$p_c" "$(median "${bc[@]}")"
 row "warm (every kernel read back)" "$(median "${pw[@]}")" "$(median "${mw[@]}")"
+row "warm, tcfs mount --busy-poll 0" "$(median "${pw[@]}")" "$(median "${bw[@]}")"
 row "warm, opens as CPython >= 3.14" "$(median "${p4[@]}")" "$(median "${m4[@]}")"
 printf '  (up to 3.13, each open() also sends a TCGETS ioctl for isatty, which FUSE\n'
 printf '   always forwards to the daemon: %d round trips in the warm replay)\n' \

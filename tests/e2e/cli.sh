@@ -99,13 +99,15 @@ else
 	show_run
 fi
 
-for v in 0 -1 soon; do
-	tcfs mount --sync-every "$v" --store "$T_TMP/never" "$T_TMP"
-	if [ "$RC" = 2 ] && grep -q -- "--sync-every: '$v'" "$ERR" &&
+for bad in sync-every=0 sync-every=-1 sync-every=soon busy-poll=-1 \
+	busy-poll=1000001 busy-poll=fast busy-poll=1.5; do
+	opt=${bad%%=*} v=${bad#*=}
+	tcfs mount "--$opt" "$v" --store "$T_TMP/never" "$T_TMP"
+	if [ "$RC" = 2 ] && grep -q -- "--$opt: '$v'" "$ERR" &&
 		[ ! -e "$T_TMP/never" ]; then
-		ok "mount --sync-every $v exits 2 naming the bad value, creates no store"
+		ok "mount --$opt $v exits 2 naming the bad value, creates no store"
 	else
-		not_ok "mount --sync-every $v exits 2 naming the bad value, creates no store"
+		not_ok "mount --$opt $v exits 2 naming the bad value, creates no store"
 		show_run
 	fi
 done

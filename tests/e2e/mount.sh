@@ -126,6 +126,16 @@ check_eq "after a remount: every kernel still a hit" "$KERNELS 0" \
 replay warm-314 --opens 3.14 "$SRC" "$M"
 check_eq "opened as CPython 3.14 does: every kernel a hit" "$KERNELS 0" \
 	"$(seen warm-314 kernel hits) $(seen warm-314 kernel misses)"
+# Busy-polling stops with the burst (fs/busypoll.c): an idle daemon has
+# only the flusher's one wakeup a second.  CPU time in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+sleep 0.2
+t0=$(cpu_ticks "$DAEMON")
+sleep 2
+t1=$(cpu_ticks "$DAEMON")
+echo "# the idle daemon used $((t1 - t0)) ticks of CPU in 2 s"
+check "an idle mount spends no CPU (it busy-polls only in bursts)" \
+	test $((t1 - t0)) -le 5
 fusermount3 -u "$M"
 wait "$DAEMON"
 check_eq "fusermount3 -u: the foreground daemon exits 0" 0 $?
@@ -192,6 +202,22 @@ check_stats nosync-cold nosync-warm
 tcfs umount "$M"
 tcfs fsck --store "$S"
 check_rc "--no-fsync: fsck after unmount is clean" 0
+
+echo "# --- --busy-poll 0: the libfuse workers alone"
+S=$T_TMP/nopoll-store
+M=$T_TMP/nopoll-mnt
+mkdir -p "$M"
+at_exit "fusermount3 -uz '$M'"
+tcfs mount --busy-poll 0 --store "$S" "$M"
+check_rc "tcfs mount --busy-poll 0" 0
+replay nopoll-cold "$SRC" "$M"
+replay nopoll-warm "$SRC" "$M"
+check_eq "--busy-poll 0 warm: all hits" "$KERNELS 0" \
+	"$(seen nopoll-warm kernel hits) $(seen nopoll-warm kernel misses)"
+settle
+check_stats nopoll-cold nopoll-warm
+tcfs umount "$M"
+check_rc "--busy-poll 0: tcfs umount" 0
 
 S=$T_TMP/ind-store
 M=$T_TMP/ind-mnt
