@@ -111,7 +111,7 @@ int fs_busypoll_start(struct tcfs_fs *fs, long window_us)
 		return rc;
 	}
 	fs->busypoll = b;
-	rc = -pthread_create(&b->thread, NULL, run, fs);
+	rc = fs_thread_start(&b->thread, run, fs);
 	if (rc < 0) {
 		fs->busypoll = NULL;
 		close(b->stopfd);

@@ -145,7 +145,7 @@ int fs_events_start(struct tcfs_fs *fs)
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	fs->events = e;
-	rc = -pthread_create(&e->thread, NULL, writer, fs);
+	rc = fs_thread_start(&e->thread, writer, fs);
 	if (rc < 0) {
 		fs->events = NULL;
 		free(e);

@@ -80,7 +80,7 @@ int fs_flusher_start(struct tcfs_fs *fs, double every_s)
 	pthread_cond_init(&f->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	fs->flusher = f;
-	rc = -pthread_create(&f->thread, NULL, run, fs);
+	rc = fs_thread_start(&f->thread, run, fs);
 	if (rc < 0) {
 		fs->flusher = NULL;
 		pthread_cond_destroy(&f->cv);

@@ -253,6 +253,24 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
 	return 0;
 }
 
+int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t stop, old;
+	int rc;
+
+	/* libfuse's workers block these too, so that they reach the main
+	 * thread: its handler ends the session loop, which waits there. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	rc = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -rc;
+}
+
 /* Pending writes and open blobs take descriptors: use all we may. */
 static void raise_fd_limit(void)
 {

@@ -46,6 +46,10 @@ struct tcfs_fs {
 				 * after the threads that set it are joined) */
 };
 
+/* fs.c: starts a thread of the mount's own (events, flusher, busypoll),
+ * one that the signals that stop the mount never go to.  0 or -errno. */
+int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+
 static inline struct tcfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
