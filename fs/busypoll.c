@@ -11,27 +11,28 @@
  * costs no CPU.  sched_yield() in the loop leaves the CPU to anything
  * else runnable on it.
  *
- * The libfuse workers read their own cloned descriptors (clone_fd),
- * blocking; this thread reads the session's own descriptor, made
- * non-blocking, which no worker reads.  Whichever reader takes a request
- * answers it on the descriptor it came from, as the kernel requires.
+ * The libfuse workers read their own cloned descriptors (clone_fd); this
+ * thread reads the session's own, which is where it must answer too.  The
+ * descriptor stays blocking, as libfuse expects of it (a worker that
+ * cannot clone one reads it): the thread polls and reads only once a
+ * request is queued, and if another reader takes that request first, it
+ * waits in read() like any worker.  Like libfuse's workers it is stopped
+ * by cancellation, which it allows only while waiting, never while it
+ * serves a request.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdint.h>
+#include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "priv.h"
 
 struct fs_busypoll {
 	long long window_ns;
-	int stopfd;		/* an eventfd: readable once told to stop */
+	atomic_int stop;	/* the session loop has returned */
 	pthread_t thread;
 };
 
@@ -43,16 +44,18 @@ static long long now_ns(void)
 	return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* Sleeps until a request is queued; 0, or -1 once told to stop. */
-static int sleep_until_request(int fd, int stopfd)
+/* Whether /dev/fuse has a request queued (or has failed: the read then
+ * says how), waiting up to timeout_ms (-1: for ever). */
+static int request_ready(int fd, int timeout_ms)
 {
-	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
-			       { .fd = stopfd, .events = POLLIN } };
+	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	while (poll(p, 2, -1) < 0)
-		if (errno != EINTR)
-			return -1;
-	return p[1].revents ? -1 : 0;
+	return poll(&p, 1, timeout_ms) > 0;
+}
+
+static void free_buf(void *arg)
+{
+	free(((struct fuse_buf *)arg)->mem);
 }
 
 static void *run(void *arg)
@@ -63,19 +66,24 @@ static void *run(void *arg)
 	int fd = fuse_session_fd(fs->se);
 	long long last = now_ns();
 
-	while (!fuse_session_exited(fs->se)) {
-		int res = fuse_session_receive_buf(fs->se, &buf);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_push(free_buf, &buf);
+	/* The session's exit flag alone will not do: the loop clears it
+	 * as it returns. */
+	while (!atomic_load(&b->stop) && !fuse_session_exited(fs->se)) {
+		int spinning = now_ns() - last < b->window_ns;
+		int res;
 
-		if (res == -EAGAIN) {
-			if (now_ns() - last < b->window_ns) {
-				sched_yield();
-				continue;
-			}
-			if (sleep_until_request(fd, b->stopfd) < 0)
-				break;
-			last = now_ns();
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		if (spinning && !request_ready(fd, 0)) {
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+			sched_yield();
 			continue;
 		}
+		if (!spinning)
+			request_ready(fd, -1);
+		res = fuse_session_receive_buf(fs->se, &buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		if (res == -EINTR)
 			continue;
 		/* 0: unmounted or stopping; else the device failed, and
@@ -85,36 +93,26 @@ static void *run(void *arg)
 		fuse_session_process_buf(fs->se, &buf);
 		last = now_ns();
 	}
-	free(buf.mem);
+	pthread_cleanup_pop(1);
 	return NULL;
 }
 
 int fs_busypoll_start(struct tcfs_fs *fs, long window_us)
 {
 	struct fs_busypoll *b;
-	int fd = fuse_session_fd(fs->se);
-	int fl, rc;
+	int rc;
 
 	if (window_us <= 0)
 		return 0;
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->window_ns = window_us * 1000LL;
-	b->stopfd = eventfd(0, EFD_CLOEXEC);
-	if (b->stopfd < 0) {
-		rc = -errno;
-		free(b);
-		return rc;
-	}
+	atomic_init(&b->stop, 0);
 	fs->busypoll = b;
 	rc = fs_thread_start(&b->thread, run, fs);
 	if (rc < 0) {
 		fs->busypoll = NULL;
-		close(b->stopfd);
 		free(b);
 	}
 	return rc;
@@ -123,14 +121,14 @@ int fs_busypoll_start(struct tcfs_fs *fs, long window_us)
 void fs_busypoll_stop(struct tcfs_fs *fs)
 {
 	struct fs_busypoll *b = fs->busypoll;
-	uint64_t one = 1;
 
 	if (!b)
 		return;
-	/* Cannot fail: the counter is far from full. */
-	(void)!write(b->stopfd, &one, sizeof(one));
+	/* A request being served is finished first: cancellation waits for
+	 * the thread's next poll or read. */
+	atomic_store(&b->stop, 1);
+	pthread_cancel(b->thread);
 	pthread_join(b->thread, NULL);
-	close(b->stopfd);
 	free(b);
 	fs->busypoll = NULL;
 }

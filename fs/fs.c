@@ -59,8 +59,14 @@ static void fs_lost(void *ctx, int rc)
 	syslog(LOG_CRIT, "tcfs: %s: uncommitted changes lost (%s): "
 	       "stopping the mount", fs->root, strerror(-rc));
 	fs->failed = 1;
-	if (fs->se)
-		fuse_session_exit(fs->se);
+	if (!fs->se)
+		return;
+	fuse_session_exit(fs->se);
+	/* libfuse 3.14's loop sleeps until one of its workers leaves or a
+	 * signal comes, and this may be neither (the busy-poll reader, the
+	 * flusher): wake it as its own handler would. */
+	if (atomic_load(&fs->looping) && !pthread_equal(pthread_self(), fs->loop))
+		pthread_kill(fs->loop, SIGTERM);
 }
 
 /* A node kept in limbo goes when the kernel has forgotten every lookup of
@@ -339,8 +345,11 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	if (!o->debug && fs_busypoll_start(&fs, o->busy_poll_us) < 0)
 		syslog(LOG_WARNING, "tcfs: no busy-poll thread: requests are "
 		       "answered, a little slower");
+	fs.loop = pthread_self();
+	atomic_store(&fs.looping, 1);
 	rc = o->debug ? fuse_session_loop(fs.se)
 		      : fuse_session_loop_mt(fs.se, cfg);
+	atomic_store(&fs.looping, 0);
 	fs_busypoll_stop(&fs);
 	fuse_loop_cfg_destroy(cfg);
 	rc = rc < 0;	/* a signal's number is a clean stop */

@@ -11,6 +11,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "index/event.h"
@@ -44,6 +45,8 @@ struct tcfs_fs {
 	struct fs_busypoll *busypoll;
 	int failed;		/* the index lost changes: fs.c (read
 				 * after the threads that set it are joined) */
+	pthread_t loop;		/* the thread in libfuse's session loop */
+	atomic_int looping;	/* 1 while it is there */
 };
 
 /* fs.c: starts a thread of the mount's own (events, flusher, busypoll),

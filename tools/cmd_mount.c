@@ -50,7 +50,7 @@ static const char *const mount_help =
 	"                    after each request, poll this long for the next\n"
 	"                    one instead of sleeping (default 200; 0: never):\n"
 	"                    faster answers in Triton's bursts, for one CPU\n"
-	"                    busy while they last\n"
+	"                    busy while they last (not with -d)\n"
 	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
 	"  -h, --help        show this help\n"
 	"\n"

@@ -3,7 +3,9 @@
 # times, each on a fresh store: the dead mount answers ENOTCONN and comes
 # off, the store mounts again, every kernel that has a group file is whole,
 # no file is half-written, no temp entry is left, fsck finds the store
-# consistent, and a warm replay fills in the rest without an error.
+# consistent, and a warm replay fills in the rest without an error.  Then
+# a simulated power cut, SIGTERM in a storm (a clean stop), and an index
+# that stops taking commits (the mount stops by itself, left dead).
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1; then
 	echo "1..0 # SKIP no /dev/fuse"
 	exit 0
@@ -333,4 +335,66 @@ if [ "$RC" = 0 ]; then
 		"$(q "SELECT count(*) FROM unsynced")"
 	tcfs umount "$M"
 	check_rc "power cut: tcfs umount at the end" 0
+fi
+
+# SIGTERM in the middle of a storm: a clean stop.  The daemon ends its
+# session loop, stops its own threads (the busy-poll reader among them,
+# which must not go on serving the storm), commits and unmounts.
+S=$T_TMP/term-store
+M=$T_TMP/term-mnt
+mkdir -p "$M"
+at_exit "fusermount3 -uz '$M'"
+"$TCFS" mount -f --store "$S" "$M" 2>"$T_TMP/term.err" &
+DAEMON=$!
+for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.05; done
+timeout 120 python3 "$REPLAY/replay.py" --procs 8 --shuffle "$SRC" "$M" >/dev/null 2>&1 &
+STORM=$!
+sleep "0.$((RANDOM % 6 + 2))"
+kill -TERM "$DAEMON"
+check "SIGTERM during a storm: the daemon exits within 5 s" gone "$DAEMON"
+wait "$DAEMON"
+check_eq "SIGTERM during a storm: exit status 0 (a clean stop)" 0 $?
+wait "$STORM"
+check "SIGTERM during a storm: the mount is gone" sh -c "! grep -q ' $M ' /proc/self/mountinfo"
+tcfs fsck --store "$S"
+check_rc "SIGTERM during a storm: fsck finds the store consistent" 0
+
+# The index stops taking commits (a disk gone bad; tests/e2e/fail_wal.c
+# fails every write to the WAL once told to).  The mount must stop by
+# itself, whichever thread met the failure, and stay dead (ENOTCONN)
+# rather than serve a tree that is not in the index.
+if [ -n "${FAIL_WAL:-}" ] && [ -f "$FAIL_WAL" ]; then
+	S=$T_TMP/lost-store
+	M=$T_TMP/lost-mnt
+	mkdir -p "$M"
+	at_exit "fusermount3 -uz '$M'"
+	LD_PRELOAD=$FAIL_WAL TCFS_FAIL_WAL=$T_TMP/fail-now \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$TCFS" mount -f --store "$S" "$M" 2>"$T_TMP/lost.err" &
+	DAEMON=$!
+	for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.05; done
+	mkdir "$M/KEPT" && sleep 0.5
+	touch "$T_TMP/fail-now"
+	mkdir "$M/LOST"
+	# Nothing touches the mount from here on: no request wakes a worker.
+	check "index commits fail: the daemon stops by itself" gone "$DAEMON"
+	wait "$DAEMON"
+	check_eq "index commits fail: exit status 1" 1 $?
+	check "index commits fail: the log says why" grep -q "uncommitted changes lost" "$T_TMP/lost.err"
+	python3 -c 'import errno, os, sys
+try:
+    os.stat(sys.argv[1] + "/KEPT")
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ENOTCONN else 1)
+sys.exit(1)' "$M"
+	check_rc "index commits fail: the mount is left dead (ENOTCONN)" 0
+	fusermount3 -u "$M"
+	rm -f "$T_TMP/fail-now"
+	tcfs fsck --store "$S"
+	check_rc "index commits fail: fsck finds the store consistent" 0
+	tcfs mount --store "$S" "$M"
+	check "index commits fail: what was committed is there after a remount" test -d "$M/KEPT"
+	tcfs umount "$M"
+else
+	skip "index commits fail: the mount stops by itself" "no fail_wal shim (FAIL_WAL)"
 fi

@@ -126,8 +126,9 @@ check_eq "after a remount: every kernel still a hit" "$KERNELS 0" \
 replay warm-314 --opens 3.14 "$SRC" "$M"
 check_eq "opened as CPython 3.14 does: every kernel a hit" "$KERNELS 0" \
 	"$(seen warm-314 kernel hits) $(seen warm-314 kernel misses)"
-# Busy-polling stops with the burst (fs/busypoll.c): an idle daemon has
-# only the flusher's one wakeup a second.  CPU time in clock ticks.
+# Busy-polling stops with the burst (fs/busypoll.c): an idle daemon only
+# wakes to see whether it has events to write (every 100 ms) or changes
+# to sync (every second).  CPU time in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 sleep 0.2
 t0=$(cpu_ticks "$DAEMON")
