@@ -34,6 +34,10 @@ struct fs_busypoll {
 	long long window_ns;
 	atomic_int stop;	/* the session loop has returned */
 	pthread_t thread;
+	/* The thread's request buffer, freed by whoever joins it: a
+	 * cleanup handler would have to unwind through this file's frames,
+	 * which ASan's runtime does not survive. */
+	struct fuse_buf buf;
 };
 
 static long long now_ns(void)
@@ -53,21 +57,14 @@ static int request_ready(int fd, int timeout_ms)
 	return poll(&p, 1, timeout_ms) > 0;
 }
 
-static void free_buf(void *arg)
-{
-	free(((struct fuse_buf *)arg)->mem);
-}
-
 static void *run(void *arg)
 {
 	struct tcfs_fs *fs = arg;
 	struct fs_busypoll *b = fs->busypoll;
-	struct fuse_buf buf = { 0 };
 	int fd = fuse_session_fd(fs->se);
 	long long last = now_ns();
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	pthread_cleanup_push(free_buf, &buf);
 	/* The session's exit flag alone will not do: the loop clears it
 	 * as it returns. */
 	while (!atomic_load(&b->stop) && !fuse_session_exited(fs->se)) {
@@ -82,7 +79,7 @@ static void *run(void *arg)
 		}
 		if (!spinning)
 			request_ready(fd, -1);
-		res = fuse_session_receive_buf(fs->se, &buf);
+		res = fuse_session_receive_buf(fs->se, &b->buf);
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		if (res == -EINTR)
 			continue;
@@ -90,10 +87,9 @@ static void *run(void *arg)
 		 * the workers, reading their own descriptors, go on. */
 		if (res <= 0)
 			break;
-		fuse_session_process_buf(fs->se, &buf);
+		fuse_session_process_buf(fs->se, &b->buf);
 		last = now_ns();
 	}
-	pthread_cleanup_pop(1);
 	return NULL;
 }
 
@@ -129,6 +125,7 @@ void fs_busypoll_stop(struct tcfs_fs *fs)
 	atomic_store(&b->stop, 1);
 	pthread_cancel(b->thread);
 	pthread_join(b->thread, NULL);
+	free(b->buf.mem);
 	free(b);
 	fs->busypoll = NULL;
 }

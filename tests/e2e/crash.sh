@@ -370,6 +370,7 @@ if [ -n "${FAIL_WAL:-}" ] && [ -f "$FAIL_WAL" ]; then
 	at_exit "fusermount3 -uz '$M'"
 	LD_PRELOAD=$FAIL_WAL TCFS_FAIL_WAL=$T_TMP/fail-now \
 		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		LSAN_OPTIONS=suppressions=$(dirname "$0")/lsan-dead-mount.supp \
 		"$TCFS" mount -f --store "$S" "$M" 2>"$T_TMP/lost.err" &
 	DAEMON=$!
 	for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.05; done
