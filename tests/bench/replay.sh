@@ -43,33 +43,37 @@ print(d["elapsed"])'
 div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
+# fresh_mount [OPTION...]: an empty store mounted at $mnt.
+fresh_mount() {
+	rm -rf "$work/store"
+	"$tcfs" mount "$@" --store "$work/store" "$mnt"
+}
+
 # plain cold, warm, warm as 3.14 opens; the same on the mount; cold with
-# --no-fsync
+# --no-fsync; cold and warm with --busy-poll 0
 pc=() pw=() p4=() mc=() mw=() m4=() nc=() bc=() bw=()
 for ((i = 0; i < runs; i++)); do
-	rm -rf "$work/plain" "$work/store"
+	rm -rf "$work/plain"
 	mkdir "$work/plain"
 	pc+=("$(run_replay "$src" "$work/plain")")
 	pw+=("$(run_replay "$src" "$work/plain")")
 	p4+=("$(run_replay --opens 3.14 "$src" "$work/plain")")
-	"$tcfs" mount --store "$work/store" "$mnt"
+	fresh_mount
 	mc+=("$(run_replay "$src" "$mnt")")
 	mw+=("$(run_replay "$src" "$mnt")")
 	m4+=("$(run_replay --opens 3.14 "$src" "$mnt")")
 	"$tcfs" umount "$mnt"
-	rm -rf "$work/store"
-	"$tcfs" mount --no-fsync --store "$work/store" "$mnt"
+	fresh_mount --no-fsync
 	nc+=("$(run_replay "$src" "$mnt")")
 	"$tcfs" umount "$mnt"
-	rm -rf "$work/store"
-	"$tcfs" mount --busy-poll 0 --store "$work/store" "$mnt"
+	fresh_mount --busy-poll 0
 	bc+=("$(run_replay "$src" "$mnt")")
 	bw+=("$(run_replay "$src" "$mnt")")
 	"$tcfs" umount "$mnt"
 done
-rm -rf "$work/store" "$work/plain"
+rm -rf "$work/plain"
 mkdir "$work/plain"
-"$tcfs" mount --store "$work/store" "$mnt"
+fresh_mount
 race_plain=$(run_replay --procs 8 --shuffle "$src" "$work/plain")
 race_mnt=$(run_replay --procs 8 --shuffle "$src" "$mnt")
 "$tcfs" umount "$mnt"	# flushes the probe log
