@@ -171,8 +171,8 @@ static int check_mountpoint(const char *mp, char *root, size_t len,
 	return 0;
 }
 
-/* Temp entries of writers that died with the last daemon: nobody can
- * finish them, and nothing half-written may stay visible. */
+/* Temp entries of puts cut off when the last daemon stopped or died:
+ * nobody can finish them, and nothing half-written may stay visible. */
 static void recover(struct tcfs_fs *fs)
 {
 	struct tcfs_node *top = NULL, *kids = NULL;

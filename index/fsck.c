@@ -271,8 +271,13 @@ static int check_kernels(struct fsck *f)
 			  sql_no_kernel, "");
 	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
 		const struct user *g = &groups.v[i];
-		int fixed = 0;
+		int fixed = 0, key;
 
+		/* A put that never finished (its writer or the daemon
+		 * stopped) is no fault: the next mount removes it. */
+		rc = tcfs_kernel_is_key_dir(f->s, g->parent, &key);
+		if (rc < 0 || !key)
+			continue;
 		if (f->repair) {
 			rc = tcfs_store_begin(f->s);
 			if (rc == 0)

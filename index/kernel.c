@@ -176,9 +176,7 @@ static int add_ino(void *ctx, sqlite3_stmt *st)
 	return 0;
 }
 
-/* Kernels live in key dirs, directly under the root; a group file still in
- * a temp dir (Inductor's tmp.*, Triton's tmp.pid_*) is not a kernel yet. */
-static int is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
+int tcfs_kernel_is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
 {
 	struct tcfs_node d;
 	int rc = tcfs_ns_get(s, dir, &d);
@@ -215,7 +213,7 @@ int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
 {
 	int rc, key;
 
-	rc = is_key_dir(s, dir, &key);
+	rc = tcfs_kernel_is_key_dir(s, dir, &key);
 	if (rc < 0)
 		return rc;
 	if (key)
@@ -228,7 +226,7 @@ int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir)
 {
 	int rc, key;
 
-	rc = is_key_dir(s, dir, &key);
+	rc = tcfs_kernel_is_key_dir(s, dir, &key);
 	return rc < 0 || !key ? rc : refresh_key_dir(s, dir);
 }
 

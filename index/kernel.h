@@ -48,6 +48,11 @@ struct tcfs_kernel_filter {
 	const char *arch;
 };
 
+/* *yes = whether dir is a key dir: directly under the root, and not a temp
+ * dir.  Kernels live only there; a group file still in a temp dir
+ * (Inductor's tmp.*, Triton's tmp.pid_*) is not a kernel yet. */
+int tcfs_kernel_is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes);
+
 /* Recomputes the rows of every group file in dir, a key dir directly under
  * the root; for any other dir, drops its rows.  Cheap when dir has none. */
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
