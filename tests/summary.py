@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Counts every TAP check of a meson test run and prints the closing line
 'N passed, N failed, N skipped'.  A test that died without reporting a
-failing check counts as one failure of its own."""
+failing check counts as one failure of its own.  Each failed check is
+printed first with the TAP comments after it, which say why: CI shows only
+the end of the run, and meson prints a TAP test's stderr, not its stdout."""
 import json
 import re
 import sys
@@ -16,12 +18,14 @@ for path in args:
             t = json.loads(line)
             out = t.get("stdout") or ""
             p = f = s = 0
-            for m in re.finditer(r"^(not )?ok\b[^\n]*", out, re.M):
-                text = m.group(0)
+            for m in re.finditer(r"^(not )?ok\b[^\n]*((?:\n#[^\n]*)*)",
+                                 out, re.M):
+                text = m.group(0).split("\n", 1)[0]
                 if re.search(r"#\s*(SKIP|TODO)", text, re.I):
                     s += 1
                 elif m.group(1):
                     f += 1
+                    print(f"{t['name']}: {m.group(0)}")
                 else:
                     p += 1
             plan = re.search(r"^1\.\.0\s*#\s*SKIP", out, re.M | re.I)
