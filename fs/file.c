@@ -30,15 +30,15 @@
 #include "index/cas.h"
 #include "index/err.h"
 #include "index/group.h"
-#include "index/io.h"
 #include "index/store.h"
 #include "index/vec.h"
 #include "priv.h"
 
 #define GROUP_MAX (16u << 20)
 #define DIRTY_BUCKETS 1024
-/* Each pending file holds a staging descriptor: past this many, all are
- * committed before another starts (a burst of creates, say). */
+/* Each pending file holds a stage (cas.h: memory, or a descriptor once
+ * big): past this many, all are committed before another starts (a burst
+ * of creates, say). */
 #define DIRTY_MAX 256
 
 /* An inode with writes not yet committed.  refs counts who holds it; gone
@@ -255,6 +255,32 @@ static void unhook(struct fs_dirties *t, struct dirty *d)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/* A copy of a stage of at most GROUP_MAX bytes (*out: caller frees). */
+static int stage_bytes(const struct tcfs_cas_stage *stage, char **out,
+		       size_t *len)
+{
+	uint64_t size;
+	ssize_t got;
+	int rc;
+
+	rc = tcfs_cas_stage_size(stage, &size);
+	if (rc < 0)
+		return rc;
+	if (size > GROUP_MAX)
+		return -EFBIG;
+	*out = malloc(size ? size : 1);
+	if (!*out)
+		return -ENOMEM;
+	got = tcfs_cas_stage_pread(stage, *out, size, 0);
+	if (got != (ssize_t)size) {
+		free(*out);
+		*out = NULL;
+		return got < 0 ? (int)got : -EIO;
+	}
+	*len = size;
+	return 0;
+}
+
 /* Stores the staged bytes: a group file whose children lie in its key dir
  * as a template, anything else as it is.  The stage is used up. */
 static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
@@ -268,9 +294,7 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 	c->fmt = TCFS_FMT_RAW;
 	if (tcfs_name_artifact(n->name) == TCFS_ART_GROUP &&
 	    fs_key_of(fs, n, key, sizeof(key)) == 0 &&
-	    lseek(tcfs_cas_stage_fd(stage), 0, SEEK_SET) == 0 &&
-	    tcfs_io_read_small(tcfs_cas_stage_fd(stage), GROUP_MAX, &raw,
-			       &len) == 0 &&
+	    stage_bytes(stage, &raw, &len) == 0 &&
 	    tcfs_group_relativize(raw, len, key, &tmpl, &tlen) == 1) {
 		rc = tcfs_cas_put_buf(cas, tmpl, tlen, &c->blob, NULL);
 		c->size = len;
@@ -370,13 +394,11 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 		  int64_t *mtime_ns)
 {
 	struct dirty *d = lock_dirty(fs, ino);
-	struct stat st;
 	int found = 0;
 
 	if (!d)
 		return 0;
-	if (fstat(tcfs_cas_stage_fd(d->stage), &st) == 0) {
-		*size = (uint64_t)st.st_size;
+	if (tcfs_cas_stage_size(d->stage, size) == 0) {
 		*mtime_ns = d->last_write_ns;
 		found = 1;
 	}
@@ -419,6 +441,24 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_inode_forget(fs, n.ino, 1);
 }
 
+static void read_stage(fuse_req_t req, const struct tcfs_cas_stage *stage,
+		       size_t size, off_t off)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t got;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	got = tcfs_cas_stage_pread(stage, buf, size, (uint64_t)off);
+	if (got < 0)
+		fuse_reply_err(req, (int)-got);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+	free(buf);
+}
+
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
@@ -431,14 +471,13 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int fd, rc;
 
 	(void)fi;
-	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	bv.buf[0].pos = off;
 	if (d) {	/* writes not committed yet are the file's bytes */
-		bv.buf[0].fd = tcfs_cas_stage_fd(d->stage);
-		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		read_stage(req, d->stage, size, off);
 		unlock_dirty(fs, d);
 		return;
 	}
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].pos = off;
 	rc = tcfs_ns_get(fs->store, ino, &n);
 	if (rc == 0 && n.fmt == TCFS_FMT_GROUP)
 		rc = fs_render(fs, &n, &bytes, &len);

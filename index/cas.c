@@ -20,12 +20,15 @@ struct tcfs_cas {
 	int storefd;	/* STORE, for quarantine/ (not owned) */
 	char *path;	/* STORE, for messages */
 	atomic_ulong seq;
+	atomic_size_t mem;	/* bytes that stages hold in memory */
 };
 
 struct tcfs_cas_stage {
 	struct tcfs_cas *cas;
-	int fd;
-	char name[64];
+	int fd;			/* -1 while the bytes are in mem */
+	char name[64];		/* under staging/, once there is a file */
+	char *mem;
+	size_t len, cap;	/* of mem; cap is counted in cas->mem */
 	struct tcfs_hasher *hasher;
 	uint64_t hashed;	/* bytes hashed so far, all in order */
 	int in_order;		/* every write so far was an append */
@@ -110,39 +113,30 @@ void tcfs_cas_close(struct tcfs_cas *cas)
 #define CAS_RESERVE_MIN (8u << 20)
 #define CAS_RESERVE_MAX (64u << 20)
 
+/* Stages stay in memory up to this size each and this much in all: most
+ * files Triton writes are a few KiB, and a stage that becomes no blob (the
+ * store has its bytes already, or it is a group file stored as a template)
+ * then never touches the disk, which spares the file system an inode
+ * made and removed per file.  Past either limit a stage moves to a file. */
+#define STAGE_MEM_MAX (1u << 20)
+#define STAGE_MEM_TOTAL (64u << 20)
+
 int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out)
 {
 	struct tcfs_cas_stage *s = calloc(1, sizeof(*s));
-	int rc;
 
 	if (!s)
 		return -ENOMEM;
 	s->cas = cas;
+	s->fd = -1;
 	s->in_order = 1;
 	s->hasher = tcfs_hash_new();
 	if (!s->hasher) {
 		free(s);
 		return -ENOMEM;
 	}
-	do {
-		snprintf(s->name, sizeof(s->name), "%ld.%lu", (long)getpid(),
-			 atomic_fetch_add(&cas->seq, 1));
-		s->fd = openat(cas->stagefd, s->name,
-			       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	} while (s->fd < 0 && errno == EEXIST);
-	if (s->fd < 0) {
-		rc = tcfs_err_errno(-errno, "%s/staging", cas->path);
-		tcfs_hash_free(s->hasher);
-		free(s);
-		return rc;
-	}
 	*out = s;
 	return 0;
-}
-
-int tcfs_cas_stage_fd(const struct tcfs_cas_stage *s)
-{
-	return s->fd;
 }
 
 /* Blobs leave the last part of the file system to the index beside them:
@@ -154,7 +148,7 @@ static int room_for(const struct tcfs_cas_stage *s, size_t len)
 	struct statvfs v;
 	uint64_t total, avail, reserve;
 
-	if (fstatvfs(s->fd, &v) < 0)
+	if (fstatvfs(s->cas->stagefd, &v) < 0)
 		return 0;	/* the write itself will tell */
 	total = (uint64_t)v.f_blocks * v.f_frsize;
 	avail = (uint64_t)v.f_bavail * v.f_frsize;
@@ -170,18 +164,93 @@ static int room_for(const struct tcfs_cas_stage *s, size_t len)
 			    (unsigned long long)(avail >> 10));
 }
 
+static void mem_free(struct tcfs_cas_stage *s)
+{
+	atomic_fetch_sub(&s->cas->mem, s->cap);
+	free(s->mem);
+	s->mem = NULL;
+	s->len = s->cap = 0;
+}
+
+/* Makes mem hold size bytes, zero-filling any growth; -1 when the stage
+ * must go to a file instead (too big, or memory is short). */
+static int mem_resize(struct tcfs_cas_stage *s, uint64_t size)
+{
+	size_t cap = s->cap ? s->cap : 4096, more;
+	char *p;
+
+	if (size > STAGE_MEM_MAX)
+		return -1;
+	while (cap < size)
+		cap *= 2;
+	if (cap > STAGE_MEM_MAX)
+		cap = STAGE_MEM_MAX;
+	if (cap > s->cap) {
+		more = cap - s->cap;
+		if (atomic_fetch_add(&s->cas->mem, more) + more >
+		    STAGE_MEM_TOTAL) {
+			atomic_fetch_sub(&s->cas->mem, more);
+			return -1;
+		}
+		p = realloc(s->mem, cap);
+		if (!p) {
+			atomic_fetch_sub(&s->cas->mem, more);
+			return -1;
+		}
+		s->mem = p;
+		s->cap = cap;
+	}
+	if (size > s->len)
+		memset(s->mem + s->len, 0, size - s->len);
+	s->len = size;
+	return 0;
+}
+
+/* Moves the bytes from mem to a new file under staging/. */
+static int stage_to_file(struct tcfs_cas_stage *s)
+{
+	struct tcfs_cas *cas = s->cas;
+	int rc;
+
+	do {
+		snprintf(s->name, sizeof(s->name), "%ld.%lu", (long)getpid(),
+			 atomic_fetch_add(&cas->seq, 1));
+		s->fd = openat(cas->stagefd, s->name,
+			       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	} while (s->fd < 0 && errno == EEXIST);
+	if (s->fd < 0)
+		return tcfs_err_errno(-errno, "%s/staging", cas->path);
+	rc = room_for(s, s->len);
+	if (rc == 0 && (rc = tcfs_io_pwrite_all(s->fd, s->mem, s->len, 0)) < 0)
+		rc = tcfs_err_errno(rc, "%s/staging/%s", cas->path, s->name);
+	if (rc < 0) {
+		unlinkat(cas->stagefd, s->name, 0);
+		close(s->fd);
+		s->fd = -1;
+		return rc;
+	}
+	mem_free(s);
+	return 0;
+}
+
 int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
 			 size_t len, uint64_t off)
 {
+	uint64_t end = off + len, old = s->len;
 	int rc = room_for(s, len);
 
 	if (rc < 0)
 		return rc;
-	rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
-
-	if (rc < 0)
-		return tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,
-				      s->name);
+	if (s->fd < 0 && mem_resize(s, end > old ? end : old) == 0) {
+		memcpy(s->mem + off, buf, len);
+	} else {
+		if (s->fd < 0 && (rc = stage_to_file(s)) < 0)
+			return rc;
+		rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
+		if (rc < 0)
+			return tcfs_err_errno(rc, "%s/staging/%s",
+					      s->cas->path, s->name);
+	}
 	if (s->in_order && off == s->hashed) {
 		tcfs_hash_update(s->hasher, buf, len);
 		s->hashed += len;
@@ -193,6 +262,15 @@ int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
 
 int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size)
 {
+	int rc;
+
+	if (s->fd < 0 && mem_resize(s, size) == 0) {
+		if (size != s->hashed)
+			s->in_order = 0;
+		return 0;
+	}
+	if (s->fd < 0 && (rc = stage_to_file(s)) < 0)
+		return rc;
 	if (ftruncate(s->fd, (off_t)size) < 0)
 		return tcfs_err_errno(-errno, "%s/staging/%s", s->cas->path,
 				      s->name);
@@ -201,9 +279,46 @@ int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size)
 	return 0;
 }
 
+int tcfs_cas_stage_size(const struct tcfs_cas_stage *s, uint64_t *size)
+{
+	struct stat st;
+
+	if (s->fd < 0) {
+		*size = s->len;
+		return 0;
+	}
+	if (fstat(s->fd, &st) < 0)
+		return tcfs_err_errno(-errno, "%s/staging/%s", s->cas->path,
+				      s->name);
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+ssize_t tcfs_cas_stage_pread(const struct tcfs_cas_stage *s, void *buf,
+			     size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	if (s->fd < 0) {
+		if (off >= s->len)
+			return 0;
+		if (len > s->len - off)
+			len = s->len - off;
+		memcpy(buf, s->mem + off, len);
+		return (ssize_t)len;
+	}
+	n = pread(s->fd, buf, len, (off_t)off);
+	if (n < 0)
+		return tcfs_err_errno(-errno, "%s/staging/%s", s->cas->path,
+				      s->name);
+	return n;
+}
+
 static void stage_free(struct tcfs_cas_stage *s)
 {
-	close(s->fd);
+	if (s->fd >= 0)
+		close(s->fd);
+	mem_free(s);
 	tcfs_hash_free(s->hasher);
 	free(s);
 }
@@ -212,7 +327,8 @@ void tcfs_cas_stage_abort(struct tcfs_cas_stage *s)
 {
 	if (!s)
 		return;
-	unlinkat(s->cas->stagefd, s->name, 0);
+	if (s->fd >= 0)
+		unlinkat(s->cas->stagefd, s->name, 0);
 	stage_free(s);
 }
 
@@ -324,34 +440,6 @@ fail:
 	return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
 }
 
-int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
-			  uint64_t *size, enum tcfs_cas_put *put)
-{
-	enum tcfs_cas_put dummy;
-	struct stat st;
-	int rc = 0;
-
-	if (fstat(s->fd, &st) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	if (s->in_order && (uint64_t)st.st_size == s->hashed) {
-		tcfs_hash_final(s->hasher, out);
-		*size = s->hashed;
-	} else {
-		rc = hash_fd(s->fd, out, size);
-		if (rc < 0)
-			goto fail;
-	}
-	rc = install(s->cas, s->fd, s->name, out, put ? put : &dummy);
-	stage_free(s);
-	return rc;
-fail:
-	rc = tcfs_err_errno(rc, "%s/staging/%s", s->cas->path, s->name);
-	tcfs_cas_stage_abort(s);
-	return rc;
-}
-
 /* Shares an existing blob without writing anything when the bytes match:
  * re-importing a cache costs reads only. */
 static int put_buf_existing(struct tcfs_cas *cas, const void *buf, size_t len,
@@ -368,6 +456,45 @@ static int put_buf_existing(struct tcfs_cas *cas, const void *buf, size_t len,
 	return rc == 1 ? 0 : -EAGAIN;
 }
 
+int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
+			  uint64_t *size, enum tcfs_cas_put *put)
+{
+	enum tcfs_cas_put dummy;
+	int rc;
+
+	if (!put)
+		put = &dummy;
+	rc = tcfs_cas_stage_size(s, size);
+	if (rc < 0)
+		goto fail;
+	if (s->in_order && *size == s->hashed) {
+		tcfs_hash_final(s->hasher, out);
+	} else if (s->fd < 0) {
+		tcfs_hash_buf(s->mem, s->len, out);
+	} else if ((rc = hash_fd(s->fd, out, size)) < 0) {
+		rc = tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,
+				    s->name);
+		goto fail;
+	}
+	if (s->fd < 0) {
+		/* Bytes the store has already never touch the disk. */
+		if (put_buf_existing(s->cas, s->mem, s->len, out) == 0) {
+			*put = TCFS_CAS_SHARED;
+			stage_free(s);
+			return 0;
+		}
+		rc = stage_to_file(s);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = install(s->cas, s->fd, s->name, out, put);
+	stage_free(s);
+	return rc;
+fail:
+	tcfs_cas_stage_abort(s);
+	return rc;
+}
+
 int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
 		     struct tcfs_hash *out, enum tcfs_cas_put *put)
 {
@@ -381,10 +508,13 @@ int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
 			*put = TCFS_CAS_SHARED;
 		return 0;
 	}
+	/* New bytes: straight to a file, not by way of memory. */
 	rc = tcfs_cas_stage_new(cas, &s);
 	if (rc < 0)
 		return rc;
-	rc = tcfs_cas_stage_write(s, buf, len, 0);
+	rc = stage_to_file(s);
+	if (rc == 0)
+		rc = tcfs_cas_stage_write(s, buf, len, 0);
 	if (rc < 0) {
 		tcfs_cas_stage_abort(s);
 		return rc;

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "hash.h"
 
@@ -46,14 +47,18 @@ int tcfs_cas_put_fd(struct tcfs_cas *cas, int fd, struct tcfs_hash *out,
 		    uint64_t *size, enum tcfs_cas_put *put);
 
 /*
- * A stage is an anonymous file under STORE/staging that a writer fills
- * piecewise (the mount's write requests) before it becomes a blob.  The
- * stage is owned by the caller until tcfs_cas_stage_commit or _abort, which
- * both free it.
+ * A stage holds the bytes of a file that a writer fills piecewise (the
+ * mount's write requests) before they become a blob: in memory while it
+ * is small, else in an anonymous file under STORE/staging.  The stage is
+ * owned by the caller until tcfs_cas_stage_commit or _abort, which both
+ * free it.  One stage is used by one thread at a time.
  */
 int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out);
-/* The stage's read-write descriptor; owned by the stage. */
-int tcfs_cas_stage_fd(const struct tcfs_cas_stage *s);
+int tcfs_cas_stage_size(const struct tcfs_cas_stage *s, uint64_t *size);
+/* Reads up to len bytes at off into buf: the count read, 0 at the end, or
+ * a negative errno. */
+ssize_t tcfs_cas_stage_pread(const struct tcfs_cas_stage *s, void *buf,
+			     size_t len, uint64_t off);
 /* Writes all of buf at off.  In-order appends are hashed as they come so
  * that commit need not read the file back. */
 int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,

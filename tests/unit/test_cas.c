@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,6 +85,90 @@ static int count_entries(void *ctx, const struct tcfs_cas_entry *e)
 
 	n[e->h ? 0 : 1]++;
 	return 0;
+}
+
+/* Stages live in memory while small (cas.c: 1 MiB each, 64 MiB in all),
+ * in a file under staging/ past that; either way they read back and commit
+ * as the bytes written. */
+static void test_stages(struct tcfs_cas *cas, const char *dir)
+{
+	const size_t mib = 1u << 20;
+	struct tcfs_cas_stage *st, *many[80];
+	struct tcfs_hash h, want;
+	enum tcfs_cas_put put;
+	char staging[512], buf[16], *big = malloc(mib + 1);
+	uint64_t size;
+	int files, ok;
+
+	snprintf(staging, sizeof(staging), "%s/staging", dir);
+
+	tap_eq(tcfs_cas_stage_new(cas, &st), 0, "a small stage");
+	tcfs_cas_stage_write(st, "abc", 3, 5);
+	tcfs_cas_stage_write(st, "xyz", 3, 0);
+	tap_ok(tcfs_cas_stage_size(st, &size) == 0 && size == 8,
+	       "a write past the end leaves a gap: size 8");
+	tap_eq(tcfs_cas_stage_pread(st, buf, sizeof(buf), 0), 8,
+	       "pread gives all 8 bytes");
+	tap_ok(memcmp(buf, "xyz\0\0abc", 8) == 0, "the gap reads as zeros");
+	tap_eq(tcfs_cas_stage_pread(st, buf, sizeof(buf), 8), 0,
+	       "pread at the end gives 0");
+	tap_eq(dir_entries(staging), 0, "a small stage makes no file");
+	tap_eq(tcfs_cas_stage_truncate(st, 10), 0, "truncate up, in memory");
+	tcfs_cas_stage_pread(st, buf, sizeof(buf), 0);
+	tap_ok(memcmp(buf, "xyz\0\0abc\0\0", 10) == 0,
+	       "the growth reads as zeros");
+	tap_eq(tcfs_cas_stage_commit(st, &h, &size, &put), 0, "commit it");
+	tcfs_hash_buf("xyz\0\0abc\0\0", 10, &want);
+	tap_ok(tcfs_hash_equal(&h, &want) && size == 10 &&
+		       put == TCFS_CAS_CREATED,
+	       "it is named by its bytes, a new blob");
+
+	tcfs_cas_stage_new(cas, &st);
+	tcfs_cas_stage_write(st, "xyz\0\0abc\0\0", 10, 0);
+	tap_eq(tcfs_cas_stage_commit(st, &h, &size, &put), 0,
+	       "commit the same bytes again");
+	tap_ok(put == TCFS_CAS_SHARED && dir_entries(staging) == 0,
+	       "shared, and staging/ never saw them");
+
+	for (size_t i = 0; i <= mib; i++)
+		big[i] = (char)(i * 2654435761u >> 11);
+	tcfs_cas_stage_new(cas, &st);
+	tcfs_cas_stage_write(st, big, mib, 0);
+	tap_eq(dir_entries(staging), 0, "1 MiB stays in memory");
+	tcfs_cas_stage_write(st, big + mib, 1, mib);
+	tap_eq(dir_entries(staging), 1, "one byte more moves it to a file");
+	tap_ok(tcfs_cas_stage_pread(st, buf, 4, mib - 2) == 3 &&
+		       memcmp(buf, big + mib - 2, 3) == 0,
+	       "the file holds what was in memory, and the new byte");
+	tap_eq(tcfs_cas_stage_commit(st, &h, &size, &put), 0,
+	       "commit the moved stage");
+	tcfs_hash_buf(big, mib + 1, &want);
+	tap_ok(tcfs_hash_equal(&h, &want) && size == mib + 1,
+	       "it is named by all its bytes");
+
+	ok = 1;
+	for (int i = 0; i < 80; i++) {
+		memset(big, i, mib);
+		ok &= tcfs_cas_stage_new(cas, &many[i]) == 0 &&
+		      tcfs_cas_stage_write(many[i], big, mib, 0) == 0;
+	}
+	files = dir_entries(staging);
+	tap_ok(ok && files > 0 && files < 80,
+	       "80 stages of 1 MiB: memory holds some, files the rest (%d)",
+	       files);
+	for (int i = 0; i < 80; i++) {
+		memset(big, i, mib);
+		tcfs_hash_buf(big, mib, &want);
+		ok &= tcfs_cas_stage_commit(many[i], &h, &size, &put) == 0 &&
+		      tcfs_hash_equal(&h, &want);
+	}
+	tap_ok(ok, "every one commits under the name of its bytes");
+	tcfs_cas_stage_new(cas, &st);
+	tcfs_cas_stage_write(st, big, mib, 0);
+	tap_eq(dir_entries(staging), 0,
+	       "memory is given back: the next 1 MiB stage is in memory");
+	tcfs_cas_stage_abort(st);
+	free(big);
 }
 
 int main(void)
@@ -194,6 +279,7 @@ int main(void)
 	tap_eq(tcfs_cas_remove(cas, &h3), 0, "remove a blob");
 	tap_eq(tcfs_cas_verify(cas, &h3), -ENOENT, "removed blob is ENOENT");
 
+	test_stages(cas, dir);
 	free(big);
 	tcfs_store_close(s);
 	tap_rmtree(dir);
