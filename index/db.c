@@ -165,11 +165,22 @@ void tcfs_db_unlock(struct tcfs_db *db)
 	pthread_mutex_unlock(&db->mu);
 }
 
+static sqlite3_stmt *db_stmt(struct tcfs_db *db, const char *sql, int *rc);
+
+/* Transaction control runs for every request (a savepoint each), so it is
+ * prepared once, like any statement, not parsed anew by sqlite3_exec. */
 static int db_simple(struct tcfs_db *db, const char *sql)
 {
-	int src = sqlite3_exec(db->conn, sql, NULL, NULL, NULL);
+	sqlite3_stmt *st;
+	int rc = 0, src;
 
-	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);
+	st = db_stmt(db, sql, &rc);
+	if (!st)
+		return rc;
+	src = sqlite3_step(st);
+	rc = src == SQLITE_DONE ? 0 : tcfs_db_error(db, src);
+	sqlite3_reset(st);
+	return rc;
 }
 
 void tcfs_db_on_undo(struct tcfs_db *db, void (*undo)(void *ctx), void *ctx)
@@ -234,14 +245,13 @@ int tcfs_db_end(struct tcfs_db *db, int rc)
 {
 	int depth = --db->depth;
 	int nested = depth > 0 || db->open;
-	int src;
 
 	if (rc >= 0) {
-		src = sqlite3_exec(db->conn, nested ? "RELEASE nest" : "COMMIT",
-				   NULL, NULL, NULL);
-		if (src == SQLITE_OK)
+		int end = db_simple(db, nested ? "RELEASE nest" : "COMMIT");
+
+		if (end == 0)
 			goto out;
-		rc = tcfs_db_error(db, src);
+		rc = end;
 	}
 	/* Keep the failing call's message: the rollback's is no news. */
 	if (nested)
@@ -262,17 +272,16 @@ out:
 
 int tcfs_db_sync(struct tcfs_db *db)
 {
-	int rc = 0, src;
+	int rc = 0;
 
 	tcfs_db_lock(db);
 	/* Inside a transaction of this thread the commit waits for its end:
 	 * the next sync takes it. */
 	if (db->open && db->depth == 0) {
-		src = sqlite3_exec(db->conn, "COMMIT", NULL, NULL, NULL);
-		if (src == SQLITE_OK) {
+		rc = db_simple(db, "COMMIT");
+		if (rc == 0) {
 			db->open = 0;
 		} else {
-			rc = tcfs_db_error(db, src);
 			if (!sqlite3_get_autocommit(db->conn))
 				sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL,
 					     NULL);
