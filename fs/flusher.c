@@ -57,6 +57,10 @@ static void *run(void *arg)
 		while (!f->stop &&
 		       pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
 			;
+		/* The store's close makes the last flush, after the unmount:
+		 * a sync here would hold the unmount up behind the disk. */
+		if (f->stop)
+			break;
 		pthread_mutex_unlock(&f->mu);
 		flush(fs, &last);
 		pthread_mutex_lock(&f->mu);
