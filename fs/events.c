@@ -37,6 +37,7 @@ struct fs_events {
 	struct inval *inv;
 	size_t ninv, invcap;
 	int stop;
+	atomic_int done;	/* the thread is out of its loop */
 	pthread_t thread;
 };
 
@@ -132,6 +133,7 @@ static void *writer(void *arg)
 		if (tcfs_store_sync(fs->store) < 0)
 			syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
 	}
+	atomic_store(&e->done, 1);
 	return NULL;
 }
 
@@ -163,7 +165,12 @@ void fs_events_stop(struct tcfs_fs *fs)
 	e->stop = 1;
 	pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	/* An invalidation it sent before the loop returned waits for the
+	 * directory's lock, which a request may hold that nobody else will
+	 * answer now. */
+	fs_serve_until(fs, &e->done);
 	pthread_join(e->thread, NULL);
+	write_batch(fs, e->q, e->n);	/* logged while it stopped */
 	free(e->q);
 	free(e->inv);
 	pthread_cond_destroy(&e->cv);

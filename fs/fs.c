@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -275,6 +276,33 @@ int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	rc = pthread_create(thread, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -rc;
+}
+
+void fs_serve_until(struct tcfs_fs *fs, atomic_int *done)
+{
+	struct fuse_buf buf = { 0 };
+	int fd = fuse_session_fd(fs->se);
+
+	while (!atomic_load(done)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int res;
+
+		if (poll(&p, 1, 10) <= 0)
+			continue;
+		/* A signal or a lost index ends the session meanwhile, and
+		 * libfuse then drops what it reads: its sender would wait
+		 * for ever. */
+		fuse_session_reset(fs->se);
+		res = fuse_session_receive_buf(fs->se, &buf);
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0) {	/* unmounted: every wait ends with it */
+			fd = -1;
+			continue;
+		}
+		fuse_session_process_buf(fs->se, &buf);
+	}
+	free(buf.mem);
 }
 
 /* Pending writes and open blobs take descriptors: use all we may. */

@@ -52,6 +52,10 @@ struct tcfs_fs {
 /* fs.c: starts a thread of the mount's own (events, flusher, busypoll),
  * one that the signals that stop the mount never go to.  0 or -errno. */
 int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* fs.c: serves requests until *done, once the session loop has returned:
+ * for stopping a thread that may wait in the kernel for a directory which
+ * a request holds, while that request waits for an answer. */
+void fs_serve_until(struct tcfs_fs *fs, atomic_int *done);
 
 static inline struct tcfs_fs *fs_of(fuse_req_t req)
 {
@@ -121,11 +125,14 @@ void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev);
 /* Has the kernel drop parent/name from its cache, soon, from the events
  * thread (never from a request handler: it may deadlock there). */
 void fs_events_inval(struct tcfs_fs *fs, uint64_t parent, const char *name);
-/* Writes what is queued and stops the thread. */
+/* Stops the thread and writes what is queued.  Call it once the session
+ * loop has returned: it serves requests until the thread is out of the
+ * kernel (fs_serve_until). */
 void fs_events_stop(struct tcfs_fs *fs);
 
 /* flusher.c: a thread runs tcfs_durable_flush every every_s seconds (0:
- * every second); stop flushes a last time. */
+ * every second).  Stopping it does not flush: closing the store does,
+ * after the unmount. */
 int fs_flusher_start(struct tcfs_fs *fs, double every_s);
 void fs_flusher_stop(struct tcfs_fs *fs);
 
