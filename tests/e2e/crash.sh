@@ -38,6 +38,18 @@ gone() {
 	return 1
 }
 
+# dead_mount MNT: exit 0 when MNT answers ENOTCONN, else the errno (1 when
+# there was none).  It stats a name never looked up: what the kernel has
+# cached, it serves even from a dead mount.
+dead_mount() {
+	python3 -c 'import errno, os, sys
+try:
+    os.stat(sys.argv[1] + "/never-looked-up")
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ENOTCONN else e.errno)
+sys.exit(1)' "$1"
+}
+
 # check_tree MNT [--complete]: compares the mount with the fixture (SRC).
 # Prints "KEYS KERNELS_WHOLE FILES" on the first line, then one line per
 # problem: a key dir or file the fixture lacks, a temp entry, a file whose
@@ -150,12 +162,7 @@ for round in 1 2 3; do
 	check "round $round: the replay exits by itself (no hang) after the crash" test "$rrc" != 124 -a "$rrc" != 137
 	check "round $round: the daemon is gone" gone "$pid"
 
-	run python3 -c 'import errno, os, sys
-try:
-    os.stat(sys.argv[1] + "/x")
-except OSError as e:
-    sys.exit(0 if e.errno == errno.ENOTCONN else e.errno)
-sys.exit(1)' "$M"
+	run dead_mount "$M"
 	check_rc "round $round: the dead mount answers ENOTCONN" 0
 	run fusermount3 -u "$M"
 	if [ "$RC" != 0 ]; then
@@ -459,13 +466,7 @@ if [ -n "${FAIL_WAL:-}" ] && [ -f "$FAIL_WAL" ]; then
 	wait "$DAEMON"
 	check_eq "index commits fail: exit status 1" 1 $?
 	check "index commits fail: the log says why" grep -q "uncommitted changes lost" "$T_TMP/lost.err"
-	# A name never looked up: what the kernel has cached it still serves.
-	run python3 -c 'import errno, os, sys
-try:
-    os.stat(sys.argv[1] + "/never-looked-up")
-except OSError as e:
-    sys.exit(0 if e.errno == errno.ENOTCONN else e.errno)
-sys.exit(1)' "$M"
+	run dead_mount "$M"
 	check_rc "index commits fail: the mount is left dead (ENOTCONN)" 0
 	fusermount3 -u "$M"
 	rm -f "$T_TMP/fail-now"
