@@ -75,12 +75,17 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	}
 }
 
-/* After the reply: a file that lands on a probe name is dropped from the
- * kernel's cache (by the events thread), however it was cached before (entries never cached are the rule, lookup.c; this
- * covers names the rule cannot foresee); a key dir moved into place
- * (Inductor's os.replace) brings group files that can now be made
- * key-relative. */
-static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name)
+/* After the reply.  The kernel moves the file's cache entry, and with it
+ * the entry's timeout: a file that lands on a probe name from a name the
+ * kernel may cache is dropped from its cache (by the events thread).  Only
+ * then: an invalidation waits in the kernel for the directory, and should
+ * the daemon die meanwhile, with a request it had read holding that
+ * directory, neither could ever end.  The writers Triton and Inductor
+ * know publish from names never cached (lookup.c), so they cause none.
+ * A key dir moved into place (Inductor's os.replace) brings group files
+ * that can now be made key-relative. */
+static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
+			 int from_cached)
 {
 	struct tcfs_node n, *kids = NULL;
 	size_t nk = 0;
@@ -90,7 +95,7 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name)
 	if (n.kind == TCFS_FILE) {
 		struct tcfs_node keydir;
 
-		if (fs_probe_name(name))
+		if (from_cached && fs_probe_name(name))
 			fs_events_inval(fs, dir, name);
 		if (tcfs_ns_get(fs->store, dir, &keydir) == 0)
 			relocate_groups(fs, &keydir, &n, 1);
@@ -124,7 +129,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = tcfs_store_sync(fs->store);
 	fuse_reply_err(req, -rc);
 	if (rc == 0)
-		after_rename(fs, newparent, newname);
+		after_rename(fs, newparent, newname, !fs_probe_name(name));
 }
 
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,

@@ -401,10 +401,11 @@ if [ -n "${SLOW_INVAL:-}" ] && [ -f "$SLOW_INVAL" ]; then
 		"$TCFS" mount -f --store "$S" "$M" 2>"$T_TMP/inval.err" &
 	DAEMON=$!
 	for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.05; done
-	mkdir -p "$M/KEY/tmp.pid_1_x" "$M/KEY/sub"
-	echo '{}' >"$M/KEY/tmp.pid_1_x/__grp__k.json"
-	# A probe name lands: the kernel is told to drop KEY/__grp__k.json.
-	mv "$M/KEY/tmp.pid_1_x/__grp__k.json" "$M/KEY/"
+	mkdir -p "$M/KEY/sub"
+	echo '{}' >"$M/KEY/k.json"
+	# A probe name lands from a name the kernel caches: it is told to drop
+	# KEY/__grp__k.json.
+	mv "$M/KEY/k.json" "$M/KEY/__grp__k.json"
 	sleep 0.1
 	kill -TERM "$DAEMON"
 	sleep 0.3

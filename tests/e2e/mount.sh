@@ -220,6 +220,28 @@ check_stats nopoll-cold nopoll-warm
 tcfs umount "$M"
 check_rc "--busy-poll 0: tcfs umount" 0
 
+# A file renamed onto a probe name from a name the kernel caches keeps its
+# cache entry, timeout and all: the daemon has the kernel drop it, so that
+# every later probe still reaches the daemon.
+echo "# --- a probe name reached from a cached name"
+S=$T_TMP/mv-store
+M=$T_TMP/mv-mnt
+mkdir -p "$M"
+at_exit "fusermount3 -uz '$M'"
+tcfs mount --store "$S" "$M"
+mkdir "$M/KEYMV"
+echo '{}' >"$M/KEYMV/staged.json"
+stat "$M/KEYMV/staged.json" >/dev/null
+mv "$M/KEYMV/staged.json" "$M/KEYMV/__grp__mv.json"
+settle
+for _ in 1 2; do
+	python3 -c 'import os, sys; os.stat(sys.argv[1])' "$M/KEYMV/__grp__mv.json"
+done
+tcfs umount "$M"
+tcfs log --store "$S"
+check_eq "after the rename, each of 2 processes probing it logs a hit" 2 \
+	"$(grep -c ' hit  kernel KEYMV/mv$' "$OUT")"
+
 S=$T_TMP/ind-store
 M=$T_TMP/ind-mnt
 echo "# --- the store moves: export, import elsewhere, mount elsewhere"
