@@ -224,11 +224,7 @@ check_rc "--busy-poll 0: tcfs umount" 0
 # cache entry, timeout and all: the daemon has the kernel drop it, so that
 # every later probe still reaches the daemon.
 echo "# --- a probe name reached from a cached name"
-S=$T_TMP/mv-store
-M=$T_TMP/mv-mnt
-mkdir -p "$M"
-at_exit "fusermount3 -uz '$M'"
-tcfs mount --store "$S" "$M"
+mount_fresh mv
 mkdir "$M/KEYMV"
 echo '{}' >"$M/KEYMV/staged.json"
 stat "$M/KEYMV/staged.json" >/dev/null
