@@ -264,16 +264,13 @@ int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size)
 {
 	int rc;
 
-	if (s->fd < 0 && mem_resize(s, size) == 0) {
-		if (size != s->hashed)
-			s->in_order = 0;
-		return 0;
+	if (s->fd >= 0 || mem_resize(s, size) < 0) {
+		if (s->fd < 0 && (rc = stage_to_file(s)) < 0)
+			return rc;
+		if (ftruncate(s->fd, (off_t)size) < 0)
+			return tcfs_err_errno(-errno, "%s/staging/%s",
+					      s->cas->path, s->name);
 	}
-	if (s->fd < 0 && (rc = stage_to_file(s)) < 0)
-		return rc;
-	if (ftruncate(s->fd, (off_t)size) < 0)
-		return tcfs_err_errno(-errno, "%s/staging/%s", s->cas->path,
-				      s->name);
 	if (size != s->hashed)
 		s->in_order = 0;
 	return 0;
