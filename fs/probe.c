@@ -7,7 +7,9 @@
  * and on a miss the lookups its own writes cause (the rename into place,
  * dlopen of the new module).  So a process's first lookup of a path is the
  * probe, and later ones by the same process are folded into it; the
- * memory of a process is dropped when it exits.
+ * memory of a process is dropped when it exits.  So is its command name,
+ * read from /proc once per process rather than once per probe: a probe's
+ * lookup waits for it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "priv.h"
 
 #define PROBE_BUCKETS 4096
+#define PROC_BUCKETS 256
 
 /* A path a process probed: "KEY/NAME".  By name, not inode: Inductor
  * replaces the key dir itself after the miss. */
@@ -30,9 +33,17 @@ struct seen {
 	struct seen *next;
 };
 
+/* A process that probed, with its command name. */
+struct proc {
+	pid_t pid;
+	char comm[sizeof(((struct tcfs_event *)0)->comm)];
+	struct proc *next;
+};
+
 struct fs_probes {
 	pthread_mutex_t mu;
 	struct seen *bucket[PROBE_BUCKETS];
+	struct proc *procs[PROC_BUCKETS];
 };
 
 int fs_probe_name(const char *name)
@@ -109,6 +120,32 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	fclose(f);
 }
 
+/* pid's command name, read once and kept while pid has probes kept. */
+static void comm_of(struct fs_probes *p, pid_t pid, char *buf, size_t len)
+{
+	struct proc **head = &p->procs[(unsigned)pid % PROC_BUCKETS];
+	struct proc *r;
+
+	pthread_mutex_lock(&p->mu);
+	for (r = *head; r && r->pid != pid;)
+		r = r->next;
+	if (r)
+		snprintf(buf, len, "%s", r->comm);
+	pthread_mutex_unlock(&p->mu);
+	if (r)
+		return;
+	read_comm(pid, buf, len);
+	r = malloc(sizeof(*r));
+	if (!r)
+		return;		/* out of memory: read it again next time */
+	r->pid = pid;
+	snprintf(r->comm, sizeof(r->comm), "%s", buf);
+	pthread_mutex_lock(&p->mu);
+	r->next = *head;
+	*head = r;
+	pthread_mutex_unlock(&p->mu);
+}
+
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const char *name,
 		   enum tcfs_probe kind, int hit)
@@ -123,7 +160,7 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ev.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	ev.pid = ctx->pid;
-	read_comm(ctx->pid, ev.comm, sizeof(ev.comm));
+	comm_of(fs->probes, ctx->pid, ev.comm, sizeof(ev.comm));
 	snprintf(ev.key, sizeof(ev.key), "%s", parent->name);
 	if (kind != TCFS_PROBE_KERNEL ||
 	    !tcfs_name_group_kernel(name, ev.name, sizeof(ev.name)))
@@ -188,6 +225,20 @@ static void drop_if(struct fs_probes *p, int only_dead)
 			*link = s->next;
 			free(s->path);
 			free(s);
+		}
+	}
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		struct proc **link = &p->procs[b];
+
+		while (*link) {
+			struct proc *r = *link;
+
+			if (only_dead && !exited(&asked, r->pid)) {
+				link = &r->next;
+				continue;
+			}
+			*link = r->next;
+			free(r);
 		}
 	}
 	pthread_mutex_unlock(&p->mu);

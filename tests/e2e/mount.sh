@@ -67,6 +67,8 @@ for pid, s in want.items():
     if (g["hits"], g["misses"]) != (total["hits"], total["misses"]):
         bad.append(f"pid {pid}: stats {g['hits']}/{g['misses']}, "
                    f"replay saw {total['hits']}/{total['misses']}")
+    if pid in got and g.get("comm") != "python3":
+        bad.append(f"pid {pid}: command name {g.get('comm')!r}, not python3")
 extra = set(got) - set(want)
 if extra:
     bad.append(f"processes in stats that did not replay: {sorted(extra)}")
@@ -80,9 +82,9 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
 	if [ $? = 0 ]; then
-		ok "stats --json equals what the replays saw, per process and in total"
+		ok "stats --json equals what the replays saw, per process (and its command name) and in total"
 	else
-		not_ok "stats --json equals what the replays saw, per process and in total"
+		not_ok "stats --json equals what the replays saw, per process (and its command name) and in total"
 		diag "$(cat "$T_TMP/stats.diff")"
 	fi
 }
