@@ -6,6 +6,8 @@
 #         with files opened as this Python opens them, then as CPython
 #         >= 3.14 does (see --opens in replay.py)
 #   race: 8 processes cold on the same keys (errors must be zero)
+#   warm, per call: the hit path timed call by call (warm_ops.py), to show
+#         which calls the mount's extra time is spent in
 # Plain disk and the mount (by default, with --no-fsync, and with
 # --busy-poll 0) run in the same loop, on the same file system; prints
 # medians and the ratios.
@@ -95,6 +97,15 @@ for ((i = 0; i < runs; i++)); do
 	bw+=("$(run_replay "$src" "$mnt")")
 	"$tcfs" umount "$mnt"
 done
+# The plain tree holds the last warm replay's files; the mount gets its own.
+fresh_mount
+run_replay "$src" "$mnt" >/dev/null
+run_replay "$src" "$mnt" >/dev/null
+for ((i = 0; i < runs; i++)); do
+	python3 "$top/tests/bench/warm_ops.py" "$src" "$work/plain" >>"$tmp/ops.plain"
+	python3 "$top/tests/bench/warm_ops.py" "$src" "$mnt" >>"$tmp/ops.tcfs"
+done
+"$tcfs" umount "$mnt"
 rm -rf "$work/plain"
 mkdir "$work/plain"
 fresh_mount
@@ -121,3 +132,14 @@ printf '   always forwards to the daemon: %d round trips in the warm replay)\n' 
 	"$(find "$src" -type f | wc -l)"
 printf '  8 processes racing, cold: plain %.3fs, tcfs %.3fs (%.2fx), 0 errors, %d kernel probes logged\n' \
 	"$race_plain" "$race_mnt" "$(div "$race_mnt" "$race_plain")" "$probes"
+printf '  warm, per call (median ms of %d runs; warm_ops.py):\n' "$runs"
+python3 - "$tmp/ops.plain" "$tmp/ops.tcfs" <<'PY'
+import json, statistics, sys
+runs = [[json.loads(l) for l in open(f)] for f in sys.argv[1:]]
+med = [{k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs]
+print("    %-14s %8s %8s %8s" % ("call", "plain", "tcfs", "extra"))
+for k in sorted(med[0], key=lambda k: (k == "all", -(med[1][k] - med[0][k]))):
+    print("    %-14s %8.2f %8.2f %+8.2f" % (k, med[0][k], med[1][k], med[1][k] - med[0][k]))
+PY
+printf '    (the requests each sends to the daemon: open, a TCGETS ioctl; open group,\n'
+printf '     a lookup and the ioctl; makedirs KEY and exists group, a lookup each)\n'
