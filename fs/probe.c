@@ -25,25 +25,30 @@
 #define PROBE_BUCKETS 4096
 #define PROC_BUCKETS 256
 
+/* What the table keeps per process (first in each entry): the pid it is
+ * dropped with. */
+struct of_pid {
+	pid_t pid;
+	struct of_pid *next;
+};
+
 /* A path a process probed: "KEY/NAME".  By name, not inode: Inductor
  * replaces the key dir itself after the miss. */
 struct seen {
-	pid_t pid;
+	struct of_pid of;
 	char *path;
-	struct seen *next;
 };
 
 /* A process that probed, with its command name. */
 struct proc {
-	pid_t pid;
+	struct of_pid of;
 	char comm[sizeof(((struct tcfs_event *)0)->comm)];
-	struct proc *next;
 };
 
 struct fs_probes {
 	pthread_mutex_t mu;
-	struct seen *bucket[PROBE_BUCKETS];
-	struct proc *procs[PROC_BUCKETS];
+	struct of_pid *bucket[PROBE_BUCKETS];	/* struct seen */
+	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
 };
 
 int fs_probe_name(const char *name)
@@ -83,20 +88,22 @@ static int already_seen(struct fs_probes *p, pid_t pid, const char *key,
 {
 	char path[2 * TCFS_NAME_MAX + 2];
 	size_t b, len;
+	struct of_pid *o;
 	struct seen *s;
 	int seen = 0;
 
 	len = (size_t)snprintf(path, sizeof(path), "%s/%s", key, name);
 	b = XXH3_64bits_withSeed(path, len, (uint64_t)pid) % PROBE_BUCKETS;
 	pthread_mutex_lock(&p->mu);
-	for (s = p->bucket[b]; s && !seen; s = s->next)
-		seen = s->pid == pid && strcmp(s->path, path) == 0;
+	for (o = p->bucket[b]; o && !seen; o = o->next)
+		seen = o->pid == pid &&
+		       strcmp(((struct seen *)o)->path, path) == 0;
 	if (!seen) {
 		s = malloc(sizeof(*s));
 		if (s && (s->path = strdup(path))) {
-			s->pid = pid;
-			s->next = p->bucket[b];
-			p->bucket[b] = s;
+			s->of.pid = pid;
+			s->of.next = p->bucket[b];
+			p->bucket[b] = &s->of;
 		} else {
 			free(s);	/* out of memory: count it again */
 		}
@@ -123,26 +130,27 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 /* pid's command name, read once and kept while pid has probes kept. */
 static void comm_of(struct fs_probes *p, pid_t pid, char *buf, size_t len)
 {
-	struct proc **head = &p->procs[(unsigned)pid % PROC_BUCKETS];
+	struct of_pid **head = &p->procs[(unsigned)pid % PROC_BUCKETS];
+	struct of_pid *o;
 	struct proc *r;
 
 	pthread_mutex_lock(&p->mu);
-	for (r = *head; r && r->pid != pid;)
-		r = r->next;
-	if (r)
-		snprintf(buf, len, "%s", r->comm);
+	for (o = *head; o && o->pid != pid;)
+		o = o->next;
+	if (o)
+		snprintf(buf, len, "%s", ((struct proc *)o)->comm);
 	pthread_mutex_unlock(&p->mu);
-	if (r)
+	if (o)
 		return;
 	read_comm(pid, buf, len);
 	r = malloc(sizeof(*r));
 	if (!r)
 		return;		/* out of memory: read it again next time */
-	r->pid = pid;
+	r->of.pid = pid;
 	snprintf(r->comm, sizeof(r->comm), "%s", buf);
 	pthread_mutex_lock(&p->mu);
-	r->next = *head;
-	*head = r;
+	r->of.next = *head;
+	*head = &r->of;
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -207,40 +215,45 @@ static int exited(struct pids_asked *a, pid_t pid)
 	return dead;
 }
 
+static void free_seen(struct of_pid *o)
+{
+	free(((struct seen *)o)->path);
+	free(o);
+}
+
+static void free_proc(struct of_pid *o)
+{
+	free(o);
+}
+
+/* Frees the entries of every process that has exited, or of all. */
+static void drop_from(struct of_pid **bucket, size_t n,
+		      struct pids_asked *asked, int only_dead,
+		      void (*drop)(struct of_pid *))
+{
+	for (size_t b = 0; b < n; b++) {
+		struct of_pid **link = &bucket[b];
+
+		while (*link) {
+			struct of_pid *o = *link;
+
+			if (only_dead && !exited(asked, o->pid)) {
+				link = &o->next;
+				continue;
+			}
+			*link = o->next;
+			drop(o);
+		}
+	}
+}
+
 static void drop_if(struct fs_probes *p, int only_dead)
 {
 	struct pids_asked asked = { 0 };
 
 	pthread_mutex_lock(&p->mu);
-	for (size_t b = 0; b < PROBE_BUCKETS; b++) {
-		struct seen **link = &p->bucket[b];
-
-		while (*link) {
-			struct seen *s = *link;
-
-			if (only_dead && !exited(&asked, s->pid)) {
-				link = &s->next;
-				continue;
-			}
-			*link = s->next;
-			free(s->path);
-			free(s);
-		}
-	}
-	for (size_t b = 0; b < PROC_BUCKETS; b++) {
-		struct proc **link = &p->procs[b];
-
-		while (*link) {
-			struct proc *r = *link;
-
-			if (only_dead && !exited(&asked, r->pid)) {
-				link = &r->next;
-				continue;
-			}
-			*link = r->next;
-			free(r);
-		}
-	}
+	drop_from(p->bucket, PROBE_BUCKETS, &asked, only_dead, free_seen);
+	drop_from(p->procs, PROC_BUCKETS, &asked, only_dead, free_proc);
 	pthread_mutex_unlock(&p->mu);
 }
 
