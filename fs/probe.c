@@ -127,7 +127,7 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	fclose(f);
 }
 
-/* pid's command name, read once and kept while pid has probes kept. */
+/* pid's command name, read once and kept until the process exits. */
 static void comm_of(struct fs_probes *p, pid_t pid, char *buf, size_t len)
 {
 	struct of_pid **head = &p->procs[(unsigned)pid % PROC_BUCKETS];
