@@ -385,8 +385,8 @@ static int settle_existing(struct tcfs_cas *cas, int stagefd,
 				    cas->path, p.s);
 	}
 	/* The stored copy is damaged (or vanished meanwhile): the staged bytes
-	 * hash to the name, so they are the right ones. */
-	if (fsync(stagefd) < 0 ||
+	 * hash to the name, so they are the right ones, sealed like any. */
+	if (fchmod(stagefd, 0444) < 0 || fsync(stagefd) < 0 ||
 	    renameat(cas->stagefd, stagename, cas->objfd, p.s) < 0) {
 		rc = -errno;
 		unlinkat(cas->stagefd, stagename, 0);

@@ -202,6 +202,8 @@ int main(void)
 	       "put over a damaged copy");
 	tap_eq(put, TCFS_CAS_HEALED, "damaged copy is healed");
 	tap_eq(tcfs_cas_verify(cas, &h), 0, "healed blob verifies");
+	tap_ok(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0444,
+	       "healed blob is read-only (0444), as a new one is");
 
 	/* Big files stream through staging, same name as from memory. */
 	big = malloc(bigsz);
