@@ -182,7 +182,9 @@ static int make_prefix(const char *root, const char *key, struct out *o)
 }
 
 /* Splits value into ROOT and the part below "/KEY/"; returns the part, or
- * NULL when the value is not under a directory named key. */
+ * NULL when the value is not under a directory named key.  The first such
+ * directory is the key dir: a file below it may sit in a subdir that
+ * happens to bear the key's name too. */
 static const char *below_key(const char *value, const char *key,
 			     size_t *rootlen)
 {
@@ -190,11 +192,9 @@ static const char *below_key(const char *value, const char *key,
 	const char *hit = NULL, *p = value;
 	const char *rel;
 
-	while ((p = strstr(p, "/")) != NULL) {
+	for (; !hit && (p = strchr(p, '/')) != NULL; p++)
 		if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '/')
 			hit = p;
-		p++;
-	}
 	if (!hit)
 		return NULL;
 	rel = hit + 1 + klen + 1;

@@ -19,7 +19,11 @@ static void round_trip(const char *in, const char *root, const char *want,
 	tap_eq(rc, 1, "%s: stored as a template", what);
 	if (rc != 1)
 		return;
-	tap_ok(strstr(tmpl, KEY) == NULL, "%s: template holds no key", what);
+	/* The key dir is gone from the template; a subdir named like it
+	 * (the one case with the key twice) stays. */
+	tap_ok(strstr(tmpl, KEY) == NULL ||
+		       strstr(strstr(in, KEY) + 1, KEY) != NULL,
+	       "%s: template holds no key dir", what);
 	rc = tcfs_group_render(tmpl, tlen, root, KEY, &out, &olen);
 	tap_ok(rc == 0 && olen == strlen(want) && !memcmp(out, want, olen),
 	       "%s: renders as %s", what, want);
@@ -58,6 +62,12 @@ int main(void)
 		   "{\"child_paths\": {\"k.json\": \"/x/\\ud83d\\ude00\\\"q/" KEY
 		   "/k.json\"}}",
 		   "non-ASCII escaped as json.dumps does");
+	round_trip("{\"child_paths\": {\"x.cubin\": \"/tmp/big/" KEY "/sub/"
+		   KEY "/x.cubin\"}}",
+		   "/mnt",
+		   "{\"child_paths\": {\"x.cubin\": \"/mnt/" KEY "/sub/" KEY
+		   "/x.cubin\"}}",
+		   "a child whose path names the key twice stays that file");
 	round_trip("{\"child_paths\": {\"k.json\": \"/" KEY "/k.json\"}}", "/",
 		   "{\"child_paths\": {\"k.json\": \"/" KEY "/k.json\"}}",
 		   "a cache at /");
