@@ -1,8 +1,12 @@
+/* io: whole-buffer transfers and comparisons, and opens confined to a tree. */
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int tcfs_io_write_all(int fd, const void *buf, size_t len)
@@ -151,4 +155,28 @@ int tcfs_io_equals_buf(int fd, const void *buf, size_t len)
 		if ((size_t)n < sizeof(chunk))
 			return off == len;
 	}
+}
+
+/* openat2 answers EAGAIN when a rename elsewhere raced its ".." checks;
+ * a few tries settle any honest race. */
+#define BENEATH_TRIES 16
+
+int tcfs_io_open_beneath(int dirfd, const char *path, int flags,
+			 int no_symlinks)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = flags & O_CREAT ? 0600 : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+			   (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
+	};
+	long fd = -1;
+
+	/* glibc 2.36 has no wrapper for it. */
+	for (int i = 0; i < BENEATH_TRIES; i++) {
+		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+	}
+	return fd < 0 ? -errno : (int)fd;
 }

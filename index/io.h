@@ -23,4 +23,13 @@ int tcfs_io_same_bytes(int a, int b);
 /* 1 when fd holds exactly buf[0..len) from offset 0, 0 when not. */
 int tcfs_io_equals_buf(int fd, const void *buf, size_t len);
 
+/* Opens path relative to dirfd in one step that can never leave dirfd's
+ * tree (openat2 with RESOLVE_BENEATH): symlinks on the way are followed
+ * only while they stay beneath it, and with no_symlinks not at all.
+ * flags as for openat (O_CREAT makes the file 0600).  The descriptor, or
+ * -EXDEV for a path that would leave the tree (an absolute symlink, a
+ * ".." too many), -ELOOP for a symlink refused, or another -errno. */
+int tcfs_io_open_beneath(int dirfd, const char *path, int flags,
+			 int no_symlinks);
+
 #endif

@@ -48,7 +48,8 @@ struct import_stats {
 struct import {
 	struct tcfs_store *s;
 	const char *src;	/* as given, for messages */
-	char realsrc[PATH_MAX];	/* symlinks may not lead out of it */
+	int srcfd;		/* symlinks may not lead out of it */
+	char realsrc[PATH_MAX];	/* its absolute path */
 	int quiet;
 	int progress;		/* a terminal gets a progress line */
 	double last_progress;
@@ -241,29 +242,50 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 	return 0;
 }
 
-/* Opens a symlink's target if it stays inside the source. */
+/* The path of a source entry relative to the source (path is SRC/...). */
+static const char *below_src(const struct import *im, const char *path)
+{
+	const char *rel = path + strlen(im->src);
+
+	while (*rel == '/')
+		rel++;
+	return rel;
+}
+
+/* Opens a symlink's target if it stays inside the source.  Resolving and
+ * opening are one step beneath the source's descriptor, so a directory
+ * swapped on the way cannot lead the open out.  An absolute link that
+ * names a file in the source is opened as the path below the source. */
 static int open_link(struct import *im, int dirfd, const char *name,
 		     const char *path)
 {
-	char target[PATH_MAX], full[PATH_MAX * 2];
+	char target[PATH_MAX], real[PATH_MAX];
 	size_t n = strlen(im->realsrc);
+	ssize_t len;
 	int fd;
 
-	snprintf(full, sizeof(full), "/proc/self/fd/%d/%s", dirfd, name);
-	if (!realpath(full, target)) {
+	fd = tcfs_io_open_beneath(im->srcfd, below_src(im, path),
+				  O_RDONLY | O_NONBLOCK, 0);
+	if (fd == -EXDEV &&
+	    (len = readlinkat(dirfd, name, target, sizeof(target) - 1)) > 0 &&
+	    target[0] == '/') {
+		target[len] = '\0';
+		if (realpath(target, real) && strncmp(real, im->realsrc, n) == 0 &&
+		    real[n] == '/')
+			fd = tcfs_io_open_beneath(im->srcfd, real + n + 1,
+						  O_RDONLY | O_NONBLOCK, 0);
+	}
+	if (fd == -EXDEV) {
+		warn(im, path, "symlink leads out of the source; skipped");
+	} else if (fd < 0) {
 		char why[128];
 
 		snprintf(why, sizeof(why), "symlink cannot be followed (%s); "
-			 "skipped", strerror(errno));
+			 "skipped", strerror(-fd));
 		warn(im, path, why);
-		return -EXDEV;
+		fd = -EXDEV;
 	}
-	if (strncmp(target, im->realsrc, n) != 0 || target[n] != '/') {
-		warn(im, path, "symlink leads out of the source; skipped");
-		return -EXDEV;
-	}
-	fd = open(target, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return fd;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -503,6 +525,7 @@ static int import_source(struct import *im, const char *src)
 
 	im->src = src;
 	fd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	im->srcfd = fd;
 	if (fd < 0 || !realpath(src, im->realsrc)) {
 		rc = -errno;
 		cli_err("import", "%s: %s", src, strerror(-rc));

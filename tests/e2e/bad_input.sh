@@ -206,6 +206,40 @@ touch -r "$SMALL/$K" "$X/$K"
 check_export "everything else is byte-exact, group files included" "$E" "$X" "$SMALL" "$BASE"
 check_kept links "$S"
 
+# A symlink checked and then opened by name could be led out of the source
+# by a directory swapped between the two (RENAME_EXCHANGE): import resolves
+# and opens in one step beneath the source.  Here every link points into a
+# dir d that a racer keeps swapping with one outside, whose files are links
+# to a secret.
+echo "# --- a directory swapped under import's feet"
+SRC=$T_TMP/src-swap
+OUTSIDE=$T_TMP/outside-swap
+fixture_copy triton-3.6-h200-small.tgz cA "$SRC"
+K=$(kernel_key "$SRC" 1)
+printf 'secret bytes that must never reach the store\n' >"$T_TMP/secret"
+mkdir -p "$SRC/$K/d" "$OUTSIDE/d"
+for i in $(seq 0 499); do
+	echo "inside $i" >"$SRC/$K/d/t$i"
+	ln -s "d/t$i" "$SRC/$K/l$i"
+	ln -s "$T_TMP/secret" "$OUTSIDE/d/t$i"
+done
+python3 "$(dirname "$0")/swap_dirs.py" "$SRC/$K/d" "$OUTSIDE/d" &
+racer=$!
+at_exit "kill $racer"
+leaked=0
+for round in 1 2 3 4; do
+	S=$T_TMP/store-swap-$round
+	tcfs import --store "$S" "$SRC"
+	cat "$ERR" >>"$T_TMP/swap.err"
+	stored "$T_TMP/secret" && leaked=$((leaked + 1))
+done
+kill "$racer" 2>/dev/null
+wait "$racer" 2>/dev/null
+check_eq "4 imports racing a swapped dir never store a file from outside the source" \
+	0 "$leaked"
+check_grep "the links that led out while swapped are skipped with a message" \
+	"$K/(d/t|l)[0-9]+: .*(out of the source|skipped)" "$T_TMP/swap.err"
+
 # === temp entries and foreign top-level entries =====================================
 
 echo "# --- temp entries of unfinished writes, and entries that are not key dirs"
