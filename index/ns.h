@@ -57,6 +57,15 @@ struct tcfs_node {
 	enum tcfs_fmt fmt;
 };
 
+/* The permission bits an entry keeps when it comes into the store from a
+ * directory (import) or goes out to one (export): no setuid, setgid or
+ * sticky bit and no write for others, which a cache copied as root must
+ * not carry from one tree to the other. */
+static inline unsigned tcfs_ns_portable_mode(unsigned mode)
+{
+	return mode & 0775;
+}
+
 /* A file's content: which blob, how big as written, in which format. */
 struct tcfs_content {
 	struct tcfs_hash blob;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +100,44 @@ out:
 	return rc;
 }
 
+/* A DEST entry that is a symlink is never written through or replaced:
+ * whoever planted it meant export to write elsewhere.  -ELOOP (with a
+ * message) for one, 0 for anything else or nothing. */
+static int refuse_symlink(struct export *ex, int dirfd, const char *name,
+			  const char *path)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return tcfs_err_set(-ELOOP, "%s/%s: is a symlink; not "
+				    "written through (remove it)", ex->root,
+				    path);
+	return 0;
+}
+
+/* Creates a temp file for name's bytes in dirfd, exclusively and under a
+ * name nobody can guess, so nothing planted there is ever opened.  The
+ * name is one Triton's tools and tcfs import skip. */
+static int create_temp(int dirfd, char *tmp, size_t len)
+{
+	unsigned char r[8];
+	int fd;
+
+	do {
+		if (getrandom(r, sizeof(r), 0) != sizeof(r))
+			return -errno;
+		snprintf(tmp, len, "tmp.pid_%ld_%02x%02x%02x%02x%02x%02x%02x%02x",
+			 (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5],
+			 r[6], r[7]);
+		fd = tcfs_io_open_beneath(dirfd, tmp,
+					  O_WRONLY | O_CREAT | O_EXCL |
+						  O_NOFOLLOW,
+					  1);
+	} while (fd == -EEXIST);
+	return fd;
+}
+
 static int export_file(struct export *ex, int dirfd, const struct tcfs_node *n,
 		       const char *key, const char *path)
 {
@@ -109,16 +148,15 @@ static int export_file(struct export *ex, int dirfd, const struct tcfs_node *n,
 	char tmp[64];
 	int fd, rc;
 
-	/* A temp name Triton's own tools and tcfs import skip. */
-	snprintf(tmp, sizeof(tmp), "tmp.pid_%ld_tcfs%lu", (long)getpid(),
-		 ex->seq++);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0600);
-	if (fd < 0)
-		return tcfs_err_errno(-errno, "%s/%s", ex->root, path);
 	tcfs_err_clear();
+	rc = refuse_symlink(ex, dirfd, n->name, path);
+	if (rc < 0)
+		return rc;
+	fd = create_temp(dirfd, tmp, sizeof(tmp));
+	if (fd < 0)
+		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
 	rc = copy_blob(ex, n, key, fd, &written);
-	if (rc == 0 && (fchmod(fd, n->mode & 07777) < 0 ||
+	if (rc == 0 && (fchmod(fd, tcfs_ns_portable_mode(n->mode)) < 0 ||
 			futimens(fd, times) < 0))
 		rc = -errno;
 	if (close(fd) < 0 && rc == 0)
@@ -202,13 +240,19 @@ static int export_dir(struct export *ex, int parentfd,
 		return tcfs_err_set(-ELOOP, "%s: nested too deep", path);
 	if (mkdirat(parentfd, dir->name, 0700) < 0 && errno != EEXIST)
 		return tcfs_err_errno(-errno, "%s/%s", ex->root, path);
-	fd = openat(parentfd, dir->name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = tcfs_io_open_beneath(parentfd, dir->name,
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 1);
+	if (fd == -ELOOP || fd == -ENOTDIR) {
+		rc = refuse_symlink(ex, parentfd, dir->name, path);
+		if (rc < 0)
+			return rc;
+	}
 	if (fd < 0)
-		return tcfs_err_errno(-errno, "%s/%s", ex->root, path);
+		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
 	rc = export_children(ex, fd, dir, key, path, depth);
 	/* The tree is written; now the directory may look as stored. */
-	if (fchmod(fd, dir->mode & 07777) < 0 || futimens(fd, times) < 0) {
+	if (fchmod(fd, tcfs_ns_portable_mode(dir->mode)) < 0 ||
+	    futimens(fd, times) < 0) {
 		if (rc == 0)
 			rc = tcfs_err_errno(-errno, "%s/%s", ex->root, path);
 	}

@@ -221,7 +221,8 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 	}
 	rc = tcfs_ns_lookup(im->s, dir->ino, name, &old);
 	if (rc == -ENOENT) {
-		rc = tcfs_ns_create(im->s, dir->ino, name, st->st_mode,
+		rc = tcfs_ns_create(im->s, dir->ino, name,
+				    tcfs_ns_portable_mode(st->st_mode),
 				    (int64_t)st->st_mtim.tv_sec * 1000000000 +
 					    st->st_mtim.tv_nsec,
 				    &c, NULL);
@@ -365,7 +366,8 @@ static int ensure_dir(struct import *im, uint64_t parent, const char *name,
 	int rc = tcfs_ns_lookup(im->s, parent, name, out);
 
 	if (rc == -ENOENT)
-		rc = tcfs_ns_mkdir(im->s, parent, name, st->st_mode,
+		rc = tcfs_ns_mkdir(im->s, parent, name,
+				   tcfs_ns_portable_mode(st->st_mode),
 				   mtime_ns(st), out);
 	if (rc == 0 && out->kind != TCFS_DIR)
 		rc = -ENOTDIR;

@@ -531,6 +531,73 @@ fi
 check_eq "no temp files are left in DEST" "" "$(find "$E" -name 'tmp.*')"
 check_export "every other kernel is exported byte-exact" "$E" "$SMALL" "$BASE" -- "$K"
 
+# === a hostile export destination =====================================================
+
+# Export never writes through a symlink under DEST: not one planted at the
+# temp names it writes (they are random and created exclusively), nor one
+# in place of a key dir or a file (refused, with a message naming it).
+echo "# --- symlinks planted in an export destination"
+S=$T_TMP/store-damaged	# holds BASE and cA; one cubin damaged
+E=$T_TMP/export-planted
+rm -rf "$E"
+tcfs export --quiet --store "$S" "$E"
+K=$(kernel_key "$SMALL" 2)
+VICTIM=$T_TMP/victim
+mkdir -p "$VICTIM"
+# Export's temp names were tmp.pid_PID_tcfsN, N counting from 0: plant
+# links at those of the pid the export will have (exec keeps the shell's).
+run bash -c 'for k in "$1"/*/; do
+		for n in $(seq 0 400); do
+			ln -s "$2/v$n" "$k/tmp.pid_$$_tcfs$n"
+		done
+	done
+	exec "$3" export --quiet --store "$4" "$1"' _ "$E" "$VICTIM" "$TCFS" "$S"
+check_eq "no file outside DEST is written through a planted temp-name link" "" \
+	"$(ls -A "$VICTIM")"
+check_eq "no exported file is a symlink" "" \
+	"$(find "$E" -type l ! -name 'tmp.pid_*' | head -3)"
+find "$E" -type l -name 'tmp.pid_*' -delete
+tcfs export --quiet --store "$S" "$E"	# the key dirs' mtimes again
+check_export "and every kernel but the damaged one exports byte-exact" "$E" "$SMALL" "$BASE" \
+	-- "$(kernel_key "$SMALL" 5)"
+printf 'precious\n' >"$VICTIM/precious"
+chmod 600 "$VICTIM/precious"
+CUBIN=$(one_file "$E/$K" '*.cubin')
+rm "$E/$K/$CUBIN"
+ln -s "$VICTIM/precious" "$E/$K/$CUBIN"
+K3=$(kernel_key "$SMALL" 3)
+mv "$E/$K3" "$VICTIM/$K3"
+ln -s "$VICTIM/$K3" "$E/$K3"
+touch -d '2001-01-01' "$VICTIM/$K3"/*
+tcfs export --store "$S" "$E"
+check_rc "export into a DEST with a file and a key dir replaced by symlinks exits 1" 1
+check_grep "it names the file that is a symlink" "$E/$K/$CUBIN: is a symlink" "$ERR"
+check_grep "it names the key dir that is a symlink" "$E/$K3: is a symlink" "$ERR"
+check_eq "the symlinked file's target is untouched" "precious 600" \
+	"$(cat "$VICTIM/precious") $(stat -c %a "$VICTIM/precious")"
+check_eq "nothing is written into the symlinked key dir's target" "" \
+	"$(find "$VICTIM/$K3" -newer "$VICTIM/precious")"
+check "the symlinks are left as they were" test -L "$E/$K/$CUBIN" -a -L "$E/$K3"
+
+# Modes that make sense on no shared cache (setuid, setgid, sticky,
+# world-writable) are dropped on the way in and on the way out.
+echo "# --- setuid, setgid and world-writable modes"
+SRC=$T_TMP/src-modes
+fixture_copy triton-3.6-h200-small.tgz cA "$SRC"
+K=$(kernel_key "$SRC" 1)
+CUBIN=$(one_file "$SRC/$K" '*.cubin')
+chmod 6777 "$SRC/$K/$CUBIN"
+chmod 3777 "$SRC/$K"
+S=$T_TMP/store-modes
+tcfs import --quiet --store "$S" "$SRC"
+check_rc "import of a key dir with setuid, setgid, sticky and o+w modes exits 0" 0
+E=$T_TMP/export-modes
+tcfs export --quiet --store "$S" "$E"
+check_eq "export drops setuid, setgid and o+w from the file (6777 -> 775)" 775 \
+	"$(stat -c %a "$E/$K/$CUBIN")"
+check_eq "and setgid, sticky and o+w from the key dir (3777 -> 775)" 775 \
+	"$(stat -c %a "$E/$K")"
+
 # === malformed JSON ===================================================================
 
 echo "# --- malformed JSON in key dirs"
