@@ -1,3 +1,4 @@
+/* store: opening a store directory and handing out its parts. */
 #include "store.h"
 
 #include <errno.h>
@@ -98,6 +99,36 @@ static int open_dir(const struct tcfs_store_opts *o)
 	return fd;
 }
 
+/* The index names every file of the cache and logs which process ran
+ * what: only its owner may read it, whatever the umask or the mode of the
+ * store dir (which may be shared).  SQLite gives the WAL and shm files the
+ * mode of the database, so a new index is made 0600 before SQLite opens
+ * it, and a writer narrows one that an older tcfs left wider. */
+static int private_index(struct tcfs_store *s, int fresh)
+{
+	static const char *const names[] = { "index.db", "index.db-wal",
+					     "index.db-shm" };
+	struct stat st;
+	int fd;
+
+	if (fresh) {
+		fd = openat(s->dirfd, "index.db",
+			    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		if (fd < 0)
+			return tcfs_err_errno(-errno, "%s/index.db", s->path);
+		close(fd);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (fstatat(s->dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && (st.st_mode & 077) &&
+		    fchmodat(s->dirfd, names[i], 0600, 0) < 0)
+			return tcfs_err_errno(-errno, "%s/%s", s->path,
+					      names[i]);
+	return 0;
+}
+
 int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 {
 	struct tcfs_store *s = calloc(1, sizeof(*s));
@@ -127,6 +158,9 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	 * damage, and must not be taken for a new store with no files. */
 	fresh = o->create && faccessat(s->dirfd, "index.db", F_OK, 0) < 0 &&
 		errno == ENOENT;
+	rc = o->writer || fresh ? private_index(s, fresh) : 0;
+	if (rc < 0)
+		goto fail;
 	rc = tcfs_db_open(dbpath, fresh, &s->db);
 	if (rc < 0)
 		goto fail;

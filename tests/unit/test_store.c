@@ -43,6 +43,17 @@ static void default_dirs(void)
 	       "no variable at all: ENOENT");
 }
 
+static void check_private(const char *dir, const char *name, const char *what)
+{
+	char path[600];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!tap_ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "%s",
+		    what))
+		printf("#   %s: mode %o\n", path, st.st_mode & 0777);
+}
+
 int main(void)
 {
 	char *tmp = tap_tmpdir(), dir[512], path[600];
@@ -52,6 +63,8 @@ int main(void)
 	int pipefd[2];
 	pid_t child;
 	char c;
+
+	umask(022);
 
 	default_dirs();
 	snprintf(dir, sizeof(dir), "%s/deep/er/store", tmp);
@@ -105,6 +118,18 @@ int main(void)
 	tap_eq(open_as(dir, 0, 1, 1, &a), 0,
 	       "after kill -9 of the holder a writer gets in");
 	tap_ok(stat(path, &st) < 0, "and the dead writer's staging file is gone");
+	tcfs_store_close(a);
+
+	/* The index is private whatever the umask: SQLite gives its WAL and
+	 * shm files the database's mode. */
+	check_private(dir, "index.db", "a new index.db is 0600 under umask 022");
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	chmod(path, 0644);
+	tap_eq(open_as(dir, 0, 1, 1, &a), 0, "a writer opens an index made 0644");
+	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "three", 0755, 0, NULL);
+	check_private(dir, "index.db", "the writer made it 0600 again");
+	check_private(dir, "index.db-wal", "its WAL is 0600");
+	check_private(dir, "index.db-shm", "its shm is 0600");
 	tcfs_store_close(a);
 	tap_rmtree(tmp);
 	return tap_done();
