@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@
 #include "fs.h"
 #include "index/cas.h"
 #include "index/err.h"
+#include "index/group.h"
 #include "index/store.h"
 #include "priv.h"
 
@@ -132,7 +134,29 @@ __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 	}
 }
 
-static int check_mountpoint(const char *mp, char *root, size_t len,
+/* Whether path, which need not exist yet, is root or lies below it: its
+ * nearest existing ancestor is resolved, the rest taken as it is. */
+static int lies_within(const char *path, const char *root)
+{
+	char buf[PATH_MAX], real[PATH_MAX];
+	size_t n = strlen(root);
+	char *cut;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	while (!realpath(buf, real)) {
+		cut = strrchr(buf, '/');
+		if (!cut)
+			snprintf(buf, sizeof(buf), ".");
+		else if (cut == buf)
+			buf[1] = '\0';
+		else
+			*cut = '\0';
+	}
+	return strncmp(real, root, n) == 0 &&
+	       (real[n] == '\0' || real[n] == '/' || n == 1);
+}
+
+static int check_mountpoint(const char *mp, const char *store, char *root,
 			    int nonempty, struct report *r)
 {
 	struct stat st;
@@ -142,9 +166,21 @@ static int check_mountpoint(const char *mp, char *root, size_t len,
 		say(r, "%s: %s", mp, strerror(errno));
 		return -1;
 	}
-	(void)len;
 	if (!S_ISDIR(st.st_mode)) {
 		say(r, "%s: not a directory", mp);
+		return -1;
+	}
+	/* Group files name their children by path, in UTF-8 JSON. */
+	if (tcfs_group_root_ok(root) < 0) {
+		say(r, "%s: the mount point's path is not valid UTF-8, so group "
+		       "files could not name the files under it", mp);
+		return -1;
+	}
+	/* Mounted over, the store would be hidden, and its files written
+	 * through the mount into itself. */
+	if (lies_within(store, root)) {
+		say(r, "%s: the store %s lies inside the mount point; keep it "
+		       "elsewhere (--store DIR)", mp, store);
 		return -1;
 	}
 	fd = open(root, O_RDONLY | O_DIRECTORY);
@@ -328,8 +364,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	fs.uid = getuid();
 	fs.gid = getgid();
 	raise_fd_limit();
-	if (check_mountpoint(o->mountpoint, fs.root, sizeof(fs.root),
-			     nonempty, r) < 0 ||
+	if (check_mountpoint(o->mountpoint, o->store, fs.root, nonempty, r) < 0 ||
 	    open_store(&fs, o, r) < 0)
 		goto out;
 	/* Only now, with the paths resolved: a daemon must not keep the

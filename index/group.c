@@ -1,3 +1,4 @@
+/* group: group files stored key-relative and rendered for a root. */
 #include "group.h"
 
 #include <cjson/cJSON.h>
@@ -295,4 +296,13 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 	*out = o.p;
 	*olen = o.len;
 	return 0;
+}
+
+int tcfs_group_root_ok(const char *root)
+{
+	struct out o = { 0 };
+
+	out_pystr(&o, root);
+	free(o.p);
+	return o.err;
 }

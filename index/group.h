@@ -26,4 +26,9 @@ int tcfs_group_relativize(const char *bytes, size_t len, const char *key,
 int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 		      const char *key, char **out, size_t *olen);
 
+/* 0 when group files can name children under root (a cache dir, a
+ * mount point); -EILSEQ when it is not valid UTF-8, which json.dumps
+ * cannot write and so no rendering could hold. */
+int tcfs_group_root_ok(const char *root);
+
 #endif

@@ -1035,6 +1035,26 @@ tcfs mount --store "$S" "$E/file"
 check_rc "tcfs mount on a regular file exits 1" 1
 check_grep_fixed "... and stderr names it" "$E/file" "$ERR"
 
+# Group files name children by path, in JSON: a mount point that is not
+# UTF-8 could make every group lookup fail (EILSEQ).
+BADNAME=$E/$'caf\xe9'
+mkdir -p "$BADNAME"
+at_exit "fusermount3 -uz '$BADNAME'"
+tcfs mount --store "$S" "$BADNAME"
+check_rc "tcfs mount at a path that is not valid UTF-8 exits 1" 1
+check_grep "... and stderr says so" "not valid UTF-8" "$ERR"
+check "... and nothing is mounted there" eval "! mountpoint -q \"\$BADNAME\""
+
+# A store inside its own mount point would be hidden by the mount and
+# written into through it.
+mkdir -p "$E/self"
+at_exit "fusermount3 -uz '$E/self'"
+tcfs mount --store "$E/self/store" "$E/self"
+check_rc "tcfs mount with the store inside the mount point exits 1" 1
+check_grep "... and stderr says the store lies inside it" "lies inside the mount point" "$ERR"
+check "... and nothing is mounted there, nor a store made" \
+	eval "! mountpoint -q '$E/self' && [ ! -e '$E/self/store' ]"
+
 mkdir -p "$E/m1" "$E/m2"
 at_exit "fusermount3 -uz '$E/m1'"
 at_exit "fusermount3 -uz '$E/m2'"
