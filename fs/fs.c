@@ -28,6 +28,7 @@
 #include "index/err.h"
 #include "index/group.h"
 #include "index/store.h"
+#include "index/utf8.h"
 #include "priv.h"
 
 static void fs_op_init(void *userdata, struct fuse_conn_info *conn)
@@ -120,12 +121,14 @@ struct report {
 __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 						      const char *fmt, ...)
 {
-	char msg[1200];
+	char raw[1200], msg[4 * sizeof(raw)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* It names paths that may hold anything a terminal acts on. */
+	tcfs_utf8_printable(raw, msg, sizeof(msg));
 	if (r->fd >= 0) {
 		dprintf(r->fd, "tcfs mount: %s\n", msg);
 	} else {

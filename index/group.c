@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 /* A growing output string; err sticks after the first failed allocation. */
 struct out {
 	char *p;
@@ -51,34 +53,6 @@ static void out_u(struct out *o, unsigned cp)
 	out_add(o, e, sizeof(e));
 }
 
-/* Decodes one UTF-8 sequence at s; returns its length or 0 if invalid. */
-static size_t utf8_next(const unsigned char *s, unsigned *cp)
-{
-	size_t n;
-	unsigned c = s[0], min;
-
-	if (c < 0xc0)
-		return 0;
-	if (c < 0xe0) {
-		n = 2, c &= 0x1f, min = 0x80;
-	} else if (c < 0xf0) {
-		n = 3, c &= 0x0f, min = 0x800;
-	} else if (c < 0xf5) {
-		n = 4, c &= 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff)
-		return 0;
-	*cp = c;
-	return n;
-}
-
 /* A JSON string exactly as Python's json.dumps (ensure_ascii) writes it:
  * everything outside printable ASCII as \uXXXX, astral characters as a
  * surrogate pair. */
@@ -109,7 +83,7 @@ static void out_pystr(struct out *o, const char *s)
 			out_u(o, *p++);
 			continue;
 		}
-		n = utf8_next(p, &cp);
+		n = tcfs_utf8_next(p, &cp);
 		if (!n) {
 			o->err = -EILSEQ;
 			return;

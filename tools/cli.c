@@ -1,3 +1,4 @@
+/* cli: what the subcommands share: options, errors, sizes, times, JSON. */
 #include "cli.h"
 
 #include <errno.h>
@@ -12,16 +13,28 @@
 
 #include "index/err.h"
 #include "index/store.h"
+#include "index/utf8.h"
+
+/* "tcfs CMD: MESSAGE" with the message made printable: it names files
+ * from caches that anyone may have written. */
+__attribute__((format(printf, 2, 0))) static void err_line(const char *cmd,
+							   const char *fmt,
+							   va_list ap)
+{
+	char msg[4096], shown[4 * sizeof(msg)];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "tcfs %s: %s\n", cmd,
+		tcfs_utf8_printable(msg, shown, sizeof(shown)));
+}
 
 void cli_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "tcfs %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	err_line(cmd, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void cli_lib_err(const char *cmd, int rc, const char *what)
@@ -39,11 +52,10 @@ int cli_usage_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "tcfs %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	err_line(cmd, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'tcfs %s --help'.\n", cmd);
+	fprintf(stderr, "Try 'tcfs %s --help'.\n", cmd);
 	return CLI_USAGE;
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "index/store.h"
+#include "index/utf8.h"
 
 struct tcfs_store;
 
@@ -50,7 +51,8 @@ struct cli_common {
 int cli_common_opt(const char *cmd, const char *help, int c,
 		   struct cli_common *co, int *code);
 
-/* "tcfs CMD: MESSAGE" on stderr. */
+/* "tcfs CMD: MESSAGE" on stderr, the message made printable
+ * (tcfs_utf8_printable): it may name anything a cache holds. */
 void cli_err(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

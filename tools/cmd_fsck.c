@@ -8,6 +8,7 @@
 #include "cmds.h"
 #include "index/fsck.h"
 #include "index/store.h"
+#include "index/utf8.h"
 
 static const char *const help =
 	"Usage: tcfs fsck [OPTIONS]\n"
@@ -56,8 +57,11 @@ static void on_problem(void *ctx, const struct tcfs_fsck_report *r)
 	cJSON *j;
 
 	if (!o->reports) {
-		printf("%s: %s: %s\n", problem_names[r->what], r->path,
-		       r->detail);
+		char path[4 * 4096], detail[1024];
+
+		printf("%s: %s: %s\n", problem_names[r->what],
+		       tcfs_utf8_printable(r->path, path, sizeof(path)),
+		       tcfs_utf8_printable(r->detail, detail, sizeof(detail)));
 		return;
 	}
 	j = cJSON_CreateObject();

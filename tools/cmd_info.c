@@ -8,6 +8,7 @@
 #include "cmds.h"
 #include "index/info.h"
 #include "index/store.h"
+#include "index/utf8.h"
 
 static const char *const help =
 	"Usage: tcfs info [OPTIONS]\n"
@@ -89,12 +90,22 @@ static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
 	if (in->ntargets)
 		printf("\n%-10s %-10s %8s %12s\n", "backend", "arch",
 		       "kernels", "size");
-	for (size_t i = 0; i < in->ntargets; i++)
+	for (size_t i = 0; i < in->ntargets; i++) {
+		char be[TCFS_UTF8_SHOW_MAX], arch[TCFS_UTF8_SHOW_MAX];
+
+		/* Both come from the kernels' own metadata files. */
 		printf("%-10s %-10s %8llu %12s\n",
-		       in->targets[i].backend[0] ? in->targets[i].backend : "?",
-		       in->targets[i].arch[0] ? in->targets[i].arch : "?",
+		       in->targets[i].backend[0]
+			       ? tcfs_utf8_printable(in->targets[i].backend, be,
+						     sizeof(be))
+			       : "?",
+		       in->targets[i].arch[0]
+			       ? tcfs_utf8_printable(in->targets[i].arch, arch,
+						     sizeof(arch))
+			       : "?",
 		       (unsigned long long)in->targets[i].kernels,
 		       cli_human(in->targets[i].bytes, b1, sizeof(b1)));
+	}
 }
 
 int cmd_info(int argc, char **argv)

@@ -10,6 +10,7 @@
 #include "cmds.h"
 #include "index/event.h"
 #include "index/store.h"
+#include "index/utf8.h"
 
 static const char *const help =
 	"Usage: tcfs log [OPTIONS]\n"
@@ -29,7 +30,8 @@ static const char *const help =
 
 static void print_event(const struct tcfs_event *e, int json)
 {
-	char when[32];
+	char when[32], comm[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX],
+		name[TCFS_UTF8_SHOW_MAX];
 
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
@@ -53,10 +55,12 @@ static void print_event(const struct tcfs_event *e, int json)
 	}
 	printf("%s.%03d %7d %-16s %-4s %-6s %s/%s\n",
 	       cli_time(e->time_ns, when, sizeof(when)),
-	       (int)(e->time_ns / 1000000 % 1000), e->pid, e->comm,
+	       (int)(e->time_ns / 1000000 % 1000), e->pid,
+	       tcfs_utf8_printable(e->comm, comm, sizeof(comm)),
 	       e->hit ? "hit" : "miss",
-	       e->kind == TCFS_PROBE_MODULE ? "module" : "kernel", e->key,
-	       e->name);
+	       e->kind == TCFS_PROBE_MODULE ? "module" : "kernel",
+	       tcfs_utf8_printable(e->key, key, sizeof(key)),
+	       tcfs_utf8_printable(e->name, name, sizeof(name)));
 }
 
 int cmd_log(int argc, char **argv)

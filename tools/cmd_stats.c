@@ -10,6 +10,7 @@
 #include "cmds.h"
 #include "index/event.h"
 #include "index/store.h"
+#include "index/utf8.h"
 
 static const char *const help =
 	"Usage: tcfs stats [OPTIONS]\n"
@@ -114,6 +115,8 @@ static int print_json(struct tcfs_store *s, const struct stats *st)
 
 static void print_text(struct tcfs_store *s, const struct stats *st)
 {
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+
 	printf("cache directory  %s\n", st->mount[0] ? st->mount
 						     : "(not mounted)");
 	printf("store            %s\n", tcfs_store_path(s));
@@ -125,18 +128,22 @@ static void print_text(struct tcfs_store *s, const struct stats *st)
 	       (unsigned long long)st->mod_misses);
 	printf("new kernels      %zu\n", st->nfresh);
 	for (size_t i = 0; i < st->nfresh; i++)
-		printf("  - %s  %s\n", st->fresh[i].key, st->fresh[i].name);
+		printf("  - %s  %s\n",
+		       tcfs_utf8_printable(st->fresh[i].key, a, sizeof(a)),
+		       tcfs_utf8_printable(st->fresh[i].name, b, sizeof(b)));
 	if (st->nkernel)
 		printf("\nper kernel\n");
 	for (size_t i = 0; i < st->nkernel; i++)
-		printf("  %s: %llu hits, %llu misses\n", st->kernel[i].name,
+		printf("  %s: %llu hits, %llu misses\n",
+		       tcfs_utf8_printable(st->kernel[i].name, a, sizeof(a)),
 		       (unsigned long long)st->kernel[i].hits,
 		       (unsigned long long)st->kernel[i].misses);
 	if (st->nproc)
 		printf("\nper process\n");
 	for (size_t i = 0; i < st->nproc; i++)
 		printf("  %d %s: %llu hits, %llu misses\n", st->proc[i].pid,
-		       st->proc[i].comm, (unsigned long long)st->proc[i].hits,
+		       tcfs_utf8_printable(st->proc[i].comm, a, sizeof(a)),
+		       (unsigned long long)st->proc[i].hits,
 		       (unsigned long long)st->proc[i].misses);
 }
 

@@ -151,7 +151,7 @@ ln -s "../$K2/$CUBIN2" "$SRC/$K/link_other"
 ln -s /etc/passwd "$SRC/$K/link_out"
 ln -s "../$K2" "$SRC/$K/link_dir"
 ln -s "does-not-exist" "$SRC/$K/link_dangling"
-mkfifo "$SRC/$K/fifo"
+mkfifo "$SRC/$K/fifo" "$SRC/$K/"$'\e[2J'fifo
 ln -s fifo "$SRC/$K/link_fifo"
 touch -r "$SMALL/$K" "$SRC/$K"	# the key dir's mtime is checked too
 run timeout 20 "$TCFS" import --store "$S" "$SRC"
@@ -170,6 +170,9 @@ check_grep "the symlink to the FIFO is skipped with a message naming it" \
 	"$K/link_fifo: .*skipped" "$ERR"
 check_grep "the dangling symlink is skipped with a message naming it" \
 	"$K/link_dangling: .*skipped" "$ERR"
+check_grep_fixed "a name holding a terminal escape is printed escaped" \
+	"$K/\\x1b[2Jfifo: not a regular file" "$ERR"
+check_eq "no raw control byte reaches the terminal" 0 "$(tr -d '\n' <"$ERR" | tr -cd '\000-\037\177' | wc -c)"
 E=$T_TMP/export-links
 tcfs export --quiet --store "$S" "$E"
 check_rc "export afterwards exits 0" 0

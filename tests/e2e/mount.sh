@@ -282,6 +282,21 @@ if [ -n "${P1:-}" ] && [ "$P1" = "${P2:-}" ]; then
 else
 	skip "a pid used again after its process exited" "cannot choose pids here"
 fi
+
+# A process names itself (prctl, /proc/self/comm): a name holding a
+# terminal escape is shown escaped by log and stats, never raw.
+python3 - "$GRP" <<'PY'
+import os, sys
+open("/proc/self/comm", "w").write("\x1b[2Jevil")
+os.stat(sys.argv[1])
+PY
+settle
+tcfs log --store "$S2"
+check_grep_fixed "tcfs log shows a command name holding ESC escaped" '\x1b[2Jevil' "$OUT"
+check_eq "... and prints no raw control byte" 0 "$(tr -d '\n' <"$OUT" | tr -cd '\000-\037\177' | wc -c)"
+tcfs stats --store "$S2"
+check_grep_fixed "tcfs stats shows it escaped too" '\x1b[2Jevil' "$OUT"
+check_eq "... and prints no raw control byte" 0 "$(tr -d '\n' <"$OUT" | tr -cd '\000-\037\177' | wc -c)"
 tcfs umount "$M2"
 
 echo "# --- relative paths: the daemon leaves the working directory"

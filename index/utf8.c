@@ -1,0 +1,79 @@
+/* utf8: decoding UTF-8, and text made safe to show on a terminal. */
+#include "utf8.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t tcfs_utf8_next(const unsigned char *s, unsigned *cp)
+{
+	size_t n;
+	unsigned c = s[0], min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return c ? 1 : 0;
+	}
+	if (c < 0xc0)
+		return 0;
+	if (c < 0xe0) {
+		n = 2, c &= 0x1f, min = 0x80;
+	} else if (c < 0xf0) {
+		n = 3, c &= 0x0f, min = 0x800;
+	} else if (c < 0xf5) {
+		n = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* Whether a terminal acts on the code point rather than showing it. */
+static int is_control(unsigned cp)
+{
+	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
+}
+
+const char *tcfs_utf8_printable(const char *s, char *out, size_t outlen)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t used = 0;
+
+	while (*p) {
+		char esc[5 * 4 + 1];
+		size_t n, len;
+		unsigned cp;
+
+		n = tcfs_utf8_next(p, &cp);
+		if (n == 0 || is_control(cp)) {
+			/* Each byte of an invalid or control sequence. */
+			len = 0;
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				len += (size_t)snprintf(esc + len,
+							sizeof(esc) - len,
+							"\\x%02x", p[i]);
+			n = n ? n : 1;
+		} else if (cp == '\\') {
+			memcpy(esc, "\\\\", 2);
+			len = 2;
+		} else {
+			memcpy(esc, p, n);
+			len = n;
+		}
+		if (used + len >= outlen)
+			break;
+		memcpy(out + used, esc, len);
+		used += len;
+		p += n;
+	}
+	if (outlen)
+		out[used] = '\0';
+	return out;
+}

@@ -1,0 +1,36 @@
+/* utf8: names are shown as a terminal cannot act on them. */
+#include "index/utf8.h"
+#include "tap.h"
+
+static void shows(const char *in, const char *want, const char *what)
+{
+	char out[TCFS_UTF8_SHOW_MAX];
+
+	tcfs_utf8_printable(in, out, sizeof(out));
+	if (!tap_ok(strcmp(out, want) == 0, "%s", what))
+		printf("#   got '%s', want '%s'\n", out, want);
+}
+
+int main(void)
+{
+	char small[8];
+	unsigned cp;
+
+	shows("add_kernel.cubin", "add_kernel.cubin", "plain ASCII as it is");
+	shows("caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80",
+	      "printable UTF-8 as it is");
+	shows("\x1b[2Jx", "\\x1b[2Jx", "ESC escaped");
+	shows("a\nb\tc\x7f", "a\\x0ab\\x09c\\x7f", "newline, tab and DEL escaped");
+	shows("\xc2\x9b" "31m", "\\xc2\\x9b31m", "a C1 control (CSI) escaped");
+	shows("caf\xe9", "caf\\xe9", "a byte that is not UTF-8 escaped");
+	shows("\xed\xa0\x80", "\\xed\\xa0\\x80", "an encoded surrogate escaped");
+	shows("a\\b", "a\\\\b", "a backslash doubled, so escapes are unambiguous");
+	tcfs_utf8_printable("\x1b\x1b\x1b", small, sizeof(small));
+	tap_ok(strcmp(small, "\\x1b") == 0, "cut short at an escape, never in one");
+	tap_eq(tcfs_utf8_next((const unsigned char *)"\xc0\xaf", &cp), 0,
+	       "an overlong form is no UTF-8");
+	tap_eq(tcfs_utf8_next((const unsigned char *)"\xe2\x82\xac", &cp), 3,
+	       "a three-byte sequence decodes");
+	tap_eq(cp, 0x20ac, "to its code point");
+	return tap_done();
+}
