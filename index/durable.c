@@ -1,3 +1,4 @@
+/* durable: new blobs made durable in batches, and checked after a crash. */
 #include "durable.h"
 
 #include <errno.h>
@@ -8,9 +9,9 @@
 #include <unistd.h>
 
 #include "cas.h"
+#include "damage.h"
 #include "db.h"
 #include "err.h"
-#include "fsck.h"
 #include "hash.h"
 #include "store.h"
 #include "vec.h"
@@ -153,7 +154,7 @@ static int add_noted(void *ctx, sqlite3_stmt *st)
 static int drop_lost(struct tcfs_store *s, const struct tcfs_hash *h,
 		     struct tcfs_durable_report *r)
 {
-	int rc = tcfs_fsck_drop_users(s, h, &r->dropped);
+	int rc = tcfs_damage_drop_users(s, h, NULL, NULL, &r->dropped);
 
 	if (rc < 0)
 		return rc;

@@ -1,3 +1,4 @@
+/* fsck: checking a store end to end, and mending what is safe to mend. */
 #include "fsck.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 
 #include "cas.h"
+#include "damage.h"
 #include "db.h"
 #include "err.h"
 #include "gc.h"
@@ -25,9 +27,6 @@ static const char sql_no_kernel[] =
 	" LEFT JOIN kernels k ON k.grp_ino = g.ino"
 	" WHERE g.kind = 'f' AND g.name GLOB '__grp__*.json'"
 	" AND k.grp_ino IS NULL";
-static const char sql_groups_in[] =
-	"SELECT ino, parent, name FROM nodes WHERE parent = ? AND kind = 'f'"
-	" AND name GLOB '__grp__*.json'";
 
 struct fsck {
 	struct tcfs_store *s;
@@ -180,54 +179,6 @@ static int add_user(void *ctx, sqlite3_stmt *st)
 	return 0;
 }
 
-/* Takes a kernel out of the cache: Triton then misses and recompiles it
- * rather than loading a group whose children are gone. */
-static int drop_groups(struct tcfs_store *s, uint64_t dir)
-{
-	struct user_list groups = { 0 };
-	int rc;
-
-	rc = tcfs_db_each(tcfs_store_db(s), add_user, &groups, sql_groups_in,
-			  "i", (int64_t)dir);
-	for (size_t i = 0; rc == 0 && i < groups.n; i++)
-		rc = tcfs_ns_unlink(s, dir, groups.v[i].name);
-	free(groups.v);
-	return rc;
-}
-
-/* Adds 1 to *removed (optional) when the file was still there: an
- * earlier user's drop_groups may have taken it. */
-static int repair_user(struct tcfs_store *s, const struct user *u,
-		       uint64_t *removed)
-{
-	int rc = tcfs_store_begin(s);
-
-	if (rc < 0)
-		return rc;
-	rc = tcfs_ns_unlink(s, u->parent, u->name);
-	if (rc == 0 && removed)
-		(*removed)++;
-	if (rc == 0 || rc == -ENOENT)
-		rc = drop_groups(s, u->parent);
-	return tcfs_store_end(s, rc);
-}
-
-int tcfs_fsck_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
-			 uint64_t *dropped)
-{
-	struct user_list users = { 0 };
-	int rc = tcfs_store_begin(s);
-
-	if (rc < 0)
-		return rc;
-	rc = tcfs_db_each(tcfs_store_db(s), add_user, &users, sql_users, "h",
-			  h);
-	for (size_t i = 0; rc == 0 && i < users.n; i++)
-		rc = repair_user(s, &users.v[i], dropped);
-	free(users.v);
-	return tcfs_store_end(s, rc);
-}
-
 static int report_users(struct fsck *f, const struct bad *b)
 {
 	char hex[TCFS_HASH_HEXLEN], path[4096], detail[256];
@@ -244,7 +195,8 @@ static int report_users(struct fsck *f, const struct bad *b)
 		if (tcfs_ns_path(f->s, u->ino, path, sizeof(path)) < 0)
 			snprintf(path, sizeof(path), "%s", u->name);
 		if (f->repair) {
-			rc = repair_user(f->s, u, NULL);
+			rc = tcfs_damage_drop_file(f->s, u->parent, u->name,
+						   NULL, NULL, NULL);
 			fixed = rc == 0;
 		}
 		snprintf(detail, sizeof(detail), "blob %s is %s%s", hex,

@@ -47,10 +47,4 @@ int tcfs_fsck_run(struct tcfs_store *s, int repair,
 		  void (*cb)(void *ctx, const struct tcfs_fsck_report *r),
 		  void *ctx, struct tcfs_fsck_result *res);
 
-/* Removes every file that names blob h, each with its key dir's group
- * files, as repair does, in one transaction; adds the files removed to
- * *dropped (optional).  For a blob known lost (see durable.h). */
-int tcfs_fsck_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
-			 uint64_t *dropped);
-
 #endif
