@@ -54,22 +54,23 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		struct tcfs_content c = { .fmt = TCFS_FMT_GROUP };
 		char *raw = NULL, *tmpl = NULL;
 		size_t len = 0, tlen = 0;
-		int fd;
+		int rc;
 
 		if (g->kind != TCFS_FILE || g->fmt != TCFS_FMT_RAW ||
 		    tcfs_name_artifact(g->name) != TCFS_ART_GROUP)
 			continue;
-		fd = tcfs_cas_open_blob(cas, &g->blob);
-		if (fd < 0)
+		/* Checked: damaged bytes must not pass into a new blob. */
+		rc = tcfs_cas_read_checked(cas, &g->blob, 1u << 20, &raw, &len);
+		if (rc < 0) {
+			fs_blob_failed(fs, &g->blob, rc);
 			continue;
-		if (tcfs_io_read_small(fd, 1u << 20, &raw, &len) == 0 &&
-		    tcfs_group_relativize(raw, len, dir->name, &tmpl,
-					  &tlen) == 1 &&
+		}
+		if (tcfs_group_relativize(raw, len, dir->name, &tmpl, &tlen) ==
+			    1 &&
 		    tcfs_cas_put_buf(cas, tmpl, tlen, &c.blob, NULL) == 0) {
 			c.size = len;
 			tcfs_ns_set_content(fs->store, g->ino, &c, g->mtime_ns);
 		}
-		close(fd);
 		free(raw);
 		free(tmpl);
 	}

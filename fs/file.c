@@ -158,8 +158,10 @@ static int stage_from(struct tcfs_fs *fs, const struct tcfs_node *n,
 			rc = tcfs_cas_stage_write(*out, bytes, len, 0);
 		free(bytes);
 	} else {
-		fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n->blob);
-		rc = fd < 0 ? fd : 0;
+		/* Checked: a damaged blob copied into a new one would pass
+		 * for whole from then on. */
+		fd = tcfs_cas_open_checked(tcfs_store_cas(fs->store), &n->blob);
+		rc = fd < 0 ? fs_blob_failed(fs, &n->blob, fd) : 0;
 		while (rc == 0) {
 			ssize_t got = pread(fd, buf, sizeof(buf), (off_t)off);
 
@@ -492,9 +494,9 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(bytes);
 		return;
 	}
-	fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n.blob);
+	fd = tcfs_cas_open_checked(tcfs_store_cas(fs->store), &n.blob);
 	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+		fuse_reply_err(req, -fs_blob_failed(fs, &n.blob, fd));
 		return;
 	}
 	bv.buf[0].fd = fd;

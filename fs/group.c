@@ -81,17 +81,17 @@ static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
 {
 	char *tmpl = NULL;
 	size_t tlen = 0;
-	int fd, rc;
+	int rc;
 
-	fd = tcfs_cas_open_blob(tcfs_store_cas(fs->store), &n->blob);
-	if (fd < 0)
-		return fd;
-	rc = tcfs_io_read_small(fd, GROUP_MAX, &tmpl, &tlen);
-	close(fd);
-	if (rc == 0)
-		rc = tcfs_group_render(tmpl, tlen, fs->root, key, out, len);
+	rc = tcfs_cas_read_checked(tcfs_store_cas(fs->store), &n->blob,
+				   GROUP_MAX, &tmpl, &tlen);
+	if (rc == -EFBIG)
+		return -EUCLEAN;
+	if (rc < 0)
+		return fs_blob_failed(fs, &n->blob, rc);
+	rc = tcfs_group_render(tmpl, tlen, fs->root, key, out, len);
 	free(tmpl);
-	return rc == -EFBIG ? -EUCLEAN : rc;
+	return rc;
 }
 
 /* Copies a kept rendering out; 0, or -ENOENT when none fits. */

@@ -2,7 +2,8 @@
  * The mount's shared state and the helpers its modules share.  Private to
  * fs/: lookup.c (lookup, getattr, statfs), dir.c (mkdir, rmdir, unlink,
  * rename, readdir), file.c (create, open, read, write, release, fsync,
- * setattr), probe.c (hit/miss per probe), events.c (the log writer),
+ * setattr), group.c (group files rendered), damage.c (a bad blob found as
+ * it is read), probe.c (hit/miss per probe), events.c (the log writer),
  * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts).
  */
 #ifndef TCFS_FS_PRIV_H
@@ -101,6 +102,12 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 /* Commits ino's pending writes (before it is renamed, say). */
 int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
 
+
+/* damage.c: what an error from tcfs_cas_open_checked or _read_checked
+ * means for the reader (returned): a blob that the check found bad is
+ * taken out of the tree with its files and their kernels (-EIO); any
+ * other error is returned as it is. */
+int fs_blob_failed(struct tcfs_fs *fs, const struct tcfs_hash *h, int rc);
 
 /* probe.c: whether looking up name in parent is a cache probe, and
  * recording one (at most one event per process and path). */

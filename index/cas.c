@@ -1,8 +1,10 @@
+/* cas: the content-addressed blobs, and the check of what is served. */
 #include "cas.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +13,16 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "blobset.h"
 #include "err.h"
 #include "io.h"
+
+/* What this handle knows of a blob's bytes (tcfs_cas_open_checked). */
+enum cas_verdict {
+	CAS_UNCHECKED = 0,
+	CAS_GOOD,		/* read back, written or compared: they match */
+	CAS_BAD,		/* damaged or gone: never served again */
+};
 
 struct tcfs_cas {
 	int objfd;	/* STORE/objects */
@@ -21,6 +31,8 @@ struct tcfs_cas {
 	char *path;	/* STORE, for messages */
 	atomic_ulong seq;
 	atomic_size_t mem;	/* bytes that stages hold in memory */
+	pthread_mutex_t verdict_mu;	/* guards: */
+	struct tcfs_blobset verdicts;	/* enum cas_verdict by blob */
 };
 
 struct tcfs_cas_stage {
@@ -50,6 +62,30 @@ static struct blob_path blob_path(const struct tcfs_hash *h)
 	return p;
 }
 
+static enum cas_verdict verdict(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	int v;
+
+	pthread_mutex_lock(&cas->verdict_mu);
+	v = tcfs_blobset_get(&cas->verdicts, h);
+	pthread_mutex_unlock(&cas->verdict_mu);
+	return (enum cas_verdict)v;
+}
+
+/* Records a verdict; returns the one it replaced.  Out of memory, the
+ * blob is only checked again next time. */
+static enum cas_verdict judge(struct tcfs_cas *cas, const struct tcfs_hash *h,
+			      enum cas_verdict v)
+{
+	int old;
+
+	pthread_mutex_lock(&cas->verdict_mu);
+	old = tcfs_blobset_get(&cas->verdicts, h);
+	tcfs_blobset_set(&cas->verdicts, h, (int)v);
+	pthread_mutex_unlock(&cas->verdict_mu);
+	return (enum cas_verdict)old;
+}
+
 static int open_subdir(int storefd, const char *storepath, const char *name,
 		       int create)
 {
@@ -73,6 +109,7 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 		return -ENOMEM;
 	cas->objfd = cas->stagefd = -1;
 	cas->storefd = storefd;
+	pthread_mutex_init(&cas->verdict_mu, NULL);
 	cas->path = strdup(storepath);
 	if (!cas->path) {
 		rc = -ENOMEM;
@@ -101,6 +138,8 @@ void tcfs_cas_close(struct tcfs_cas *cas)
 		close(cas->objfd);
 	if (cas->stagefd >= 0)
 		close(cas->stagefd);
+	tcfs_blobset_free(&cas->verdicts);
+	pthread_mutex_destroy(&cas->verdict_mu);
 	free(cas->path);
 	free(cas);
 }
@@ -374,6 +413,7 @@ static int settle_existing(struct tcfs_cas *cas, int stagefd,
 	if (rc == 1) {
 		*put = TCFS_CAS_SHARED;
 		unlinkat(cas->stagefd, stagename, 0);
+		judge(cas, h, CAS_GOOD);
 		return 0;
 	}
 	rc = tcfs_cas_verify(cas, h);
@@ -393,6 +433,7 @@ static int settle_existing(struct tcfs_cas *cas, int stagefd,
 		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
 	}
 	*put = TCFS_CAS_HEALED;
+	judge(cas, h, CAS_GOOD);
 	return 0;
 }
 
@@ -431,6 +472,7 @@ static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 		goto fail;
 	}
 	*put = TCFS_CAS_CREATED;
+	judge(cas, h, CAS_GOOD);
 	return 0;
 fail:
 	unlinkat(cas->stagefd, stagename, 0);
@@ -450,7 +492,10 @@ static int put_buf_existing(struct tcfs_cas *cas, const void *buf, size_t len,
 		return -errno;
 	rc = tcfs_io_equals_buf(fd, buf, len);
 	close(fd);
-	return rc == 1 ? 0 : -EAGAIN;
+	if (rc != 1)
+		return -EAGAIN;
+	judge(cas, h, CAS_GOOD);
+	return 0;
 }
 
 int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
@@ -579,6 +624,93 @@ int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h)
 	if (fd < 0)
 		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
 	return fd;
+}
+
+/* The check of a blob about to be served, its bytes read by the caller
+ * (got, or none when got is NULL: the blob is gone): 0 when they may be
+ * served, else the error to give, with a message.  Only the call that
+ * finds a blob bad gets -EBADMSG or -ENOENT; later ones get -EIO. */
+static int judge_served(struct tcfs_cas *cas, const struct tcfs_hash *h,
+			const struct tcfs_hash *got)
+{
+	struct blob_path p = blob_path(h);
+	int good = got && tcfs_hash_equal(got, h);
+
+	if (judge(cas, h, good ? CAS_GOOD : CAS_BAD) == CAS_BAD && !good)
+		return tcfs_err_set(-EIO, "%s/objects/%s: damaged or missing, "
+				    "not served", cas->path, p.s);
+	if (good)
+		return 0;
+	if (!got)
+		return tcfs_err_set(-ENOENT, "%s/objects/%s: missing",
+				    cas->path, p.s);
+	return tcfs_err_set(-EBADMSG, "%s/objects/%s: damaged (its bytes do "
+			    "not match its name)", cas->path, p.s);
+}
+
+/* Opens a blob to serve, or answers for one judged bad already. */
+static int open_served(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		       enum cas_verdict *v)
+{
+	int fd;
+
+	*v = verdict(cas, h);
+	if (*v == CAS_BAD)
+		return judge_served(cas, h, NULL);
+	fd = tcfs_cas_open_blob(cas, h);
+	if (fd == -ENOENT)
+		return judge_served(cas, h, NULL);
+	return fd;
+}
+
+int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	struct blob_path p = blob_path(h);
+	enum cas_verdict v;
+	struct tcfs_hash got;
+	uint64_t size;
+	int fd, rc;
+
+	fd = open_served(cas, h, &v);
+	if (fd < 0 || v == CAS_GOOD)
+		return fd;
+	rc = hash_fd(fd, &got, &size);
+	if (rc < 0) {	/* no verdict: the read failed, not the bytes */
+		close(fd);
+		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	}
+	rc = judge_served(cas, h, &got);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int tcfs_cas_read_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
+			  size_t max, char **buf, size_t *len)
+{
+	struct blob_path p = blob_path(h);
+	enum cas_verdict v;
+	struct tcfs_hash got;
+	int fd, rc;
+
+	fd = open_served(cas, h, &v);
+	if (fd < 0)
+		return fd;
+	rc = tcfs_io_read_small(fd, max, buf, len);
+	close(fd);
+	if (rc == -EFBIG)
+		free(*buf);
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	if (v == CAS_GOOD)
+		return 0;
+	tcfs_hash_buf(*buf, *len, &got);
+	rc = judge_served(cas, h, &got);
+	if (rc < 0)
+		free(*buf);
+	return rc;
 }
 
 int tcfs_cas_stat(struct tcfs_cas *cas, const struct tcfs_hash *h,

@@ -71,6 +71,22 @@ void tcfs_cas_stage_abort(struct tcfs_cas_stage *s);
 /* Opens a blob for reading; returns the descriptor (caller closes it). */
 int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h);
 
+/*
+ * Opens a blob whose bytes are about to be served (the mount reads them
+ * to a process).  A damaged blob is never served: the first time this
+ * handle serves a blob, its bytes are read back and checked against its
+ * name (blobs it stored or compared itself count as checked).  Returns
+ * the descriptor (caller closes it).  A blob found bad is never served by
+ * this handle again: the call that finds it gets -EBADMSG (damaged) or
+ * -ENOENT (gone), every later one -EIO, all with a message naming it.
+ */
+int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
+/* The same for a blob read whole, of at most max bytes (else -EFBIG):
+ * *buf (owned by the caller, free()) holds its *len bytes. */
+int tcfs_cas_read_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
+			  size_t max, char **buf, size_t *len);
+
 /* 0 when the blob exists (size in *size), -ENOENT otherwise. */
 int tcfs_cas_stat(struct tcfs_cas *cas, const struct tcfs_hash *h,
 		  uint64_t *size);

@@ -299,6 +299,59 @@ check_grep_fixed "tcfs stats shows it escaped too" '\x1b[2Jevil' "$OUT"
 check_eq "... and prints no raw control byte" 0 "$(tr -d '\n' <"$OUT" | tr -cd '\000-\037\177' | wc -c)"
 tcfs umount "$M2"
 
+echo "# --- a damaged blob is never served"
+# Three kernels' blobs are spoiled behind the store's back: a cubin with
+# one byte flipped, a cubin cut to 100 bytes, a group file's template with
+# a byte flipped.  Each read of them fails (EIO, never wrong bytes); the
+# blob goes to quarantine/ and its kernel out of the cache, so a replay
+# then misses exactly those three and compiles them again.
+S=$T_TMP/damaged-store
+M=$T_TMP/damaged-mnt
+tcfs import --quiet --store "$S" "$SRC"
+check_rc "damaged: import the fixture" 0
+keys=() cubins=()
+for k in $(find "$SRC" -mindepth 2 -maxdepth 2 -name '*.cubin' -printf '%h\n' | sort -u | sed -n '1,3p'); do
+	keys+=("$(basename "$k")")
+	cubins+=("$(basename "$(ls "$k"/*.cubin | head -1)")")
+done
+flip_byte "$(blob_path "$S" "$SRC/${keys[0]}/${cubins[0]}")" 64
+B=$(blob_path "$S" "$SRC/${keys[1]}/${cubins[1]}")
+chmod u+w "$B" && truncate -s 100 "$B" && chmod 444 "$B"
+GRP=$(basename "$(ls "$SRC/${keys[2]}"/__grp__*.json)")
+GB=$(sqlite3 "$S/index.db" "SELECT blob FROM nodes WHERE name = '$GRP' AND parent = (SELECT ino FROM nodes WHERE parent = 1 AND name = '${keys[2]}')")
+flip_byte "$S/objects/${GB:0:2}/$GB" 20
+# Blobs are shared: every kernel that uses one of the three goes.
+B0=$(basename "$(blob_path "$S" "$SRC/${keys[0]}/${cubins[0]}")")
+NBAD=$(sqlite3 "$S/index.db" "SELECT count(DISTINCT parent) FROM nodes WHERE blob IN ('$B0', '$(basename "$B")', '$GB')")
+mkdir -p "$M"
+at_exit "fusermount3 -uz '$M'"
+tcfs mount --store "$S" "$M"
+check_rc "damaged: mount the store" 0
+run cat "$M/${keys[0]}/${cubins[0]}"
+check_eq "a cubin with a flipped byte: cat fails with EIO, no byte served" \
+	"1 0" "$RC $(stat -c %s "$OUT")"
+check_grep "... Input/output error" "Input/output error" "$ERR"
+run cat "$M/${keys[1]}/${cubins[1]}"
+check_eq "a cubin cut to 100 bytes: cat fails with EIO, no byte served" \
+	"1 0" "$RC $(stat -c %s "$OUT")"
+run cat "$M/${keys[2]}/$GRP"
+check_num "a group file whose template is damaged: cat fails" "$RC" -ne 0
+check_eq "the three damaged blobs are in quarantine/ (the truncated one too)" 3 \
+	"$(ls "$S/quarantine" 2>/dev/null | wc -l)"
+check_eq "the three kernels' group files are gone (their next probe misses)" "" \
+	"$(ls "$M/${keys[0]}" "$M/${keys[1]}" "$M/${keys[2]}" | grep __grp__)"
+check_eq "the damaged cubins are gone from their key dirs" "" \
+	"$(ls "$M/${keys[0]}" "$M/${keys[1]}" | grep -F -e "${cubins[0]}" -e "${cubins[1]}")"
+replay damaged-replay "$SRC" "$M"
+check_eq "a replay then misses exactly the $NBAD kernels using them, and compiles them" \
+	"$((KERNELS - NBAD)) $NBAD" "$(seen damaged-replay kernel hits) $(seen damaged-replay kernel misses)"
+replay damaged-warm "$SRC" "$M"
+check_eq "and the next replay hits every kernel, every byte right" "$KERNELS 0" \
+	"$(seen damaged-warm kernel hits) $(seen damaged-warm kernel misses)"
+tcfs umount "$M"
+tcfs fsck --store "$S"
+check_rc "fsck of the store afterwards exits 0 (nothing damaged is left)" 0
+
 echo "# --- relative paths: the daemon leaves the working directory"
 mkdir -p "$T_TMP/rel/mnt"
 at_exit "fusermount3 -uz '$T_TMP/rel/mnt'"

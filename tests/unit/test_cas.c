@@ -171,6 +171,56 @@ static void test_stages(struct tcfs_cas *cas, const char *dir)
 	free(big);
 }
 
+/* What is served is checked once per handle; bad blobs never again. */
+static void test_checked(const char *dir)
+{
+	struct tcfs_store *s = open_store(dir);
+	struct tcfs_cas *cas = tcfs_store_cas(s), *other;
+	struct tcfs_hash good, bad, gone;
+	char path[512], *buf = NULL;
+	size_t len = 0;
+	int fd;
+
+	tcfs_cas_put_buf(cas, "whole bytes", 11, &good, NULL);
+	tcfs_cas_put_buf(cas, "bytes to spoil", 14, &bad, NULL);
+	tcfs_cas_put_buf(cas, "bytes to lose", 13, &gone, NULL);
+	tcfs_store_close(s);
+	blob_path(dir, &bad, path, sizeof(path));
+	flip_byte(path, 3);
+	blob_path(dir, &gone, path, sizeof(path));
+	unlink(path);
+
+	s = open_store(dir);
+	other = tcfs_store_cas(s);
+	fd = tcfs_cas_open_checked(other, &good);
+	tap_ok(fd >= 0, "a whole blob is served by a new handle");
+	if (fd >= 0)
+		close(fd);
+	tap_eq(tcfs_cas_open_checked(other, &bad), -EBADMSG,
+	       "a damaged one: EBADMSG to the open that finds it");
+	tap_ok(strstr(tcfs_err_msg(), "damaged") != NULL,
+	       "with a message: %s", tcfs_err_msg());
+	tap_eq(tcfs_cas_open_checked(other, &bad), -EIO,
+	       "EIO to every open after that");
+	tap_eq(tcfs_cas_read_checked(other, &bad, 1024, &buf, &len), -EIO,
+	       "and to a read of it whole");
+	tap_eq(tcfs_cas_read_checked(other, &gone, 1024, &buf, &len), -ENOENT,
+	       "a missing one: ENOENT to the read that finds it");
+	tap_eq(tcfs_cas_open_checked(other, &gone), -EIO, "then EIO");
+	tap_eq(tcfs_cas_read_checked(other, &good, 1024, &buf, &len), 0,
+	       "a whole blob read whole");
+	tap_ok(len == 11 && memcmp(buf, "whole bytes", 11) == 0,
+	       "with its bytes");
+	free(buf);
+	tap_eq(tcfs_cas_put_buf(other, "bytes to spoil", 14, &bad, NULL), 0,
+	       "the damaged blob is healed by a put of its bytes");
+	fd = tcfs_cas_open_checked(other, &bad);
+	tap_ok(fd >= 0, "and is served again");
+	if (fd >= 0)
+		close(fd);
+	tcfs_store_close(s);
+}
+
 int main(void)
 {
 	char *dir = tap_tmpdir(), path[512];
@@ -284,6 +334,7 @@ int main(void)
 	test_stages(cas, dir);
 	free(big);
 	tcfs_store_close(s);
+	test_checked(dir);
 	tap_rmtree(dir);
 	return tap_done();
 }
