@@ -21,6 +21,12 @@
  * committed (db.h); also how often exited processes are forgotten by the
  * probe table. */
 #define EVENTS_FLUSH_MS 100
+/* How often the log is trimmed to its bounds (event.h), which are read
+ * again each time: a change by tcfs config shows within this. */
+#define EVENTS_TRIM_NS (2 * 1000000000LL)
+/* Events that wait for a batch, at most: beyond, they are dropped (and
+ * counted), whatever a flood of probes asks of the writer. */
+#define EVENTS_QUEUE_MAX 100000
 /* Writes to a file idle this long are committed (file.c). */
 #define DIRTY_IDLE_S 0.2
 
@@ -39,6 +45,11 @@ struct fs_events {
 	int stop;
 	atomic_int done;	/* the thread is out of its loop */
 	pthread_t thread;
+	uint64_t dropped;	/* events the queue had no room for (mu) */
+	uint64_t unlogged;	/* events dropped, not yet counted in the
+				 * store (the thread's, as is:) */
+	int tight;		/* the last batch found the index tight */
+	int64_t trimmed_ns;	/* when the log was last trimmed (thread) */
 };
 
 void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev)
@@ -47,11 +58,13 @@ void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev)
 	struct tcfs_event *slot;
 
 	pthread_mutex_lock(&e->mu);
-	slot = tcfs_vec_push(&e->q, &e->n, &e->cap, sizeof(*slot));
+	slot = e->n < EVENTS_QUEUE_MAX
+		       ? tcfs_vec_push(&e->q, &e->n, &e->cap, sizeof(*slot))
+		       : NULL;
 	if (slot)
 		*slot = *ev;
 	else
-		syslog(LOG_ERR, "tcfs: out of memory: a probe went unlogged");
+		e->dropped++;
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -70,26 +83,67 @@ void fs_events_inval(struct tcfs_fs *fs, uint64_t parent, const char *name)
 	pthread_mutex_unlock(&e->mu);
 }
 
-/* Takes the queue; the caller writes and frees it. */
-static struct tcfs_event *take(struct fs_events *e, size_t *n)
+/* Takes the queue, and the count of events dropped with it; the caller
+ * writes and frees it. */
+static struct tcfs_event *take(struct fs_events *e, size_t *n,
+			       uint64_t *dropped)
 {
 	struct tcfs_event *q = e->q;
 
 	*n = e->n;
+	*dropped = e->dropped;
 	e->q = NULL;
 	e->n = e->cap = 0;
+	e->dropped = 0;
 	return q;
 }
 
-static void write_batch(struct tcfs_fs *fs, struct tcfs_event *q, size_t n)
+/* Logs a batch, with the count of those dropped before it.  Logging
+ * yields to the tree: while the index is tight (space.h) events are only
+ * counted, for the next batch that finds room to say how many went. */
+static void write_batch(struct tcfs_fs *fs, struct tcfs_event *q, size_t n,
+			uint64_t dropped)
 {
+	struct fs_events *e = fs->events;
 	int rc;
 
-	if (n == 0)
+	e->unlogged += dropped;
+	if (n == 0 && e->unlogged == 0)
 		return;
-	rc = tcfs_event_add(fs->store, q, n);
-	if (rc < 0)
-		syslog(LOG_ERR, "tcfs: %zu probe events lost: %s", n,
+	if (tcfs_store_tight(fs->store)) {
+		if (!e->tight)
+			syslog(LOG_WARNING, "tcfs: the disk is nearly full: "
+			       "probes are counted, not logged, until it "
+			       "has room");
+		e->tight = 1;
+		if (tcfs_event_dropped(fs->store, e->unlogged + n) == 0)
+			e->unlogged = 0;
+		else
+			e->unlogged += n;
+		return;
+	}
+	e->tight = 0;
+	rc = tcfs_event_add(fs->store, q, n, e->unlogged);
+	if (rc < 0) {
+		syslog(LOG_ERR, "tcfs: %zu probe events not logged: %s", n,
+		       tcfs_err_msg());
+		e->unlogged += n;
+		return;
+	}
+	e->unlogged = 0;
+}
+
+/* Keeps the log within its bounds, every EVENTS_TRIM_NS. */
+static void trim(struct tcfs_fs *fs)
+{
+	struct fs_events *e = fs->events;
+	int64_t now = tcfs_ns_now();
+
+	if (now - e->trimmed_ns < EVENTS_TRIM_NS || tcfs_store_tight(fs->store))
+		return;
+	e->trimmed_ns = now;
+	if (tcfs_event_trim(fs->store, NULL) < 0)
+		syslog(LOG_ERR, "tcfs: the probe log could not be trimmed: %s",
 		       tcfs_err_msg());
 }
 
@@ -102,6 +156,7 @@ static void *writer(void *arg)
 	while (!stop) {
 		struct timespec until;
 		struct tcfs_event *q;
+		uint64_t dropped;
 		size_t n;
 
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -115,7 +170,7 @@ static void *writer(void *arg)
 		if (!e->stop && e->ninv == 0)
 			pthread_cond_timedwait(&e->cv, &e->mu, &until);
 		stop = e->stop;
-		q = take(e, &n);
+		q = take(e, &n, &dropped);
 		inv = e->inv;
 		ninv = e->ninv;
 		e->inv = NULL;
@@ -126,8 +181,9 @@ static void *writer(void *arg)
 							 inv[i].name,
 							 strlen(inv[i].name));
 		free(inv);
-		write_batch(fs, q, n);
+		write_batch(fs, q, n, dropped);
 		free(q);
+		trim(fs);
 		fs_probes_prune(fs->probes);
 		fs_dirty_sweep(fs, DIRTY_IDLE_S);
 		if (tcfs_store_sync(fs->store) < 0)
@@ -170,7 +226,12 @@ void fs_events_stop(struct tcfs_fs *fs)
 	 * answer now. */
 	fs_serve_until(fs, &e->done);
 	pthread_join(e->thread, NULL);
-	write_batch(fs, e->q, e->n);	/* logged while it stopped */
+	/* Logged while it stopped; dropped ones unknown to the store now
+	 * are only told. */
+	write_batch(fs, e->q, e->n, e->dropped);
+	if (e->unlogged)
+		syslog(LOG_WARNING, "tcfs: %llu probe events were not logged "
+		       "(the disk was full)", (unsigned long long)e->unlogged);
 	free(e->q);
 	free(e->inv);
 	pthread_cond_destroy(&e->cv);

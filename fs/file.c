@@ -42,11 +42,21 @@
 #define DIRTY_MAX 256
 
 /* An inode with writes not yet committed.  refs counts who holds it; gone
- * says it was committed and left the table (a holder then lets it go). */
+ * says it was committed and left the table (a holder then lets it go).
+ * A commit that fails (a disk full despite the room its writes took, an
+ * I/O error) leaves the entry as it was, with its error, to be tried
+ * again: until one succeeds the file's bytes are the entry's, and a
+ * rename or fsync of the file fails with that error, so its writer
+ * learns of it and no name ever points at bytes other than those
+ * written.  A commit stores the bytes first (the stage becomes a blob,
+ * stored) and then gives the row that blob: should the row fail, the
+ * blob is the file's bytes until it succeeds. */
 struct dirty {
 	uint64_t ino;
-	pthread_mutex_t mu;	/* held while the stage is used */
-	struct tcfs_cas_stage *stage;
+	pthread_mutex_t mu;	/* held while the entry is used */
+	struct tcfs_cas_stage *stage;	/* NULL once stored */
+	struct tcfs_content stored;	/* the blob, once stored */
+	int err;		/* the last commit's error, or 0 */
 	int64_t last_write_ns;
 	int refs;
 	int gone;
@@ -194,6 +204,27 @@ static int too_many(struct fs_dirties *t)
 	return full;
 }
 
+/* The node's content as the entry has it stored (its row may lag). */
+static void with_stored(struct tcfs_node *n, const struct dirty *d)
+{
+	n->blob = d->stored.blob;
+	n->size = d->stored.size;
+	n->fmt = d->stored.fmt;
+}
+
+/* An entry whose bytes are stored but not yet its row's takes writes
+ * again: its stage is made anew from the stored blob. */
+static int restage(struct tcfs_fs *fs, struct dirty *d)
+{
+	struct tcfs_node n;
+	int rc = tcfs_ns_get(fs->store, d->ino, &n);
+
+	if (rc < 0)
+		return rc;
+	with_stored(&n, d);
+	return stage_from(fs, &n, &d->stage);
+}
+
 /* ino's entry, made from the inode's bytes if it has none; locked. */
 static int dirty_get(struct tcfs_fs *fs, uint64_t ino, struct dirty **out)
 {
@@ -204,6 +235,10 @@ static int dirty_get(struct tcfs_fs *fs, uint64_t ino, struct dirty **out)
 
 	for (;;) {
 		d = lock_dirty(fs, ino);
+		if (d && !d->stage && (rc = restage(fs, d)) < 0) {
+			unlock_dirty(fs, d);
+			return rc;
+		}
 		if (d) {
 			*out = d;
 			return 0;
@@ -284,7 +319,8 @@ static int stage_bytes(const struct tcfs_cas_stage *stage, char **out,
 }
 
 /* Stores the staged bytes: a group file whose children lie in its key dir
- * as a template, anything else as it is.  The stage is used up. */
+ * as a template, anything else as it is.  The stage is used up, unless
+ * this fails: then it is left as it was. */
 static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 		       struct tcfs_cas_stage *stage, struct tcfs_content *c)
 {
@@ -301,7 +337,8 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 		rc = tcfs_cas_put_buf(cas, tmpl, tlen, &c->blob, NULL);
 		c->size = len;
 		c->fmt = TCFS_FMT_GROUP;
-		tcfs_cas_stage_abort(stage);
+		if (rc == 0)
+			tcfs_cas_stage_abort(stage);
 	} else {
 		rc = tcfs_cas_stage_commit(stage, &c->blob, &c->size, NULL);
 	}
@@ -313,30 +350,40 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 /* Makes an entry's writes the inode's content.  Called with the entry
  * locked; it leaves the table only once the store has the content, so
  * that whoever finds no entry finds the new bytes in the store (anyone
- * who finds it meanwhile waits for its lock). */
+ * who finds it meanwhile waits for its lock).  A failure leaves it in
+ * the table, with its bytes and the error. */
 static int commit(struct tcfs_fs *fs, struct dirty *d)
 {
-	struct tcfs_cas_stage *stage = d->stage;
-	struct tcfs_content c;
 	struct tcfs_node n;
 	int rc;
 
-	d->stage = NULL;
 	rc = tcfs_ns_get(fs->store, d->ino, &n);
-	if (rc == 0) {
-		rc = store_stage(fs, &n, stage, &c);
+	if (rc == 0 && d->stage) {
+		rc = store_stage(fs, &n, d->stage, &d->stored);
 		if (rc == 0)
-			rc = tcfs_ns_set_content(fs->store, d->ino, &c,
-						 d->last_write_ns);
-	} else {
-		tcfs_cas_stage_abort(stage);
+			d->stage = NULL;
 	}
-	unhook(fs->dirties, d);
-	if (rc == -ENOENT)	/* removed, and forgotten: nothing to keep */
+	if (rc == 0)
+		rc = tcfs_ns_set_content(fs->store, d->ino, &d->stored,
+					 d->last_write_ns);
+	if (rc == -ENOENT) {	/* removed, and forgotten: nothing to keep */
+		tcfs_cas_stage_abort(d->stage);
+		d->stage = NULL;
 		rc = 0;
-	if (rc < 0)
-		syslog(LOG_ERR, "tcfs: inode %llu: %s",
-		       (unsigned long long)d->ino, tcfs_err_msg());
+	}
+	if (rc == 0) {
+		if (d->err)
+			syslog(LOG_NOTICE, "tcfs: inode %llu: its writes are "
+			       "stored now", (unsigned long long)d->ino);
+		unhook(fs->dirties, d);
+		return 0;
+	}
+	if (!d->err)
+		syslog(LOG_ERR, "tcfs: inode %llu: writes not stored (%s): "
+		       "kept, and tried again; until then its rename and "
+		       "fsync fail", (unsigned long long)d->ino,
+		       tcfs_err_msg()[0] ? tcfs_err_msg() : strerror(-rc));
+	d->err = rc;
 	return rc;
 }
 
@@ -400,10 +447,13 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 
 	if (!d)
 		return 0;
-	if (tcfs_cas_stage_size(d->stage, size) == 0) {
-		*mtime_ns = d->last_write_ns;
+	if (!d->stage) {
+		*size = d->stored.size;
+		found = 1;
+	} else if (tcfs_cas_stage_size(d->stage, size) == 0) {
 		found = 1;
 	}
+	*mtime_ns = d->last_write_ns;
 	unlock_dirty(fs, d);
 	return found;
 }
@@ -473,7 +523,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int fd, rc;
 
 	(void)fi;
-	if (d) {	/* writes not committed yet are the file's bytes */
+	if (d && d->stage) {	/* writes not committed are the bytes */
 		read_stage(req, d->stage, size, off);
 		unlock_dirty(fs, d);
 		return;
@@ -481,6 +531,10 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	bv.buf[0].pos = off;
 	rc = tcfs_ns_get(fs->store, ino, &n);
+	if (d) {		/* stored, but not yet the row's */
+		with_stored(&n, d);
+		unlock_dirty(fs, d);
+	}
 	if (rc == 0 && n.fmt == TCFS_FMT_GROUP)
 		rc = fs_render(fs, &n, &bytes, &len);
 	if (rc < 0) {

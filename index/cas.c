@@ -1,6 +1,7 @@
 /* cas: the content-addressed blobs, and the check of what is served. */
 #include "cas.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "blobset.h"
 #include "err.h"
 #include "io.h"
+#include "space.h"
 
 /* What this handle knows of a blob's bytes (tcfs_cas_open_checked). */
 enum cas_verdict {
@@ -30,7 +31,8 @@ struct tcfs_cas {
 	int storefd;	/* STORE, for quarantine/ (not owned) */
 	char *path;	/* STORE, for messages */
 	atomic_ulong seq;
-	atomic_size_t mem;	/* bytes that stages hold in memory */
+	atomic_size_t mem;	/* memory that stages hold */
+	_Atomic uint64_t pending;	/* bytes promised room (take_room) */
 	pthread_mutex_t verdict_mu;	/* guards: */
 	struct tcfs_blobset verdicts;	/* enum cas_verdict by blob */
 };
@@ -144,14 +146,6 @@ void tcfs_cas_close(struct tcfs_cas *cas)
 	free(cas);
 }
 
-/* The share of the file system blobs leave free: 1/32 of it, between
- * these bounds.  The least is what the index may need between two
- * checkpoints: SQLite's WAL grows to 1000 pages (4 MiB) before one, and
- * the checkpoint grows the database. */
-#define CAS_RESERVE_DIV 32
-#define CAS_RESERVE_MIN (8u << 20)
-#define CAS_RESERVE_MAX (64u << 20)
-
 /* Stages stay in memory up to this size each and this much in all: most
  * files Triton writes are a few KiB, and a stage that becomes no blob (the
  * store has its bytes already, or it is a group file stored as a template)
@@ -178,33 +172,38 @@ int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out)
 	return 0;
 }
 
-/* Blobs leave the last part of the file system to the index beside them:
- * a mount commits its changes in batches (db.h), and a batch that cannot
- * be committed for want of space is lost, so blobs meet a full disk
- * first, where a failing write loses nothing. */
-static int room_for(const struct tcfs_cas_stage *s, size_t len)
+/* Takes room for len more bytes on their way to the disk: counted in
+ * cas->pending until they are there (give_room), with every byte that a
+ * stage holds in memory, so that all the bytes writers were promised fit
+ * together and two writers never both take the last room.  -ENOSPC
+ * (with a message) when blobs cannot take them (space.h). */
+static int take_room(struct tcfs_cas *cas, uint64_t len)
 {
-	struct statvfs v;
-	uint64_t total, avail, reserve;
+	uint64_t pending = atomic_fetch_add(&cas->pending, len) + len;
+	struct tcfs_space sp;
+	int rc;
 
-	if (fstatvfs(s->cas->stagefd, &v) < 0)
+	if (tcfs_space_read(cas->stagefd, &sp) < 0)
 		return 0;	/* the write itself will tell */
-	total = (uint64_t)v.f_blocks * v.f_frsize;
-	avail = (uint64_t)v.f_bavail * v.f_frsize;
-	reserve = total / CAS_RESERVE_DIV;
-	if (reserve < CAS_RESERVE_MIN)
-		reserve = CAS_RESERVE_MIN;
-	if (reserve > CAS_RESERVE_MAX)
-		reserve = CAS_RESERVE_MAX;
-	if (avail >= len + reserve)
-		return 0;
-	return tcfs_err_set(-ENOSPC, "%s: %s (%llu KiB left, kept for the "
-			    "index)", s->cas->path, strerror(ENOSPC),
-			    (unsigned long long)(avail >> 10));
+	rc = tcfs_space_blobs_fit(&sp, 0, pending, cas->path);
+	if (rc < 0)
+		atomic_fetch_sub(&cas->pending, len);
+	return rc;
 }
 
+static void give_room(struct tcfs_cas *cas, uint64_t len)
+{
+	uint64_t was = atomic_fetch_sub(&cas->pending, len);
+
+	assert(was >= len);
+	(void)was;
+}
+
+/* A stage in memory holds room for its len bytes (take_room). */
 static void mem_free(struct tcfs_cas_stage *s)
 {
+	if (s->fd < 0)
+		give_room(s->cas, s->len);
 	atomic_fetch_sub(&s->cas->mem, s->cap);
 	free(s->mem);
 	s->mem = NULL;
@@ -212,7 +211,8 @@ static void mem_free(struct tcfs_cas_stage *s)
 }
 
 /* Makes mem hold size bytes, zero-filling any growth; -1 when the stage
- * must go to a file instead (too big, or memory is short). */
+ * must go to a file instead (too big, or memory is short).  Room for the
+ * growth must be taken already; room for a shrink is given back. */
 static int mem_resize(struct tcfs_cas_stage *s, uint64_t size)
 {
 	size_t cap = s->cap ? s->cap : 4096, more;
@@ -241,16 +241,38 @@ static int mem_resize(struct tcfs_cas_stage *s, uint64_t size)
 	}
 	if (size > s->len)
 		memset(s->mem + s->len, 0, size - s->len);
+	else
+		give_room(s->cas, s->len - size);
 	s->len = size;
 	return 0;
 }
 
-/* Moves the bytes from mem to a new file under staging/. */
+/* Makes a stage in memory len bytes long (growing or shrinking it), its
+ * room taken or given back; -ENOSPC, or 1 when it must go to a file. */
+static int mem_set_len(struct tcfs_cas_stage *s, uint64_t len)
+{
+	uint64_t grow = len > s->len ? len - s->len : 0;
+	int rc = grow ? take_room(s->cas, grow) : 0;
+
+	if (rc < 0)
+		return rc;
+	if (mem_resize(s, len) == 0)
+		return 0;
+	give_room(s->cas, grow);
+	return 1;
+}
+
+/* Moves the bytes from mem to a new file under staging/; on failure the
+ * stage is as it was. */
 static int stage_to_file(struct tcfs_cas_stage *s)
 {
 	struct tcfs_cas *cas = s->cas;
 	int rc;
 
+	/* The bytes have their room already: is it still there? */
+	rc = take_room(cas, 0);
+	if (rc < 0)
+		return rc;
 	do {
 		snprintf(s->name, sizeof(s->name), "%ld.%lu", (long)getpid(),
 			 atomic_fetch_add(&cas->seq, 1));
@@ -259,36 +281,53 @@ static int stage_to_file(struct tcfs_cas_stage *s)
 	} while (s->fd < 0 && errno == EEXIST);
 	if (s->fd < 0)
 		return tcfs_err_errno(-errno, "%s/staging", cas->path);
-	rc = room_for(s, s->len);
-	if (rc == 0 && (rc = tcfs_io_pwrite_all(s->fd, s->mem, s->len, 0)) < 0)
-		rc = tcfs_err_errno(rc, "%s/staging/%s", cas->path, s->name);
+	rc = tcfs_io_pwrite_all(s->fd, s->mem, s->len, 0);
 	if (rc < 0) {
+		rc = tcfs_err_errno(rc, "%s/staging/%s", cas->path, s->name);
 		unlinkat(cas->stagefd, s->name, 0);
 		close(s->fd);
 		s->fd = -1;
 		return rc;
 	}
+	give_room(cas, s->len);	/* on the disk now */
 	mem_free(s);
+	return 0;
+}
+
+/* Writes to the stage's file, its room taken for the while. */
+static int file_write(struct tcfs_cas_stage *s, const void *buf, size_t len,
+		      uint64_t off)
+{
+	int rc = take_room(s->cas, len);
+
+	if (rc < 0)
+		return rc;
+	rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
+	give_room(s->cas, len);
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,
+				      s->name);
 	return 0;
 }
 
 int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
 			 size_t len, uint64_t off)
 {
-	uint64_t end = off + len, old = s->len;
-	int rc = room_for(s, len);
+	uint64_t end = off + len;
+	int rc = 1;
 
+	if (s->fd < 0)
+		rc = mem_set_len(s, end > s->len ? end : s->len);
 	if (rc < 0)
 		return rc;
-	if (s->fd < 0 && mem_resize(s, end > old ? end : old) == 0) {
+	if (rc == 0) {
 		memcpy(s->mem + off, buf, len);
 	} else {
 		if (s->fd < 0 && (rc = stage_to_file(s)) < 0)
 			return rc;
-		rc = tcfs_io_pwrite_all(s->fd, buf, len, off);
+		rc = file_write(s, buf, len, off);
 		if (rc < 0)
-			return tcfs_err_errno(rc, "%s/staging/%s",
-					      s->cas->path, s->name);
+			return rc;
 	}
 	if (s->in_order && off == s->hashed) {
 		tcfs_hash_update(s->hasher, buf, len);
@@ -301,11 +340,16 @@ int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
 
 int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size)
 {
-	int rc;
+	int rc = 1;
 
-	if (s->fd >= 0 || mem_resize(s, size) < 0) {
+	if (s->fd < 0)
+		rc = mem_set_len(s, size);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
 		if (s->fd < 0 && (rc = stage_to_file(s)) < 0)
 			return rc;
+		/* A hole takes no room until it is written. */
 		if (ftruncate(s->fd, (off_t)size) < 0)
 			return tcfs_err_errno(-errno, "%s/staging/%s",
 					      s->cas->path, s->name);
@@ -418,7 +462,6 @@ static int settle_existing(struct tcfs_cas *cas, int stagefd,
 	}
 	rc = tcfs_cas_verify(cas, h);
 	if (rc == 0) {
-		unlinkat(cas->stagefd, stagename, 0);
 		return tcfs_err_set(-EIO,
 				    "%s/objects/%s: hash collision: different "
 				    "bytes with the same XXH3-128; not stored",
@@ -427,18 +470,16 @@ static int settle_existing(struct tcfs_cas *cas, int stagefd,
 	/* The stored copy is damaged (or vanished meanwhile): the staged bytes
 	 * hash to the name, so they are the right ones, sealed like any. */
 	if (fchmod(stagefd, 0444) < 0 || fsync(stagefd) < 0 ||
-	    renameat(cas->stagefd, stagename, cas->objfd, p.s) < 0) {
-		rc = -errno;
-		unlinkat(cas->stagefd, stagename, 0);
-		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
-	}
+	    renameat(cas->stagefd, stagename, cas->objfd, p.s) < 0)
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
 	*put = TCFS_CAS_HEALED;
 	judge(cas, h, CAS_GOOD);
 	return 0;
 }
 
-/* Moves a fully written staging file to its blob name.  The staging file is
- * gone afterwards whatever happens. */
+/* Moves a fully written staging file to its blob name.  On success the
+ * staging name is gone; on failure it is left, with its bytes, for the
+ * caller to try again or abort. */
 static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 		   const struct tcfs_hash *h, enum tcfs_cas_put *put)
 {
@@ -451,32 +492,25 @@ static int install(struct tcfs_cas *cas, int stagefd, const char *stagename,
 		return settle_existing(cas, stagefd, stagename, h, put);
 	/* Not fsynced: the store makes blobs durable in batches, and checks
 	 * them after a crash (durable.h). */
-	if (fchmod(stagefd, 0444) < 0) {
-		rc = -errno;
+	if (fchmod(stagefd, 0444) < 0)
 		goto fail;
-	}
 	rc = renameat2(cas->stagefd, stagename, cas->objfd, p.s,
 		       RENAME_NOREPLACE);
 	if (rc < 0 && errno == ENOENT) {
-		if (mkdirat(cas->objfd, sub, 0700) < 0 && errno != EEXIST) {
-			rc = -errno;
+		if (mkdirat(cas->objfd, sub, 0700) < 0 && errno != EEXIST)
 			goto fail;
-		}
 		rc = renameat2(cas->stagefd, stagename, cas->objfd, p.s,
 			       RENAME_NOREPLACE);
 	}
 	if (rc < 0 && errno == EEXIST)	/* another thread won the race */
 		return settle_existing(cas, stagefd, stagename, h, put);
-	if (rc < 0) {
-		rc = -errno;
+	if (rc < 0)
 		goto fail;
-	}
 	*put = TCFS_CAS_CREATED;
 	judge(cas, h, CAS_GOOD);
 	return 0;
 fail:
-	unlinkat(cas->stagefd, stagename, 0);
-	return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
 }
 
 /* Shares an existing blob without writing anything when the bytes match:
@@ -508,15 +542,14 @@ int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
 		put = &dummy;
 	rc = tcfs_cas_stage_size(s, size);
 	if (rc < 0)
-		goto fail;
+		return rc;
 	if (s->in_order && *size == s->hashed) {
 		tcfs_hash_final(s->hasher, out);
 	} else if (s->fd < 0) {
 		tcfs_hash_buf(s->mem, s->len, out);
 	} else if ((rc = hash_fd(s->fd, out, size)) < 0) {
-		rc = tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,
-				    s->name);
-		goto fail;
+		return tcfs_err_errno(rc, "%s/staging/%s", s->cas->path,
+				      s->name);
 	}
 	if (s->fd < 0) {
 		/* Bytes the store has already never touch the disk. */
@@ -527,13 +560,11 @@ int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
 		}
 		rc = stage_to_file(s);
 		if (rc < 0)
-			goto fail;
+			return rc;
 	}
 	rc = install(s->cas, s->fd, s->name, out, put);
-	stage_free(s);
-	return rc;
-fail:
-	tcfs_cas_stage_abort(s);
+	if (rc == 0)
+		stage_free(s);
 	return rc;
 }
 
@@ -557,11 +588,11 @@ int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
 	rc = stage_to_file(s);
 	if (rc == 0)
 		rc = tcfs_cas_stage_write(s, buf, len, 0);
-	if (rc < 0) {
+	if (rc == 0)
+		rc = tcfs_cas_stage_commit(s, out, &size, put);
+	if (rc < 0)
 		tcfs_cas_stage_abort(s);
-		return rc;
-	}
-	return tcfs_cas_stage_commit(s, out, &size, put);
+	return rc;
 }
 
 /* Files up to this size are read whole, so a blob that exists costs no
@@ -609,7 +640,9 @@ int tcfs_cas_put_fd(struct tcfs_cas *cas, int fd, struct tcfs_hash *out,
 		if (rc < 0)
 			goto fail;
 	}
-	return tcfs_cas_stage_commit(s, out, size, put);
+	rc = tcfs_cas_stage_commit(s, out, size, put);
+	if (rc == 0)
+		return 0;
 fail:
 	if (s)
 		tcfs_cas_stage_abort(s);

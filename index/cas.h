@@ -49,9 +49,13 @@ int tcfs_cas_put_fd(struct tcfs_cas *cas, int fd, struct tcfs_hash *out,
 /*
  * A stage holds the bytes of a file that a writer fills piecewise (the
  * mount's write requests) before they become a blob: in memory while it
- * is small, else in an anonymous file under STORE/staging.  The stage is
- * owned by the caller until tcfs_cas_stage_commit or _abort, which both
- * free it.  One stage is used by one thread at a time.
+ * is small, else in a file under STORE/staging.  Every byte a stage takes
+ * has room on the disk (space.h): a write that would not fit when stored
+ * fails with ENOSPC, so a commit does not fail for want of room unless
+ * someone else filled the disk meanwhile.  The stage is owned by the
+ * caller until a successful tcfs_cas_stage_commit, or _abort, frees it;
+ * a commit that fails leaves it as it was, to be tried again.  One stage
+ * is used by one thread at a time.
  */
 int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out);
 int tcfs_cas_stage_size(const struct tcfs_cas_stage *s, uint64_t *size);

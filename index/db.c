@@ -1,5 +1,7 @@
+/* db: the store's SQLite connection, its transactions and statements. */
 #include "db.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,6 +34,8 @@ struct tcfs_db {
 	void *undo_ctx;
 	void (*lost)(void *ctx, int rc);	/* see tcfs_db_defer */
 	void *lost_ctx;
+	int (*tight)(void *ctx);	/* see tcfs_db_commit_alone_when */
+	void *tight_ctx;
 	struct db_cached cache[DB_STMT_CACHE];
 	int ncache;
 };
@@ -201,6 +205,15 @@ void tcfs_db_defer(struct tcfs_db *db, void (*lost)(void *ctx, int rc),
 	tcfs_db_unlock(db);
 }
 
+void tcfs_db_commit_alone_when(struct tcfs_db *db, int (*tight)(void *ctx),
+			       void *ctx)
+{
+	tcfs_db_lock(db);
+	db->tight = tight;
+	db->tight_ctx = ctx;
+	tcfs_db_unlock(db);
+}
+
 static void db_undone(struct tcfs_db *db)
 {
 	if (db->undo)
@@ -218,12 +231,18 @@ static void db_lost(struct tcfs_db *db, int rc)
 		db->lost(db->lost_ctx, rc);
 }
 
+static int db_commit_deferred(struct tcfs_db *db);
+
 int tcfs_db_begin(struct tcfs_db *db)
 {
 	int rc = 0;
 
 	tcfs_db_lock(db);
-	if (db->depth == 0 && db->deferred && !db->open) {
+	if (db->depth == 0 && db->deferred && db->tight &&
+	    db->tight(db->tight_ctx)) {
+		/* This one commits alone (tcfs_db_end): not open. */
+		rc = db_commit_deferred(db);
+	} else if (db->depth == 0 && db->deferred && !db->open) {
 		rc = db_simple(db, "BEGIN IMMEDIATE");
 		db->open = rc == 0;
 	}
@@ -270,6 +289,26 @@ out:
 	return rc;
 }
 
+/* Commits the deferred transaction, if one is open (db lock held, no
+ * transaction of this thread inside it). */
+static int db_commit_deferred(struct tcfs_db *db)
+{
+	int rc;
+
+	if (!db->open)
+		return 0;
+	assert(db->depth == 0);
+	rc = db_simple(db, "COMMIT");
+	if (rc == 0) {
+		db->open = 0;
+		return 0;
+	}
+	if (!sqlite3_get_autocommit(db->conn))
+		sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+	db_lost(db, rc);
+	return rc;
+}
+
 int tcfs_db_sync(struct tcfs_db *db)
 {
 	int rc = 0;
@@ -277,17 +316,8 @@ int tcfs_db_sync(struct tcfs_db *db)
 	tcfs_db_lock(db);
 	/* Inside a transaction of this thread the commit waits for its end:
 	 * the next sync takes it. */
-	if (db->open && db->depth == 0) {
-		rc = db_simple(db, "COMMIT");
-		if (rc == 0) {
-			db->open = 0;
-		} else {
-			if (!sqlite3_get_autocommit(db->conn))
-				sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL,
-					     NULL);
-			db_lost(db, rc);
-		}
-	}
+	if (db->depth == 0)
+		rc = db_commit_deferred(db);
 	tcfs_db_unlock(db);
 	return rc;
 }

@@ -55,6 +55,13 @@ int tcfs_db_end(struct tcfs_db *db, int rc);
  */
 void tcfs_db_defer(struct tcfs_db *db, void (*lost)(void *ctx, int rc),
 		   void *ctx);
+
+/* While deferring, whenever tight(ctx) says so (the disk is nearly full,
+ * space.h) what is deferred is committed first and each transaction then
+ * commits alone at its end: a change the disk cannot take fails by
+ * itself, with ENOSPC, and nothing already answered for is lost. */
+void tcfs_db_commit_alone_when(struct tcfs_db *db, int (*tight)(void *ctx),
+			       void *ctx);
 /* Commits what is deferred: 0, or the commit's error (after lost). */
 int tcfs_db_sync(struct tcfs_db *db);
 

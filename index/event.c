@@ -1,37 +1,128 @@
+/* event: the probe log, its bounds, and the counts drawn from it. */
 #include "event.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "config.h"
 #include "db.h"
+#include "ns.h"
 #include "store.h"
 #include "vec.h"
 
 static const char sql_insert[] =
 	"INSERT INTO events (time, pid, comm, key, name, kind, hit)"
 	" VALUES (?, ?, ?, ?, ?, ?, ?)";
+static const char sql_count[] =
+	"INSERT INTO probe_counts"
+	" (key, name, kind, hits, misses, first, last, last_hit)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+	" ON CONFLICT (key, name, kind) DO UPDATE SET"
+	" hits = hits + excluded.hits, misses = misses + excluded.misses,"
+	" last = max(last, excluded.last),"
+	" last_hit = max(last_hit, excluded.last_hit)";
+static const char sql_dropped[] =
+	"INSERT INTO counters (name, value) VALUES ('events_dropped', ?)"
+	" ON CONFLICT (name) DO UPDATE SET value = value + excluded.value";
+static const char sql_trim_count[] =
+	"DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?";
+static const char sql_trim_age[] = "DELETE FROM events WHERE time < ?";
+static const char sql_log_info[] =
+	"SELECT count(*), coalesce(min(time), 0),"
+	" (SELECT coalesce(sum(value), 0) FROM counters"
+	"  WHERE name = 'events_dropped') FROM events";
 static const char sql_list[] =
 	"SELECT id, time, pid, comm, key, name, kind, hit FROM events"
 	" WHERE id > ? AND time >= ? ORDER BY id LIMIT ?";
 static const char sql_clear[] = "DELETE FROM events";
+static const char sql_clear_counts[] = "DELETE FROM probe_counts";
+static const char sql_clear_dropped[] =
+	"DELETE FROM counters WHERE name = 'events_dropped'";
 
 static const char *kind_name(enum tcfs_probe k)
 {
 	return k == TCFS_PROBE_MODULE ? "module" : "kernel";
 }
 
+static int add_one(struct tcfs_db *db, const struct tcfs_event *e)
+{
+	int rc = tcfs_db_exec(db, sql_insert, "idttttd", e->time_ns, e->pid,
+			      e->comm, e->key, e->name, kind_name(e->kind),
+			      e->hit);
+
+	if (rc >= 0)
+		rc = tcfs_db_exec(db, sql_count, "tttddiii", e->key, e->name,
+				  kind_name(e->kind), e->hit, !e->hit,
+				  e->time_ns, e->time_ns,
+				  e->hit ? e->time_ns : (int64_t)0);
+	return rc;
+}
+
 int tcfs_event_add(struct tcfs_store *s, const struct tcfs_event *ev,
-		   size_t n)
+		   size_t n, uint64_t dropped)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int rc = tcfs_db_begin(db);
 
 	for (size_t i = 0; rc >= 0 && i < n; i++)
-		rc = tcfs_db_exec(db, sql_insert, "idttttd", ev[i].time_ns,
-				  ev[i].pid, ev[i].comm, ev[i].key, ev[i].name,
-				  kind_name(ev[i].kind), ev[i].hit);
+		rc = add_one(db, &ev[i]);
+	if (rc >= 0 && dropped)
+		rc = tcfs_db_exec(db, sql_dropped, "i", (int64_t)dropped);
 	return tcfs_db_end(db, rc < 0 ? rc : 0);
+}
+
+int tcfs_event_dropped(struct tcfs_store *s, uint64_t n)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_dropped, "i", (int64_t)n);
+
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int64_t max_events, max_age;
+	int rc, n = 0;
+
+	rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_EVENTS, &max_events, NULL);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_AGE, &max_age, NULL);
+	if (rc == 0)
+		rc = tcfs_db_begin(db);
+	if (rc < 0)
+		return rc;
+	rc = tcfs_db_exec(db, sql_trim_count, "i", max_events);
+	if (rc >= 0) {
+		n = rc;
+		rc = tcfs_db_exec(db, sql_trim_age, "i",
+				  tcfs_ns_now() - max_age * 1000000000);
+	}
+	if (rc >= 0)
+		n += rc;
+	rc = tcfs_db_end(db, rc < 0 ? rc : 0);
+	if (rc == 0 && trimmed)
+		*trimmed = (uint64_t)n;
+	return rc;
+}
+
+int tcfs_event_log_info(struct tcfs_store *s, struct tcfs_event_log *out)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_log_info, "");
+	if (rc == 1) {
+		out->events = (uint64_t)sqlite3_column_int64(st, 0);
+		out->oldest_ns = sqlite3_column_int64(st, 1);
+		out->dropped = (uint64_t)sqlite3_column_int64(st, 2);
+		tcfs_db_reset(st);
+		rc = 0;
+	}
+	tcfs_db_unlock(db);
+	return rc;
 }
 
 struct event_list {
@@ -75,7 +166,23 @@ int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 	return 0;
 }
 
-static const char *const sql_count[] = {
+/* Every probe ever, from the counts (tcfs_event_count with since 0). */
+static const char *const sql_count_all[] = {
+	[TCFS_BY_KIND] =
+		"SELECT '', kind, '', 0, sum(hits), sum(misses), min(first)"
+		" FROM probe_counts GROUP BY kind ORDER BY kind DESC",
+	[TCFS_BY_KERNEL] =
+		"SELECT '', name, '', 0, sum(hits), sum(misses), min(first)"
+		" FROM probe_counts WHERE kind = 'kernel'"
+		" GROUP BY name ORDER BY name",
+	[TCFS_BY_NEW] =
+		"SELECT key, name, '', 0, 0, misses, first"
+		" FROM probe_counts WHERE kind = 'kernel' AND misses > 0"
+		" ORDER BY first, key",
+};
+
+/* The probes the log holds since a time. */
+static const char *const sql_count_since[] = {
 	[TCFS_BY_KIND] =
 		"SELECT '', kind, '', 0, sum(hit), sum(1 - hit), min(time)"
 		" FROM events WHERE time >= ? GROUP BY kind ORDER BY kind DESC",
@@ -123,8 +230,12 @@ int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
 	struct count_list l = { 0 };
 	int rc;
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_count, &l, sql_count[by], "i",
-			  since_ns);
+	if (since_ns == 0 && by != TCFS_BY_PROCESS)
+		rc = tcfs_db_each(tcfs_store_db(s), add_count, &l,
+				  sql_count_all[by], "");
+	else
+		rc = tcfs_db_each(tcfs_store_db(s), add_count, &l,
+				  sql_count_since[by], "i", since_ns);
 	if (rc < 0) {
 		free(l.v);
 		return rc;
@@ -136,9 +247,20 @@ int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
 
 int tcfs_event_clear(struct tcfs_store *s, uint64_t *n)
 {
-	int rc = tcfs_db_exec(tcfs_store_db(s), sql_clear, "");
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc = tcfs_db_begin(db), events = 0;
 
-	if (rc >= 0 && n)
-		*n = (uint64_t)rc;
-	return rc < 0 ? rc : 0;
+	if (rc < 0)
+		return rc;
+	rc = tcfs_db_exec(db, sql_clear, "");
+	if (rc >= 0) {
+		events = rc;
+		rc = tcfs_db_exec(db, sql_clear_counts, "");
+	}
+	if (rc >= 0)
+		rc = tcfs_db_exec(db, sql_clear_dropped, "");
+	rc = tcfs_db_end(db, rc < 0 ? rc : 0);
+	if (rc == 0 && n)
+		*n = (uint64_t)events;
+	return rc;
 }

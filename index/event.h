@@ -1,6 +1,12 @@
 /*
  * event: the probe log, one row per cache probe a process made through the
  * mount, hit or miss (table events), and the statistics drawn from it.
+ *
+ * The log is bounded: it keeps at most log-max-events events, none older
+ * than log-max-age (config.h), while every probe is also counted per
+ * kernel and key for good (table probe_counts), so the totals of tcfs
+ * stats and the time of each kernel's last hit outlive the events.  The
+ * mount may drop events when the disk is full; it counts those.
  */
 #ifndef TCFS_EVENT_H
 #define TCFS_EVENT_H
@@ -28,9 +34,26 @@ struct tcfs_event {
 	int hit;
 };
 
-/* Appends n events in one transaction. */
+/* Appends n events, and counts them per kernel, in one transaction;
+ * dropped more events were dropped since the last call (counted too). */
 int tcfs_event_add(struct tcfs_store *s, const struct tcfs_event *ev,
-		   size_t n);
+		   size_t n, uint64_t dropped);
+
+/* Counts n more events as dropped, alone: a change of one row in place,
+ * which fits where no new event would (the disk nearly full). */
+int tcfs_event_dropped(struct tcfs_store *s, uint64_t n);
+
+/* Deletes the events beyond the log's bounds (config.h); *trimmed
+ * (optional) gets how many. */
+int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed);
+
+/* What the log holds now. */
+struct tcfs_event_log {
+	uint64_t events;	/* events kept */
+	int64_t oldest_ns;	/* the oldest one's time, 0 when none */
+	uint64_t dropped;	/* events dropped (a full disk), ever */
+};
+int tcfs_event_log_info(struct tcfs_store *s, struct tcfs_event_log *out);
 
 /* Events with id > after and time >= since_ns, oldest first, at most max
  * (0: all).  *out is owned by the caller (free()). */
@@ -55,12 +78,15 @@ struct tcfs_event_count {
 };
 
 /* Probes since since_ns, counted by group, in order of first appearance
- * (by name for TCFS_BY_KERNEL).  *out is owned by the caller (free()). */
+ * (by name for TCFS_BY_KERNEL).  With since_ns 0 all probes count, those
+ * trimmed from the log too, except by process (only the log knows).
+ * *out is owned by the caller (free()). */
 int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
 		     int64_t since_ns, struct tcfs_event_count **out,
 		     size_t *n);
 
-/* Deletes every event (tcfs stats --reset); *n (optional) gets how many. */
+/* Deletes every event and every count (tcfs stats --reset); *n
+ * (optional) gets how many events. */
 int tcfs_event_clear(struct tcfs_store *s, uint64_t *n);
 
 #endif

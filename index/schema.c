@@ -1,3 +1,4 @@
+/* schema: the tables of index.db, version by version. */
 #include "schema.h"
 
 #include <errno.h>
@@ -83,9 +84,47 @@ static const char schema_v2[] =
 	"  gen  INTEGER NOT NULL"
 	") WITHOUT ROWID;";
 
+/*
+ * Version 3.
+ *
+ * probe_counts: every probe the log ever had, counted per kernel (or
+ * module) and key: the raw events are trimmed to a bound (config), these
+ * stay.  last_hit is 0 for a kernel never hit.
+ *
+ * config: the settings tcfs config sets (config.h); counters: running
+ * counts kept across mounts, such as the probe events dropped while the
+ * disk was full.
+ */
+static const char schema_v3[] =
+	"CREATE TABLE probe_counts ("
+	"  key      TEXT NOT NULL,"
+	"  name     TEXT NOT NULL,"
+	"  kind     TEXT NOT NULL CHECK (kind IN ('kernel', 'module')),"
+	"  hits     INTEGER NOT NULL,"
+	"  misses   INTEGER NOT NULL,"
+	"  first    INTEGER NOT NULL,"
+	"  last     INTEGER NOT NULL,"
+	"  last_hit INTEGER NOT NULL,"
+	"  PRIMARY KEY (key, name, kind)"
+	") WITHOUT ROWID;"
+	"INSERT INTO probe_counts"
+	"  SELECT key, coalesce(name, ''), kind, sum(hit), sum(1 - hit),"
+	"         min(time), max(time),"
+	"         coalesce(max(CASE WHEN hit THEN time END), 0)"
+	"  FROM events GROUP BY key, coalesce(name, ''), kind;"
+	"CREATE TABLE config ("
+	"  key   TEXT PRIMARY KEY,"
+	"  value INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE counters ("
+	"  name  TEXT PRIMARY KEY,"
+	"  value INTEGER NOT NULL"
+	") WITHOUT ROWID;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
+	{ 3, schema_v3 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

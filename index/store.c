@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cas.h"
@@ -16,6 +18,7 @@
 #include "lock.h"
 #include "nodecache.h"
 #include "ns.h"
+#include "space.h"
 
 struct tcfs_store {
 	char *path;
@@ -27,6 +30,7 @@ struct tcfs_store {
 	struct tcfs_nodecache *nodes;	/* a writer's only, else NULL */
 	struct tcfs_durable *durable;	/* a batching writer's, else NULL */
 	struct tcfs_durable_report recovered;
+	_Atomic int64_t roomy_until_ns;	/* see tcfs_store_tight */
 };
 
 int tcfs_store_default_dir(char *buf, size_t len)
@@ -247,10 +251,43 @@ tcfs_store_recovery(const struct tcfs_store *s)
 	return &s->recovered;
 }
 
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* While the disk has room for twice the reserve, the answer holds for
+ * the next 10 ms: the index cannot grow by half a reserve in that time,
+ * and blobs never take it. */
+#define ROOMY_FOR_NS 10000000
+
+int tcfs_store_tight(struct tcfs_store *s)
+{
+	struct tcfs_space sp;
+	int64_t now = monotonic_ns();
+
+	if (now < atomic_load(&s->roomy_until_ns))
+		return 0;
+	if (tcfs_space_read(s->dirfd, &sp) < 0)
+		return 0;	/* the index's own writes will tell */
+	if (sp.avail >= 2 * sp.reserve)
+		atomic_store(&s->roomy_until_ns, now + ROOMY_FOR_NS);
+	return tcfs_space_tight(&sp);
+}
+
+static int store_tight(void *ctx)
+{
+	return tcfs_store_tight(ctx);
+}
+
 void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
 		      void *ctx)
 {
 	tcfs_db_defer(s->db, lost, ctx);
+	tcfs_db_commit_alone_when(s->db, store_tight, s);
 }
 
 int tcfs_store_sync(struct tcfs_store *s)

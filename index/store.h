@@ -61,9 +61,14 @@ tcfs_store_recovery(const struct tcfs_store *s);
 int tcfs_store_keeps_unlinked(const struct tcfs_store *s);
 
 /* Commits only at tcfs_store_sync from now on (see tcfs_db_defer, which
- * says when lost is called). */
+ * says when lost is called), except while the index is tight: then each
+ * change commits alone (tcfs_db_commit_alone_when). */
 void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
 		      void *ctx);
+/* Whether the index is into the second half of the reserve that blobs
+ * leave it (space.h): changes then commit alone, and the mount logs no
+ * probes. */
+int tcfs_store_tight(struct tcfs_store *s);
 int tcfs_store_sync(struct tcfs_store *s);
 /* fsync's meaning: commits, and makes the index and every new blob
  * durable unless the store never syncs (tcfs_durable_flush). */

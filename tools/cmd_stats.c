@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "index/config.h"
 #include "index/event.h"
 #include "index/store.h"
 #include "index/utf8.h"
@@ -21,15 +22,24 @@ static const char *const help =
 	"module probes (.so, .autotune.json) apart.  One probe is one lookup\n"
 	"of a path by a process, however often it looks.\n"
 	"\n"
+	"The probe log (tcfs log) keeps the newest events only, as tcfs config\n"
+	"sets (log-max-events, log-max-age); the totals count every probe\n"
+	"ever, and so do the counts per kernel.  Counts per process, and\n"
+	"everything with --since, come from the events the log still holds.\n"
+	"While the disk is nearly full the mount logs no probes: it counts\n"
+	"them as dropped.\n"
+	"\n"
 	"Options:\n"
 	"  -s, --store DIR   the store (default as for tcfs import)\n"
 	"      --since T     only probes since T: 90s, 30m, 2h, 7d ago, or\n"
 	"                    YYYY-MM-DD[ HH:MM[:SS]], or @EPOCH-SECONDS\n"
-	"      --reset       delete the log (after printing it)\n"
+	"      --reset       delete the log and the counts (after printing)\n"
 	"      --json        print {cache_dir, store, hits, misses, hit_rate,\n"
 	"                    new_kernels_count, new_kernels: [KEY], per_kernel:\n"
 	"                    {NAME: {hits, misses}}, per_process: [{pid, comm,\n"
-	"                    hits, misses}], modules: {hits, misses}}\n"
+	"                    hits, misses}], modules: {hits, misses}, log:\n"
+	"                    {events, oldest, max_events, max_age_seconds,\n"
+	"                    dropped}}\n"
 	"  -h, --help        show this help\n"
 	"\n"
 	"Exit status: 0 success, 1 error, 2 usage error.\n";
@@ -39,6 +49,8 @@ struct stats {
 	size_t nkind, nkernel, nproc, nfresh;
 	uint64_t hits, misses;		/* kernel probes */
 	uint64_t mod_hits, mod_misses;	/* module probes */
+	struct tcfs_event_log log;
+	int64_t max_events, max_age;	/* the log's bounds (config.h) */
 	char mount[PATH_MAX];		/* "" when not mounted */
 };
 
@@ -57,6 +69,14 @@ static int load(struct tcfs_store *s, int64_t since, struct stats *st)
 	if (rc == 0)
 		rc = tcfs_event_count(s, TCFS_BY_NEW, since, &st->fresh,
 				      &st->nfresh);
+	if (rc == 0)
+		rc = tcfs_event_log_info(s, &st->log);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_EVENTS,
+				     &st->max_events, NULL);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_AGE, &st->max_age,
+				     NULL);
 	for (size_t i = 0; rc == 0 && i < st->nkind; i++) {
 		int module = st->kind[i].name[0] == 'm';
 
@@ -110,6 +130,12 @@ static int print_json(struct tcfs_store *s, const struct stats *st)
 	}
 	cJSON_AddItemToObject(o, "modules", hit_miss(st->mod_hits,
 						     st->mod_misses));
+	k = cJSON_AddObjectToObject(o, "log");
+	cJSON_AddNumberToObject(k, "events", (double)st->log.events);
+	cJSON_AddNumberToObject(k, "oldest", (double)st->log.oldest_ns / 1e9);
+	cJSON_AddNumberToObject(k, "max_events", (double)st->max_events);
+	cJSON_AddNumberToObject(k, "max_age_seconds", (double)st->max_age);
+	cJSON_AddNumberToObject(k, "dropped", (double)st->log.dropped);
 	return cli_print_json(o);
 }
 
@@ -126,6 +152,16 @@ static void print_text(struct tcfs_store *s, const struct stats *st)
 	printf("module probes    %llu hits, %llu misses\n",
 	       (unsigned long long)st->mod_hits,
 	       (unsigned long long)st->mod_misses);
+	printf("probe log        %llu events", (unsigned long long)st->log.events);
+	if (st->log.events)
+		printf(" since %s", cli_time(st->log.oldest_ns, a, sizeof(a)));
+	printf(" (keeps %lld, for %s)\n", (long long)st->max_events,
+	       tcfs_config_show(tcfs_config_find(TCFS_CONFIG_LOG_MAX_AGE),
+				st->max_age, b, sizeof(b)));
+	if (st->log.dropped)
+		printf("                 %llu probes dropped while the disk "
+		       "was nearly full (not in these counts)\n",
+		       (unsigned long long)st->log.dropped);
 	printf("new kernels      %zu\n", st->nfresh);
 	for (size_t i = 0; i < st->nfresh; i++)
 		printf("  - %s  %s\n",

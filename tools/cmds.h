@@ -14,5 +14,6 @@ int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 #endif

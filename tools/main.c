@@ -25,6 +25,7 @@ static const struct {
 	{ "info", cmd_info, "what the store holds: kernels, files, sizes" },
 	{ "fsck", cmd_fsck, "verify every blob and row; --repair what is safe" },
 	{ "gc", cmd_gc, "delete blobs that no file references" },
+	{ "config", cmd_config, "show or set the store's settings" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

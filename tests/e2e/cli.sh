@@ -3,7 +3,7 @@
 # where the store is when --store is not given.
 . "$(dirname "$0")/lib.sh"
 
-CMDS="import export info fsck gc"
+CMDS="import export info fsck gc config"
 
 # --- help and version -------------------------------------------------------
 
@@ -112,6 +112,18 @@ for bad in sync-every=0 sync-every=-1 sync-every=soon busy-poll=-1 \
 	fi
 done
 
+for bad in "nope" "log-max-events 0" "log-max-events many" "log-max-age 5y" \
+	"log-max-age -1d" "--unset" "log-max-age 1d extra"; do
+	# shellcheck disable=SC2086 # the words are the arguments
+	tcfs config --store "$T_TMP/never" $bad
+	if [ "$RC" = 2 ] && grep -q "tcfs config: " "$ERR" && [ ! -e "$T_TMP/never" ]; then
+		ok "config $bad exits 2 with a message, creates no store"
+	else
+		not_ok "config $bad exits 2 with a message, creates no store"
+		show_run
+	fi
+done
+
 tcfs info --store "$T_TMP/never" extra
 if [ "$RC" = 2 ] && grep -q "extra" "$ERR"; then
 	ok "info with a stray argument exits 2 naming it"
@@ -122,7 +134,7 @@ fi
 
 # --- a store that is not there: exit 1 naming it -------------------------------
 
-for c in info fsck gc; do
+for c in info fsck gc config; do
 	tcfs "$c" --store "$T_TMP/nonexistent-store"
 	if [ "$RC" = 1 ] && grep -q "$T_TMP/nonexistent-store" "$ERR" &&
 		[ ! -e "$T_TMP/nonexistent-store" ]; then

@@ -352,6 +352,32 @@ tcfs umount "$M"
 tcfs fsck --store "$S"
 check_rc "fsck of the store afterwards exits 0 (nothing damaged is left)" 0
 
+echo "# --- the probe log keeps within its bounds (tcfs config)"
+mount_fresh bounds
+tcfs config --store "$S" log-max-events 1000
+check_rc "tcfs config log-max-events 1000, while mounted" 0
+K=JLI3W7YUZ6H6IB4PG6NA55MGXJ3OX4IC7GWTMUKQ2I2QRVL7WMAQ
+mkdir "$M/$K"
+python3 - "$M/$K" <<'PY'
+import os, sys
+for i in range(3000):
+    os.path.exists(os.path.join(sys.argv[1], "__grp__k%d.json" % i))
+PY
+sleep 3	# the log is trimmed every 2 s
+tcfs stats --json --store "$S"
+check_eq "stats still counts all 3000 probes" 3000 "$(json_get "$OUT" misses)"
+check_num "the log keeps at most 1000 events" "$(json_eval "$OUT" "d['log']['events']")" -le 1000
+check_eq "... and says its bound" 1000 "$(json_eval "$OUT" "d['log']['max_events']")"
+tcfs config --store "$S" log-max-age 1s
+sleep 4
+tcfs stats --json --store "$S"
+check_eq "log-max-age 1s: the log is empty seconds later" 0 "$(json_eval "$OUT" "d['log']['events']")"
+check_eq "... and the counts stay" 3000 "$(json_get "$OUT" misses)"
+tcfs stats --reset --store "$S"
+tcfs stats --json --store "$S"
+check_eq "stats --reset clears the counts too" 0 "$(json_get "$OUT" misses)"
+tcfs umount "$M"
+
 echo "# --- relative paths: the daemon leaves the working directory"
 mkdir -p "$T_TMP/rel/mnt"
 at_exit "fusermount3 -uz '$T_TMP/rel/mnt'"

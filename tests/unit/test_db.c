@@ -37,6 +37,56 @@ static int seen_by_reader(const char *dir, const char *name)
 	return rc;
 }
 
+static int tight_now;
+
+static int tight(void *ctx)
+{
+	(void)ctx;
+	return tight_now;
+}
+
+/* Near a full disk each change commits alone: one that cannot be
+ * committed fails by itself, and nothing answered before is lost. */
+static void commit_alone(const char *dir)
+{
+	struct tcfs_store_opts w = { .dir = dir, .writer = 1 };
+	struct lost lost = { 0 };
+	struct tcfs_store *s;
+	struct tcfs_node m;
+	struct tcfs_db *db;
+
+	tap_eq(tcfs_store_open(&w, &s), 0, "open the writer again");
+	db = tcfs_store_db(s);
+	tcfs_store_defer(s, on_lost, &lost);
+	tcfs_db_commit_alone_when(db, tight, NULL);
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "F", 0755, 1, &m), 0,
+	       "mkdir F, deferred");
+	tap_eq(seen_by_reader(dir, "F"), 0, "not committed yet");
+	tight_now = 1;
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "G", 0755, 1, &m), 0,
+	       "tight: mkdir G");
+	tap_eq(seen_by_reader(dir, "F"), 1, "F was committed before G began");
+	tap_eq(seen_by_reader(dir, "G"), 1, "and G is committed at its end");
+	tap_ok(tcfs_db_exec(db, "PRAGMA defer_foreign_keys = ON", "") >= 0,
+	       "defer foreign key checks to COMMIT");
+	tap_eq(tcfs_store_begin(s), 0, "tight: a change whose COMMIT fails");
+	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "H", 0755, 1, &m);
+	tcfs_db_exec(db, "INSERT INTO kernels (grp_ino, name, meta,"
+		     " total_bytes, binary_bytes, ir_bytes, created)"
+		     " VALUES (999999, 'x', 'ok', 0, 0, 0, 0)", "");
+	tap_eq(tcfs_store_end(s, 0), -EEXIST, "fails by itself, with its error");
+	tap_eq(lost.calls, 0, "and loses nothing else: lost is not called");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "H", &m), -ENOENT,
+	       "its mkdir is undone");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "G", &m), 0, "G stays");
+	tight_now = 0;
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "I", 0755, 1, &m), 0,
+	       "with room again, mkdir I is deferred");
+	tap_eq(seen_by_reader(dir, "I"), 0, "not committed yet");
+	tcfs_store_close(s);
+	tap_eq(seen_by_reader(dir, "I"), 1, "until the close");
+}
+
 int main(void)
 {
 	char *tmp = tap_tmpdir(), dir[512];
@@ -96,6 +146,7 @@ int main(void)
 	tcfs_store_close(s);
 	tap_eq(seen_by_reader(dir, "E"), 1, "closing the store commits it");
 	tap_eq(seen_by_reader(dir, "D"), 0, "D never was");
+	commit_alone(dir);
 	tap_rmtree(tmp);
 	return tap_done();
 }

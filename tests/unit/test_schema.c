@@ -95,6 +95,31 @@ int main(void)
 	       "with a message saying so");
 	tcfs_db_close(db);
 
+	/* Version 3 counts the probes of an older log per kernel. */
+	snprintf(path, sizeof(path), "%s/v2.db", dir);
+	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	sqlite3_exec(tcfs_db_handle(db),
+		     "DROP TABLE probe_counts; DROP TABLE config;"
+		     "DROP TABLE counters; PRAGMA user_version = 2;"
+		     "INSERT INTO events (time, pid, comm, key, name, kind, hit)"
+		     " VALUES (10, 1, 'p', 'K1', 'add', 'kernel', 0),"
+		     " (20, 1, 'p', 'K1', 'add', 'kernel', 1),"
+		     " (30, 2, 'p', 'K1', 'add', 'kernel', 1),"
+		     " (40, 2, 'p', 'K2', 'x.so', 'module', 0);",
+		     NULL, NULL, NULL);
+	tap_eq(tcfs_schema_upgrade(db), 0, "an index at version 2 upgrades");
+	tap_eq(user_version(db), tcfs_schema_version(), "to this version");
+	tap_eq(count_rows(db, "SELECT count(*) FROM probe_counts WHERE"
+			  " key = 'K1' AND name = 'add' AND kind = 'kernel'"
+			  " AND hits = 2 AND misses = 1 AND first = 10"
+			  " AND last = 30 AND last_hit = 30"),
+	       1, "its log's probes are counted per kernel");
+	tap_eq(count_rows(db, "SELECT count(*) FROM probe_counts WHERE"
+			  " key = 'K2' AND hits = 0 AND misses = 1"
+			  " AND last_hit = 0"),
+	       1, "a module never hit has last_hit 0");
+	tcfs_db_close(db);
+
 	/* Some other program's database. */
 	snprintf(path, sizeof(path), "%s/other.db", dir);
 	sqlite3_open(path, &raw);

@@ -1,0 +1,150 @@
+/* config: the store's settings, their defaults, ranges and spelling. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "err.h"
+#include "store.h"
+
+static const char sql_get[] = "SELECT value FROM config WHERE key = ?";
+static const char sql_set[] =
+	"INSERT OR REPLACE INTO config (key, value) VALUES (?, ?)";
+static const char sql_unset[] = "DELETE FROM config WHERE key = ?";
+
+#define DAY 86400
+
+const struct tcfs_config_key tcfs_config_keys[] = {
+	{ TCFS_CONFIG_LOG_MAX_EVENTS, TCFS_CONFIG_COUNT, 1000000, 1,
+	  INT64_C(1) << 40,
+	  "probe events the log keeps; older ones go (tcfs stats keeps "
+	  "counting them)" },
+	{ TCFS_CONFIG_LOG_MAX_AGE, TCFS_CONFIG_SECONDS, 30 * DAY, 1,
+	  100 * 365 * (int64_t)DAY,
+	  "how long the log keeps a probe event" },
+	{ NULL, 0, 0, 0, 0, NULL },
+};
+
+const struct tcfs_config_key *tcfs_config_find(const char *name)
+{
+	for (const struct tcfs_config_key *k = tcfs_config_keys; k->name; k++)
+		if (strcmp(k->name, name) == 0)
+			return k;
+	return NULL;
+}
+
+static const struct tcfs_config_key *known(const char *name)
+{
+	const struct tcfs_config_key *k = tcfs_config_find(name);
+
+	if (!k)
+		tcfs_err_set(-EINVAL, "%s: no such setting", name);
+	return k;
+}
+
+int tcfs_config_get(struct tcfs_store *s, const char *name, int64_t *value,
+		    int *set)
+{
+	const struct tcfs_config_key *k = known(name);
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!k)
+		return -EINVAL;
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_get, "t", name);
+	*value = k->def;
+	if (rc == 1) {
+		int64_t v = sqlite3_column_int64(st, 0);
+
+		tcfs_db_reset(st);
+		/* A value out of range (a hand-edited index) is not used. */
+		if (v >= k->min && v <= k->max)
+			*value = v;
+	}
+	tcfs_db_unlock(db);
+	if (set)
+		*set = rc == 1;
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_config_set(struct tcfs_store *s, const char *name, int64_t value)
+{
+	const struct tcfs_config_key *k = known(name);
+	char lo[32], hi[32];
+	int rc;
+
+	if (!k)
+		return -EINVAL;
+	if (value < k->min || value > k->max)
+		return tcfs_err_set(-ERANGE, "%s: must be from %s to %s", name,
+				    tcfs_config_show(k, k->min, lo, sizeof(lo)),
+				    tcfs_config_show(k, k->max, hi, sizeof(hi)));
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_set, "ti", name, value);
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_config_unset(struct tcfs_store *s, const char *name)
+{
+	int rc;
+
+	if (!known(name))
+		return -EINVAL;
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_unset, "t", name);
+	return rc < 0 ? rc : 0;
+}
+
+static const struct {
+	char unit;
+	int64_t seconds;
+} units[] = { { 'd', DAY }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
+
+int tcfs_config_parse(const struct tcfs_config_key *k, const char *text,
+		      int64_t *out)
+{
+	char lo[32], hi[32], *end;
+	int64_t mult = 1;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (k->unit == TCFS_CONFIG_SECONDS && end != text && *end) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (*end == units[i].unit && !end[1]) {
+				mult = units[i].seconds;
+				end++;
+			}
+	}
+	if (errno || end == text || *end || (text[0] < '0' || text[0] > '9'))
+		return tcfs_err_set(-EINVAL, "%s: '%s' is not %s", k->name,
+				    text,
+				    k->unit == TCFS_CONFIG_COUNT
+					    ? "a number"
+					    : "a duration (90s, 30m, 12h, 7d)");
+	if (v > k->max / mult || v * mult < k->min)
+		return tcfs_err_set(-ERANGE, "%s: must be from %s to %s",
+				    k->name,
+				    tcfs_config_show(k, k->min, lo, sizeof(lo)),
+				    tcfs_config_show(k, k->max, hi, sizeof(hi)));
+	*out = v * mult;
+	return 0;
+}
+
+const char *tcfs_config_show(const struct tcfs_config_key *k, int64_t v,
+			     char *buf, size_t len)
+{
+	if (k->unit == TCFS_CONFIG_SECONDS)
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (v % units[i].seconds == 0) {
+				snprintf(buf, len, "%" PRId64 "%c",
+					 v / units[i].seconds, units[i].unit);
+				return buf;
+			}
+	snprintf(buf, len, "%" PRId64, v);
+	return buf;
+}
