@@ -6,6 +6,7 @@
  * anything else within a tick of the events thread (events.c).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,7 +113,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	struct tcfs_node src;
+	struct tcfs_node src, dst;
+	struct fs_pin *pins = NULL;
+	size_t npins = 0;
 	int rc;
 
 	/* A file written and closed may not be committed yet (release comes
@@ -123,9 +126,23 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = fs_files_commit(fs, src.ino);
 	else if (rc == 0)
 		fs_files_flush_all(fs);
+	/* Group files keep their bytes wherever they go (group.c). */
 	if (rc == 0)
-		rc = tcfs_ns_rename(fs->store, parent, name, newparent,
-				    newname, flags);
+		rc = fs_groups_pins(fs, &src, newparent, newname, &pins,
+				    &npins);
+	if (rc == 0 && (flags & RENAME_EXCHANGE) &&
+	    tcfs_ns_lookup(fs->store, newparent, newname, &dst) == 0)
+		rc = fs_groups_pins(fs, &dst, parent, name, &pins, &npins);
+	if (rc == 0)
+		rc = tcfs_store_begin(fs->store);
+	if (rc == 0) {
+		rc = fs_groups_pin(fs, pins, npins);
+		if (rc == 0)
+			rc = tcfs_ns_rename(fs->store, parent, name, newparent,
+					    newname, flags);
+		rc = tcfs_store_end(fs->store, rc);
+	}
+	free(pins);
 	if (rc == 0)
 		rc = tcfs_store_sync(fs->store);
 	fuse_reply_err(req, -rc);

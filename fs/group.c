@@ -5,6 +5,11 @@
  * Every probe looks a group file up twice and then opens it, and each of
  * those needs its rendered size or bytes: renderings are kept, by inode,
  * and used only while the inode still has the same blob and key dir.
+ *
+ * A rename never changes a file's bytes on a local disk, and a reader
+ * may have a group file open across one: a template that a rename would
+ * move to another key dir, and so render anew, is first stored as the
+ * bytes it renders now (fs_groups_pins, fs_groups_pin).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +21,7 @@
 #include "index/group.h"
 #include "index/io.h"
 #include "index/store.h"
+#include "index/vec.h"
 #include "priv.h"
 
 #define GROUP_MAX (16u << 20)
@@ -149,5 +155,93 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
 	rc = render(fs, n, key, out, len);
 	if (rc == 0)
 		keep(fs->groups, n, key, *out, *len);
+	return rc;
+}
+
+/* The key dir an entry named name in dir lies in: itself at the root. */
+static int key_at(struct tcfs_fs *fs, uint64_t dir, const char *name,
+		  char *key, size_t len)
+{
+	struct tcfs_node d;
+	int rc;
+
+	if (dir == TCFS_ROOT_INO) {
+		snprintf(key, len, "%s", name);
+		return 0;
+	}
+	rc = tcfs_ns_get(fs->store, dir, &d);
+	return rc < 0 ? rc : fs_key_of(fs, &d, key, len);
+}
+
+struct pins {
+	struct fs_pin *v;
+	size_t n, cap;
+};
+
+/* Renderings below (or at) n stored as blobs of their own, depth deep. */
+static int pin_below(struct tcfs_fs *fs, const struct tcfs_node *n,
+		     struct pins *p, int depth)
+{
+	struct tcfs_node *kids = NULL;
+	size_t nk = 0;
+	int rc = 0;
+
+	if (n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
+		struct fs_pin *pin;
+		char *bytes = NULL;
+		size_t len = 0;
+
+		rc = fs_render(fs, n, &bytes, &len);
+		pin = rc == 0 ? tcfs_vec_push(&p->v, &p->n, &p->cap,
+					      sizeof(*pin))
+			      : NULL;
+		if (rc == 0 && !pin)
+			rc = -ENOMEM;
+		if (rc == 0) {
+			pin->ino = n->ino;
+			pin->mtime_ns = n->mtime_ns;
+			pin->c.size = len;
+			pin->c.fmt = TCFS_FMT_RAW;
+			rc = tcfs_cas_put_buf(tcfs_store_cas(fs->store), bytes,
+					      len, &pin->c.blob, NULL);
+		}
+		free(bytes);
+		return rc;
+	}
+	/* Key dirs are flat; a deeper tree holds no group files we know. */
+	if (n->kind != TCFS_DIR || depth > 8)
+		return 0;
+	rc = tcfs_ns_list(fs->store, n->ino, 0, 0, &kids, &nk);
+	for (size_t i = 0; rc == 0 && i < nk; i++)
+		rc = pin_below(fs, &kids[i], p, depth + 1);
+	free(kids);
+	return rc;
+}
+
+int fs_groups_pins(struct tcfs_fs *fs, const struct tcfs_node *moved,
+		   uint64_t newparent, const char *newname,
+		   struct fs_pin **pins, size_t *n)
+{
+	char was[TCFS_NAME_MAX + 1], will[TCFS_NAME_MAX + 1];
+	struct pins p = { *pins, *n, *n };
+	int rc;
+
+	rc = key_at(fs, moved->parent, moved->name, was, sizeof(was));
+	if (rc == 0)
+		rc = key_at(fs, newparent, newname, will, sizeof(will));
+	if (rc == 0 && strcmp(was, will) != 0)
+		rc = pin_below(fs, moved, &p, 0);
+	*pins = p.v;
+	*n = p.n;
+	return rc;
+}
+
+int fs_groups_pin(struct tcfs_fs *fs, const struct fs_pin *pins, size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = tcfs_ns_set_content(fs->store, pins[i].ino, &pins[i].c,
+					 pins[i].mtime_ns);
 	return rc;
 }

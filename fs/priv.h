@@ -87,6 +87,21 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
 	      size_t *len);
 int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 	      size_t len);
+/* A group template's bytes as they render now, stored raw, before a
+ * rename would render them for another key dir. */
+struct fs_pin {
+	uint64_t ino;
+	struct tcfs_content c;
+	int64_t mtime_ns;
+};
+/* Appends to *pins (n of them; caller frees) a pin for every template at
+ * or below moved whose key dir changes if moved goes to newparent/newname
+ * (its blob written already). */
+int fs_groups_pins(struct tcfs_fs *fs, const struct tcfs_node *moved,
+		   uint64_t newparent, const char *newname,
+		   struct fs_pin **pins, size_t *n);
+/* Gives the pinned rows their bytes: within the rename's transaction. */
+int fs_groups_pin(struct tcfs_fs *fs, const struct fs_pin *pins, size_t n);
 
 /* file.c: writes are kept per inode until something needs them. */
 int fs_dirties_new(struct fs_dirties **out);

@@ -352,6 +352,39 @@ tcfs umount "$M"
 tcfs fsck --store "$S"
 check_rc "fsck of the store afterwards exits 0 (nothing damaged is left)" 0
 
+echo "# --- a group file keeps its bytes across a rename into another key dir"
+# Stored relative to its key dir, a group file is rendered for where it
+# is; a rename must still not change its bytes, under a reader that has
+# it open least of all (the page cache dropped, its reads reach us).
+mount_fresh pin
+python3 - "$M" >"$T_TMP/pin.out" 2>&1 <<'PY'
+import json, os, sys
+m = sys.argv[1]
+k1, k2, k3 = ("PINKEY%s%s" % (c, "A" * 45) for c in "BCD")
+for k in (k1, k2):
+    os.makedirs(os.path.join(m, k, "tmp.pid_1_x"))
+open(os.path.join(m, k1, "a.cubin"), "wb").write(b"cubin")
+want = json.dumps({"child_paths": {"a.cubin": os.path.join(m, k1, "a.cubin")}}).encode()
+tmp = os.path.join(m, k1, "tmp.pid_1_x", "__grp__a.json")
+open(tmp, "wb").write(want)
+os.replace(tmp, os.path.join(m, k1, "__grp__a.json"))
+fd = os.open(os.path.join(m, k1, "__grp__a.json"), os.O_RDONLY)
+head = os.read(fd, 10)
+os.rename(os.path.join(m, k1, "__grp__a.json"), os.path.join(m, k2, "__grp__a.json"))
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.lseek(fd, 10, os.SEEK_SET)
+print("open across the rename:", head + os.read(fd, 1 << 20) == want)
+os.close(fd)
+print("opened anew after it:", open(os.path.join(m, k2, "__grp__a.json"), "rb").read() == want)
+os.rename(os.path.join(m, k2), os.path.join(m, k3))
+print("its key dir renamed:", open(os.path.join(m, k3, "__grp__a.json"), "rb").read() == want)
+PY
+diag "$(cat "$T_TMP/pin.out")"
+check_grep "a reader with it open reads the bytes it opened" "open across the rename: True" "$T_TMP/pin.out"
+check_grep "opened again at its new place, the same bytes" "opened anew after it: True" "$T_TMP/pin.out"
+check_grep "and after its key dir is renamed too" "key dir renamed: True" "$T_TMP/pin.out"
+tcfs umount "$M"
+
 echo "# --- the probe log keeps within its bounds (tcfs config)"
 mount_fresh bounds
 tcfs config --store "$S" log-max-events 1000
