@@ -27,8 +27,6 @@
 /* Events that wait for a batch, at most: beyond, they are dropped (and
  * counted), whatever a flood of probes asks of the writer. */
 #define EVENTS_QUEUE_MAX 100000
-/* Writes to a file idle this long are committed (file.c). */
-#define DIRTY_IDLE_S 0.2
 
 struct inval {
 	uint64_t parent;
@@ -185,7 +183,7 @@ static void *writer(void *arg)
 		free(q);
 		trim(fs);
 		fs_probes_prune(fs->probes);
-		fs_dirty_sweep(fs, DIRTY_IDLE_S);
+		fs_dirty_sweep(fs, FS_DIRTY_IDLE_S, 0);
 		if (tcfs_store_sync(fs->store) < 0)
 			syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
 	}

@@ -192,7 +192,7 @@ static int stage_from(struct tcfs_fs *fs, const struct tcfs_node *n,
 	return rc;
 }
 
-static void commit_idle(struct tcfs_fs *fs, int64_t cutoff);
+static void commit_idle(struct tcfs_fs *fs, int64_t cutoff, int costly);
 
 static int too_many(struct fs_dirties *t)
 {
@@ -245,7 +245,7 @@ static int dirty_get(struct tcfs_fs *fs, uint64_t ino, struct dirty **out)
 		}
 		/* Holding no entry's lock here, so committing others is safe. */
 		if (too_many(t))
-			commit_idle(fs, INT64_MAX);
+			commit_idle(fs, INT64_MAX, 0);
 		rc = tcfs_ns_get(fs->store, ino, &n);
 		if (rc == 0 && n.kind != TCFS_FILE)
 			rc = -EISDIR;
@@ -399,8 +399,10 @@ int fs_files_commit(struct tcfs_fs *fs, uint64_t ino)
 	return rc;
 }
 
-/* Commits every entry idle since before cutoff (all: INT64_MAX). */
-static void commit_idle(struct tcfs_fs *fs, int64_t cutoff)
+/* Commits every entry idle since before cutoff (all: INT64_MAX); those
+ * whose commit must read them back to hash them (costly, cas.h) only
+ * when costly is set. */
+static void commit_idle(struct tcfs_fs *fs, int64_t cutoff, int costly)
 {
 	struct fs_dirties *t = fs->dirties;
 	struct dirty **due = NULL;
@@ -421,22 +423,25 @@ static void commit_idle(struct tcfs_fs *fs, int64_t cutoff)
 		}
 	pthread_mutex_unlock(&t->mu);
 	for (size_t i = 0; i < n; i++) {
-		pthread_mutex_lock(&due[i]->mu);
-		if (!due[i]->gone)
-			commit(fs, due[i]);
-		unlock_dirty(fs, due[i]);
+		struct dirty *d = due[i];
+
+		pthread_mutex_lock(&d->mu);
+		if (!d->gone &&
+		    (costly || !d->stage || !tcfs_cas_stage_costly(d->stage)))
+			commit(fs, d);
+		unlock_dirty(fs, d);
 	}
 	free(due);
 }
 
-void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s)
+void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s, int costly)
 {
-	commit_idle(fs, tcfs_ns_now() - (int64_t)(idle_s * 1e9));
+	commit_idle(fs, tcfs_ns_now() - (int64_t)(idle_s * 1e9), costly);
 }
 
 void fs_files_flush_all(struct tcfs_fs *fs)
 {
-	commit_idle(fs, INT64_MAX);
+	commit_idle(fs, INT64_MAX, 1);
 }
 
 int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,

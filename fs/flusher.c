@@ -1,8 +1,10 @@
 /*
  * flusher: the thread that makes the mount's changes durable, new blobs
  * and index alike, once a second in one syncfs (index/durable.h says why
- * and what a power cut then costs).  Its own thread, because a sync may wait long behind other
- * programs' writes to the same disk, and nothing else may wait with it.
+ * and what a power cut then costs).  Its own thread, because a sync may
+ * wait long behind other programs' writes to the same disk, and nothing
+ * else may wait with it; for the same reason it commits the idle files
+ * whose commit must hash them again (a big file written out of order).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -62,6 +64,9 @@ static void *run(void *arg)
 		if (f->stop)
 			break;
 		pthread_mutex_unlock(&f->mu);
+		/* Idle files whose commit takes long are this thread's to
+		 * commit: it may wait, the events thread may not. */
+		fs_dirty_sweep(fs, FS_DIRTY_IDLE_S, 1);
 		flush(fs, &last);
 		pthread_mutex_lock(&f->mu);
 	}

@@ -108,8 +108,13 @@ int fs_dirties_new(struct fs_dirties **out);
 void fs_dirties_free(struct fs_dirties *t);
 /* Commits every inode's pending writes (unmount, a directory's rename). */
 void fs_files_flush_all(struct tcfs_fs *fs);
-/* Commits the writes of inodes idle for idle_s seconds (events thread). */
-void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s);
+/* Writes to a file idle this long are committed. */
+#define FS_DIRTY_IDLE_S 0.2
+/* Commits the writes of inodes idle for idle_s seconds: those whose
+ * commit is costly (a big file written out of order, cas.h) only with
+ * costly, from a thread that may wait (the flusher), the others from the
+ * events thread, which must not. */
+void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s, int costly);
 /* While ino has uncommitted writes, their size and time are the file's:
  * 1 with them, or 0 when there are none. */
 int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,

@@ -172,6 +172,37 @@ int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out)
 	return 0;
 }
 
+/* Feeds n zero bytes to h: holes, and a file grown by a truncate. */
+static void hash_zeros(struct tcfs_hasher *h, uint64_t n)
+{
+	static const char zeros[1 << 16];
+
+	for (; n > sizeof(zeros); n -= sizeof(zeros))
+		tcfs_hash_update(h, zeros, sizeof(zeros));
+	tcfs_hash_update(h, zeros, (size_t)n);
+}
+
+/* Hashes fd's bytes from *off up to upto (or EOF), moving *off: 0, 1 at
+ * EOF, or -errno. */
+static int hash_range(int fd, struct tcfs_hasher *h, char *buf, size_t len,
+		      uint64_t *off, uint64_t upto)
+{
+	while (*off < upto) {
+		size_t want = upto - *off < len ? (size_t)(upto - *off) : len;
+		ssize_t n = pread(fd, buf, want, (off_t)*off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 1;
+		tcfs_hash_update(h, buf, (size_t)n);
+		*off += (uint64_t)n;
+	}
+	return 0;
+}
+
 /* Takes room for len more bytes on their way to the disk: counted in
  * cas->pending until they are there (give_room), with every byte that a
  * stage holds in memory, so that all the bytes writers were promised fit
@@ -252,8 +283,11 @@ static int mem_resize(struct tcfs_cas_stage *s, uint64_t size)
 static int mem_set_len(struct tcfs_cas_stage *s, uint64_t len)
 {
 	uint64_t grow = len > s->len ? len - s->len : 0;
-	int rc = grow ? take_room(s->cas, grow) : 0;
+	int rc;
 
+	if (len > STAGE_MEM_MAX)
+		return 1;	/* its room is taken as it is written */
+	rc = grow ? take_room(s->cas, grow) : 0;
 	if (rc < 0)
 		return rc;
 	if (mem_resize(s, len) == 0)
@@ -329,9 +363,12 @@ int tcfs_cas_stage_write(struct tcfs_cas_stage *s, const void *buf,
 		if (rc < 0)
 			return rc;
 	}
-	if (s->in_order && off == s->hashed) {
+	/* A write past the end leaves zeros before it: hashed as such, they
+	 * keep the stage in order, and its commit needs no read back. */
+	if (s->in_order && off >= s->hashed) {
+		hash_zeros(s->hasher, off - s->hashed);
 		tcfs_hash_update(s->hasher, buf, len);
-		s->hashed += len;
+		s->hashed = off + len;
 	} else {
 		s->in_order = 0;
 	}
@@ -354,9 +391,21 @@ int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size)
 			return tcfs_err_errno(-errno, "%s/staging/%s",
 					      s->cas->path, s->name);
 	}
-	if (size != s->hashed)
+	/* Grown, a stage in order is so still: the new bytes are zeros.
+	 * Hashed here, in its writer's own request, so that the commit (at
+	 * a rename, which holds both directories) has nothing left to do. */
+	if (s->in_order && size > s->hashed) {
+		hash_zeros(s->hasher, size - s->hashed);
+		s->hashed = size;
+	} else if (size != s->hashed) {
 		s->in_order = 0;
+	}
 	return 0;
+}
+
+int tcfs_cas_stage_costly(const struct tcfs_cas_stage *s)
+{
+	return s->fd >= 0 && !s->in_order;
 }
 
 int tcfs_cas_stage_size(const struct tcfs_cas_stage *s, uint64_t *size)
@@ -412,30 +461,51 @@ void tcfs_cas_stage_abort(struct tcfs_cas_stage *s)
 	stage_free(s);
 }
 
-/* Hashes fd from offset 0 to EOF. */
+/* Hashes fd from offset 0 to EOF.  Holes are hashed as the zeros they
+ * read as, without reading them: a sparse file of 50 GiB costs seconds
+ * of hashing, not minutes of copying zero pages. */
 static int hash_fd(int fd, struct tcfs_hash *out, uint64_t *size)
 {
 	struct tcfs_hasher *h = tcfs_hash_new();
 	char buf[1 << 16];
-	uint64_t total = 0;
-	ssize_t n;
+	uint64_t total = 0, end;
+	struct stat st;
+	int rc = 0;
 
 	if (!h)
 		return -ENOMEM;
-	while ((n = pread(fd, buf, sizeof(buf), (off_t)total)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			tcfs_hash_free(h);
-			return -errno;
-		}
-		tcfs_hash_update(h, buf, (size_t)n);
-		total += (uint64_t)n;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
 	}
-	tcfs_hash_final(h, out);
+	end = (uint64_t)st.st_size;
+	while (rc == 0) {
+		/* Past the last data (ENXIO), or where holes are not told
+		 * (EINVAL), data runs to the end as far as we know. */
+		off_t data = lseek(fd, (off_t)total, SEEK_DATA);
+		uint64_t upto;
+
+		if (data < 0)
+			data = errno == ENXIO ? (off_t)end : (off_t)total;
+		if ((uint64_t)data > total && (uint64_t)data <= end) {
+			hash_zeros(h, (uint64_t)data - total);
+			total = (uint64_t)data;
+		}
+		data = lseek(fd, (off_t)total, SEEK_HOLE);
+		upto = data < 0 ? UINT64_MAX : (uint64_t)data;
+		rc = hash_range(fd, h, buf, sizeof(buf), &total, upto);
+		if (rc == 1)	/* at EOF */
+			rc = 0, end = total;
+		if (total >= end)
+			break;
+	}
+out:
+	if (rc == 0) {
+		tcfs_hash_final(h, out);
+		*size = total;
+	}
 	tcfs_hash_free(h);
-	*size = total;
-	return 0;
+	return rc;
 }
 
 /* An existing blob of the same name: share it if its bytes equal the staged

@@ -71,6 +71,10 @@ int tcfs_cas_stage_truncate(struct tcfs_cas_stage *s, uint64_t size);
 int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
 			  uint64_t *size, enum tcfs_cas_put *put);
 void tcfs_cas_stage_abort(struct tcfs_cas_stage *s);
+/* Whether a commit must read the stage back to hash it: a file written
+ * out of order (appends, writes past the end and truncates that grow it
+ * are hashed as they come).  Seconds, for a big one. */
+int tcfs_cas_stage_costly(const struct tcfs_cas_stage *s);
 
 /* Opens a blob for reading; returns the descriptor (caller closes it). */
 int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h);

@@ -385,6 +385,50 @@ check_grep "opened again at its new place, the same bytes" "opened anew after it
 check_grep "and after its key dir is renamed too" "key dir renamed: True" "$T_TMP/pin.out"
 tcfs umount "$M"
 
+echo "# --- a huge sparse file holds no lock that others need"
+# A file grown by truncate to 64 GiB is hashed as it grows, in its
+# writer's own request; its rename, which holds the key dir in the
+# kernel, then has nothing left to hash.  So another put into the same key
+# dir, started while the huge file is written, lands first (the old build
+# hashed it at the rename, blocking the key dir for a minute).
+mount_fresh huge
+python3 - "$M" >"$T_TMP/huge.out" 2>&1 <<'PY'
+import os, sys, threading, time
+m = sys.argv[1]
+key = os.path.join(m, "HUGEKEY" + "A" * 45)
+os.makedirs(os.path.join(key, "tmp.pid_1_a"))
+done = {}
+started = threading.Event()
+def huge():
+    with open(os.path.join(key, "tmp.pid_1_a", "huge.bin"), "wb") as f:
+        f.write(b"x")
+        f.flush()
+        started.set()
+        f.truncate(64 << 30)
+    os.replace(os.path.join(key, "tmp.pid_1_a", "huge.bin"), os.path.join(key, "huge.bin"))
+    done["huge"] = time.monotonic()
+t = threading.Thread(target=huge)
+t.start()
+started.wait()
+time.sleep(0.3)
+os.mkdir(os.path.join(key, "tmp.pid_2_b"))
+with open(os.path.join(key, "tmp.pid_2_b", "small.json"), "wb") as f:
+    f.write(b"{}")
+os.replace(os.path.join(key, "tmp.pid_2_b", "small.json"), os.path.join(key, "small.json"))
+os.rmdir(os.path.join(key, "tmp.pid_2_b"))
+done["small"] = time.monotonic()
+t.join()
+print("small put landed first:", done["small"] < done["huge"])
+print("huge size:", os.stat(os.path.join(key, "huge.bin")).st_size)
+PY
+diag "$(cat "$T_TMP/huge.out")"
+check_grep "a small put into the same key dir lands while the huge file is written" \
+	"landed first: True" "$T_TMP/huge.out"
+check_grep "the huge file lands, 64 GiB" "huge size: $((64 << 30))" "$T_TMP/huge.out"
+tcfs umount "$M"
+tcfs fsck --store "$S"
+check_rc "fsck verifies its blob (holes hashed, not read) and exits 0" 0
+
 echo "# --- the probe log keeps within its bounds (tcfs config)"
 mount_fresh bounds
 tcfs config --store "$S" log-max-events 1000

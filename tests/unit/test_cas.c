@@ -169,6 +169,33 @@ static void test_stages(struct tcfs_cas *cas, const char *dir)
 	       "memory is given back: the next 1 MiB stage is in memory");
 	tcfs_cas_stage_abort(st);
 	free(big);
+
+	/* Holes are hashed as they come: a commit never reads them back. */
+	big = calloc(1, 8 * mib);
+	big[0] = 'x';
+	big[3 * mib] = 'y';
+	tcfs_cas_stage_new(cas, &st);
+	tcfs_cas_stage_write(st, "x", 1, 0);
+	tcfs_cas_stage_write(st, "y", 1, 3 * mib);
+	tap_eq(tcfs_cas_stage_truncate(st, 8 * mib), 0,
+	       "a file made of writes past its end and a truncate up");
+	tap_eq(tcfs_cas_stage_costly(st), 0,
+	       "its commit need not read it back");
+	tap_eq(tcfs_cas_stage_commit(st, &h, &size, &put), 0, "commit it");
+	tcfs_hash_buf(big, 8 * mib, &want);
+	tap_ok(tcfs_hash_equal(&h, &want) && size == 8 * mib,
+	       "named by its bytes, zeros and all");
+	tcfs_cas_stage_new(cas, &st);
+	tcfs_cas_stage_truncate(st, 8 * mib);
+	tcfs_cas_stage_write(st, "y", 1, 3 * mib);
+	tcfs_cas_stage_write(st, "x", 1, 0);
+	tap_eq(tcfs_cas_stage_costly(st), 1,
+	       "written out of order, its commit must read it back");
+	tap_eq(tcfs_cas_stage_commit(st, &h, &size, &put), 0,
+	       "commit it (holes hashed, not read)");
+	tap_ok(tcfs_hash_equal(&h, &want) && put == TCFS_CAS_SHARED,
+	       "the same bytes, the same blob");
+	free(big);
 }
 
 /* What is served is checked once per handle; bad blobs never again. */
