@@ -1,3 +1,4 @@
+/* err: the per-thread message behind every negative errno. */
 #include "err.h"
 
 #include <stdarg.h>

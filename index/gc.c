@@ -1,3 +1,4 @@
+/* gc: deleting the blobs that no file references. */
 #include "gc.h"
 
 #include <string.h>

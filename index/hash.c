@@ -1,3 +1,4 @@
+/* hash: XXH3-128 through libxxhash, the name of every blob. */
 #include "hash.h"
 
 #include <errno.h>

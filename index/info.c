@@ -1,3 +1,4 @@
+/* info: what a store holds: files, bytes, blobs, kernels by target. */
 #include "info.h"
 
 #include <errno.h>

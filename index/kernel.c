@@ -1,3 +1,4 @@
+/* kernel: the kernels table, kept in step with the tree. */
 #include "kernel.h"
 
 #include <cjson/cJSON.h>

@@ -1,3 +1,4 @@
+/* lock: the one writer of a store (flock on STORE/lock). */
 #include "lock.h"
 
 #include <errno.h>

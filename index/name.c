@@ -1,3 +1,4 @@
+/* name: what a cache name is, from the name alone. */
 #include "name.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* nodecache: the writer's nodes in memory, kept right by SQLite's hooks. */
 #include "nodecache.h"
 
 #include <errno.h>

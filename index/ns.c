@@ -1,3 +1,4 @@
+/* ns: the namespace, one row per directory entry. */
 #include "ns.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* vec: growing arrays for the rows queries return. */
 #include "vec.h"
 
 #include <stdlib.h>
