@@ -10,7 +10,6 @@
 #include "name.h"
 #include "ns.h"
 #include "store.h"
-#include "vec.h"
 
 static const char sql_users[] =
 	"SELECT parent, name FROM nodes WHERE blob = ?";
@@ -23,18 +22,11 @@ struct entry {
 	char name[TCFS_NAME_MAX + 1];
 };
 
-struct entry_list {
-	struct entry *v;
-	size_t n, cap;
-};
-
-static int add_entry(void *ctx, sqlite3_stmt *st)
+static int fill_entry(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct entry_list *l = ctx;
-	struct entry *e = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*e));
+	struct entry *e = elem;
 
-	if (!e)
-		return -ENOMEM;
+	(void)ctx;
 	e->parent = (uint64_t)sqlite3_column_int64(st, 0);
 	snprintf(e->name, sizeof(e->name), "%s", tcfs_db_text(st, 1, NULL));
 	return 0;
@@ -59,7 +51,8 @@ int tcfs_damage_drop_file(struct tcfs_store *s, uint64_t parent,
 			  const char *name, tcfs_damage_cb *cb, void *ctx,
 			  uint64_t *dropped)
 {
-	struct entry_list groups = { 0 };
+	struct entry *groups = NULL;
+	size_t ngroups = 0;
 	int rc = tcfs_store_begin(s);
 
 	if (rc < 0)
@@ -68,27 +61,29 @@ int tcfs_damage_drop_file(struct tcfs_store *s, uint64_t parent,
 	if (rc == 1 && dropped)
 		(*dropped)++;
 	if (rc >= 0)
-		rc = tcfs_db_each(tcfs_store_db(s), add_entry, &groups,
-				  sql_groups_in, "i", (int64_t)parent);
-	for (size_t i = 0; rc >= 0 && i < groups.n; i++)
-		rc = drop(s, parent, groups.v[i].name, cb, ctx);
-	free(groups.v);
+		rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*groups),
+				     fill_entry, NULL, &groups, &ngroups,
+				     sql_groups_in, "i", (int64_t)parent);
+	for (size_t i = 0; rc >= 0 && i < ngroups; i++)
+		rc = drop(s, parent, groups[i].name, cb, ctx);
+	free(groups);
 	return tcfs_store_end(s, rc < 0 ? rc : 0);
 }
 
 int tcfs_damage_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
 			   tcfs_damage_cb *cb, void *ctx, uint64_t *dropped)
 {
-	struct entry_list users = { 0 };
+	struct entry *users = NULL;
+	size_t nusers = 0;
 	int rc = tcfs_store_begin(s);
 
 	if (rc < 0)
 		return rc;
-	rc = tcfs_db_each(tcfs_store_db(s), add_entry, &users, sql_users, "h",
-			  h);
-	for (size_t i = 0; rc == 0 && i < users.n; i++)
-		rc = tcfs_damage_drop_file(s, users.v[i].parent,
-					   users.v[i].name, cb, ctx, dropped);
-	free(users.v);
+	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*users), fill_entry,
+			     NULL, &users, &nusers, sql_users, "h", h);
+	for (size_t i = 0; rc == 0 && i < nusers; i++)
+		rc = tcfs_damage_drop_file(s, users[i].parent, users[i].name,
+					   cb, ctx, dropped);
+	free(users);
 	return tcfs_store_end(s, rc);
 }

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "hash.h"
 #include "schema.h"
+#include "vec.h"
 
 #define DB_STMT_CACHE 96
 /* Nesting deeper than this (never seen) treats every rollback as undoing
@@ -479,6 +480,46 @@ int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
 		rc = tcfs_db_next(db, st);
 	}
 	tcfs_db_unlock(db);
+	return rc;
+}
+
+int tcfs_db_collect(struct tcfs_db *db, size_t elem,
+		    int (*fill)(void *ctx, void *elem, sqlite3_stmt *st),
+		    void *ctx, void *out, size_t *n, const char *sql,
+		    const char *fmt, ...)
+{
+	char *v = NULL;
+	size_t used = 0, cap = 0;
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc = 0;
+
+	tcfs_db_lock(db);
+	va_start(ap, fmt);
+	st = db_prepare(db, sql, fmt, ap, &rc);
+	va_end(ap);
+	if (st)
+		rc = tcfs_db_next(db, st);
+	while (rc == 1) {
+		char *slot = tcfs_vec_push(&v, &used, &cap, elem);
+
+		rc = slot ? fill(ctx, slot, st) : -ENOMEM;
+		if (rc == 1)
+			used--;	/* skipped: the slot is taken again */
+		if (rc < 0) {
+			tcfs_db_reset(st);
+			break;
+		}
+		rc = tcfs_db_next(db, st);
+	}
+	tcfs_db_unlock(db);
+	if (rc < 0) {
+		free(v);
+		v = NULL;
+		used = 0;
+	}
+	*(void **)out = v;
+	*n = used;
 	return rc;
 }
 

@@ -92,6 +92,17 @@ int tcfs_db_row(struct tcfs_db *db, sqlite3_stmt **st, const char *sql,
 int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
 		 void *ctx, const char *sql, const char *fmt, ...);
 
+/* Runs a query and collects its rows into a new array of elements of
+ * size elem: fill(ctx, elem, st) fills each (zeroed first) and returns 0
+ * to keep it, 1 to skip it, or a negative errno that stops the query and
+ * is returned.  *out (a pointer to the array's first element: owned by
+ * the caller, free(); NULL when no row is kept) holds *n elements.  On
+ * failure *out is NULL and *n 0. */
+int tcfs_db_collect(struct tcfs_db *db, size_t elem,
+		    int (*fill)(void *ctx, void *elem, sqlite3_stmt *st),
+		    void *ctx, void *out, size_t *n, const char *sql,
+		    const char *fmt, ...);
+
 /* Steps to the next row: 1, 0 at the end (already reset), or -errno. */
 int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st);
 void tcfs_db_reset(sqlite3_stmt *st);

@@ -14,7 +14,6 @@
 #include "err.h"
 #include "hash.h"
 #include "store.h"
-#include "vec.h"
 
 /* gen orders notes and flushes: a note carries the gen it read, under
  * the db lock, after its blob was written; a flush advances gen under the
@@ -127,26 +126,12 @@ out:
 	return rc;
 }
 
-struct noted {
-	struct tcfs_hash *v;
-	size_t n, cap;
-	uint64_t rows;		/* parseable or not */
-};
-
-/* A note that names no blob (a damaged row) leaves nothing to check. */
-static int add_noted(void *ctx, sqlite3_stmt *st)
+/* A note that names no blob (a damaged row) leaves nothing to check;
+ * ctx counts the rows, parseable or not. */
+static int fill_noted(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct noted *l = ctx;
-	struct tcfs_hash h, *slot;
-
-	l->rows++;
-	if (tcfs_db_hash(st, 0, &h) < 0)
-		return 0;
-	slot = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	*slot = h;
-	return 0;
+	++*(uint64_t *)ctx;
+	return tcfs_db_hash(st, 0, elem) < 0 ? 1 : 0;
 }
 
 /* A lost blob: its files go (with their kernels' group files), and so do
@@ -200,26 +185,28 @@ int tcfs_durable_recover(struct tcfs_store *s, int storefd,
 			 struct tcfs_durable_report *out)
 {
 	struct tcfs_durable_report r = { 0 };
-	struct noted l = { 0 };
-	size_t kept = 0;
+	struct tcfs_hash *noted = NULL;
+	size_t n = 0, kept = 0;
+	uint64_t rows = 0;
 	int rc;
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_noted, &l, sql_noted, "");
-	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		rc = check(s, &l.v[i], &r);
+	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*noted), fill_noted,
+			     &rows, &noted, &n, sql_noted, "");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rc = check(s, &noted[i], &r);
 		if (rc == 1) {
-			l.v[kept++] = l.v[i];
+			noted[kept++] = noted[i];
 			rc = 0;
 		}
 	}
 	/* What survived is whole, but maybe only in the page cache (the
 	 * writer was killed, the machine did not stop): durable before the
 	 * notes go. */
-	if (rc == 0 && l.rows)
+	if (rc == 0 && rows)
 		rc = sync_store(s, storefd);
-	if (rc == 0 && l.rows)
-		rc = renote(s, l.v, kept);
-	free(l.v);
+	if (rc == 0 && rows)
+		rc = renote(s, noted, kept);
+	free(noted);
 	if (out)
 		*out = r;
 	return rc;

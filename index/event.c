@@ -9,7 +9,6 @@
 #include "db.h"
 #include "ns.h"
 #include "store.h"
-#include "vec.h"
 
 static const char sql_insert[] =
 	"INSERT INTO events (time, pid, comm, key, name, kind, hit)"
@@ -125,18 +124,11 @@ int tcfs_event_log_info(struct tcfs_store *s, struct tcfs_event_log *out)
 	return rc;
 }
 
-struct event_list {
-	struct tcfs_event *v;
-	size_t n, cap;
-};
-
-static int add_event(void *ctx, sqlite3_stmt *st)
+static int fill_event(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct event_list *l = ctx;
-	struct tcfs_event *e = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*e));
+	struct tcfs_event *e = elem;
 
-	if (!e)
-		return -ENOMEM;
+	(void)ctx;
 	e->id = sqlite3_column_int64(st, 0);
 	e->time_ns = sqlite3_column_int64(st, 1);
 	e->pid = sqlite3_column_int(st, 2);
@@ -152,18 +144,11 @@ static int add_event(void *ctx, sqlite3_stmt *st)
 int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 		    size_t max, struct tcfs_event **out, size_t *n)
 {
-	struct event_list l = { 0 };
-	int rc;
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_event,
+				 NULL, out, n, sql_list, "iii", after,
+				 since_ns, max ? (int64_t)max : (int64_t)-1);
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_event, &l, sql_list, "iii",
-			  after, since_ns, max ? (int64_t)max : (int64_t)-1);
-	if (rc < 0) {
-		free(l.v);
-		return rc;
-	}
-	*out = l.v;
-	*n = l.n;
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 /* Every probe ever, from the counts (tcfs_event_count with since 0). */
@@ -200,19 +185,11 @@ static const char *const sql_count_since[] = {
 		" GROUP BY key, name ORDER BY min(id)",
 };
 
-struct count_list {
-	struct tcfs_event_count *v;
-	size_t n, cap;
-};
-
-static int add_count(void *ctx, sqlite3_stmt *st)
+static int fill_count(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct count_list *l = ctx;
-	struct tcfs_event_count *c =
-		tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*c));
+	struct tcfs_event_count *c = elem;
 
-	if (!c)
-		return -ENOMEM;
+	(void)ctx;
 	snprintf(c->key, sizeof(c->key), "%s", tcfs_db_text(st, 0, NULL));
 	snprintf(c->name, sizeof(c->name), "%s", tcfs_db_text(st, 1, NULL));
 	snprintf(c->comm, sizeof(c->comm), "%s", tcfs_db_text(st, 2, NULL));
@@ -227,22 +204,16 @@ int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
 		     int64_t since_ns, struct tcfs_event_count **out,
 		     size_t *n)
 {
-	struct count_list l = { 0 };
+	struct tcfs_db *db = tcfs_store_db(s);
 	int rc;
 
 	if (since_ns == 0 && by != TCFS_BY_PROCESS)
-		rc = tcfs_db_each(tcfs_store_db(s), add_count, &l,
-				  sql_count_all[by], "");
+		rc = tcfs_db_collect(db, sizeof(**out), fill_count, NULL, out,
+				     n, sql_count_all[by], "");
 	else
-		rc = tcfs_db_each(tcfs_store_db(s), add_count, &l,
-				  sql_count_since[by], "i", since_ns);
-	if (rc < 0) {
-		free(l.v);
-		return rc;
-	}
-	*out = l.v;
-	*n = l.n;
-	return 0;
+		rc = tcfs_db_collect(db, sizeof(**out), fill_count, NULL, out,
+				     n, sql_count_since[by], "i", since_ns);
+	return rc < 0 ? rc : 0;
 }
 
 int tcfs_event_clear(struct tcfs_store *s, uint64_t *n)

@@ -161,18 +161,11 @@ struct user {
 	char name[TCFS_NAME_MAX + 1];
 };
 
-struct user_list {
-	struct user *v;
-	size_t n, cap;
-};
-
-static int add_user(void *ctx, sqlite3_stmt *st)
+static int fill_user(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct user_list *l = ctx;
-	struct user *u = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*u));
+	struct user *u = elem;
 
-	if (!u)
-		return -ENOMEM;
+	(void)ctx;
 	u->ino = (uint64_t)sqlite3_column_int64(st, 0);
 	u->parent = (uint64_t)sqlite3_column_int64(st, 1);
 	snprintf(u->name, sizeof(u->name), "%s", tcfs_db_text(st, 2, NULL));
@@ -182,14 +175,15 @@ static int add_user(void *ctx, sqlite3_stmt *st)
 static int report_users(struct fsck *f, const struct bad *b)
 {
 	char hex[TCFS_HASH_HEXLEN], path[4096], detail[256];
-	struct user_list users = { 0 };
+	struct user *users = NULL;
+	size_t nusers = 0;
 	int rc;
 
-	rc = tcfs_db_each(tcfs_store_db(f->s), add_user, &users, sql_users,
-			  "h", &b->h);
+	rc = tcfs_db_collect(tcfs_store_db(f->s), sizeof(*users), fill_user,
+			     NULL, &users, &nusers, sql_users, "h", &b->h);
 	tcfs_hash_hex(&b->h, hex);
-	for (size_t j = 0; rc == 0 && j < users.n; j++) {
-		const struct user *u = &users.v[j];
+	for (size_t j = 0; rc == 0 && j < nusers; j++) {
+		const struct user *u = &users[j];
 		int fixed = 0;
 
 		if (tcfs_ns_path(f->s, u->ino, path, sizeof(path)) < 0)
@@ -209,20 +203,21 @@ static int report_users(struct fsck *f, const struct bad *b)
 		report(f, b->missing ? TCFS_FSCK_MISSING : TCFS_FSCK_DAMAGED,
 		       path, detail, fixed);
 	}
-	free(users.v);
+	free(users);
 	return rc;
 }
 
 static int check_kernels(struct fsck *f)
 {
-	struct user_list groups = { 0 };
+	struct user *groups = NULL;
+	size_t ngroups = 0;
 	char path[4096];
 	int rc;
 
-	rc = tcfs_db_each(tcfs_store_db(f->s), add_user, &groups,
-			  sql_no_kernel, "");
-	for (size_t i = 0; rc == 0 && i < groups.n; i++) {
-		const struct user *g = &groups.v[i];
+	rc = tcfs_db_collect(tcfs_store_db(f->s), sizeof(*groups), fill_user,
+			     NULL, &groups, &ngroups, sql_no_kernel, "");
+	for (size_t i = 0; rc == 0 && i < ngroups; i++) {
+		const struct user *g = &groups[i];
 		int fixed = 0, key;
 
 		/* A put that never finished (its writer or the daemon
@@ -245,7 +240,7 @@ static int check_kernels(struct fsck *f)
 			     : "kernel not indexed",
 		       fixed);
 	}
-	free(groups.v);
+	free(groups);
 	return rc;
 }
 

@@ -9,7 +9,6 @@
 #include "cas.h"
 #include "db.h"
 #include "store.h"
-#include "vec.h"
 
 static const char sql_nodes[] =
 	"SELECT count(*) FILTER (WHERE kind = 'f'),"
@@ -49,21 +48,12 @@ static int count_nodes(struct tcfs_db *db, struct tcfs_info *info)
 	return rc;
 }
 
-struct target_list {
-	struct tcfs_info *info;
-	size_t cap;
-};
-
-static int add_target(void *ctx, sqlite3_stmt *st)
+/* ctx: the info, whose kernels the targets add up to. */
+static int fill_target(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct target_list *l = ctx;
-	struct tcfs_info *info = l->info;
-	struct tcfs_info_target *t = tcfs_vec_push(&info->targets,
-						   &info->ntargets, &l->cap,
-						   sizeof(*t));
+	struct tcfs_info *info = ctx;
+	struct tcfs_info_target *t = elem;
 
-	if (!t)
-		return -ENOMEM;
 	snprintf(t->backend, sizeof(t->backend), "%s",
 		 tcfs_db_text(st, 0, NULL));
 	snprintf(t->arch, sizeof(t->arch), "%s", tcfs_db_text(st, 1, NULL));
@@ -75,14 +65,14 @@ static int add_target(void *ctx, sqlite3_stmt *st)
 
 int tcfs_info_get(struct tcfs_store *s, struct tcfs_info *out)
 {
-	struct target_list targets = { out, 0 };
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	rc = count_nodes(tcfs_store_db(s), out);
 	if (rc == 0)
-		rc = tcfs_db_each(tcfs_store_db(s), add_target, &targets,
-				  sql_targets, "");
+		rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*out->targets),
+				     fill_target, out, &out->targets,
+				     &out->ntargets, sql_targets, "");
 	if (rc == 0)
 		rc = tcfs_cas_foreach(tcfs_store_cas(s), add_blob, out);
 	if (rc < 0)

@@ -14,7 +14,6 @@
 #include "io.h"
 #include "ns.h"
 #include "store.h"
-#include "vec.h"
 
 /* Metadata larger than this is not Triton's; it is recorded as invalid. */
 #define META_MAX (4u << 20)
@@ -161,19 +160,10 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 	return rc < 0 ? rc : 0;
 }
 
-struct ino_list {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static int add_ino(void *ctx, sqlite3_stmt *st)
+static int fill_ino(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct ino_list *l = ctx;
-	uint64_t *ino = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*ino));
-
-	if (!ino)
-		return -ENOMEM;
-	*ino = (uint64_t)sqlite3_column_int64(st, 0);
+	(void)ctx;
+	*(uint64_t *)elem = (uint64_t)sqlite3_column_int64(st, 0);
 	return 0;
 }
 
@@ -191,21 +181,21 @@ int tcfs_kernel_is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
 static int refresh_key_dir(struct tcfs_store *s, uint64_t dir)
 {
 	struct tcfs_node *sib = NULL;
-	struct ino_list grp = { 0 };
-	size_t nsib = 0;
+	uint64_t *grp = NULL;
+	size_t nsib = 0, ngrp = 0;
 	int rc;
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_ino, &grp, sql_groups, "i",
-			  (int64_t)dir);
-	if (rc < 0 || grp.n == 0)
+	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*grp), fill_ino, NULL,
+			     &grp, &ngrp, sql_groups, "i", (int64_t)dir);
+	if (rc < 0 || ngrp == 0)
 		goto out;
 	rc = tcfs_ns_list(s, dir, 0, 0, &sib, &nsib);
 	for (size_t i = 0; rc == 0 && i < nsib; i++)
-		for (size_t j = 0; rc == 0 && j < grp.n; j++)
-			if (sib[i].ino == grp.v[j])
+		for (size_t j = 0; rc == 0 && j < ngrp; j++)
+			if (sib[i].ino == grp[j])
 				rc = refresh_one(s, &sib[i], sib, nsib);
 out:
-	free(grp.v);
+	free(grp);
 	free(sib);
 	return rc;
 }
@@ -286,39 +276,18 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->created_ns = sqlite3_column_int64(st, 15);
 }
 
-struct kernel_list {
-	const struct tcfs_kernel_filter *f;
-	struct tcfs_kernel *v;
-	size_t n, cap;
-};
-
-static int add_kernel(void *ctx, sqlite3_stmt *st)
+/* ctx: the filter; a kernel it does not match is skipped. */
+static int fill_kernel(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct kernel_list *l = ctx;
-	struct tcfs_kernel k, *slot;
-
-	kernel_from_row(st, &k);
-	if (!tcfs_kernel_match(&k, l->f))
-		return 0;
-	slot = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(k));
-	if (!slot)
-		return -ENOMEM;
-	*slot = k;
-	return 0;
+	kernel_from_row(st, elem);
+	return tcfs_kernel_match(elem, ctx) ? 0 : 1;
 }
 
 int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 		     struct tcfs_kernel **out, size_t *n)
 {
-	struct kernel_list l = { .f = f };
-	int rc;
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_kernel,
+				 (void *)f, out, n, sql_list, "");
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_kernel, &l, sql_list, "");
-	if (rc < 0) {
-		free(l.v);
-		return rc;
-	}
-	*out = l.v;
-	*n = l.n;
-	return 0;
+	return rc < 0 ? rc : 0;
 }

@@ -13,7 +13,6 @@
 #include "kernel.h"
 #include "nodecache.h"
 #include "store.h"
-#include "vec.h"
 
 #define NODE_COLS "ino, parent, name, kind, mode, size, mtime, blob, fmt"
 
@@ -457,19 +456,10 @@ int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name)
 	return remove_entry(s, parent, name, TCFS_DIR);
 }
 
-struct node_list {
-	struct tcfs_node *v;
-	size_t n, cap;
-};
-
-static int add_node(void *ctx, sqlite3_stmt *st)
+static int fill_node(void *ctx, void *elem, sqlite3_stmt *st)
 {
-	struct node_list *l = ctx;
-	struct tcfs_node *n = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	node_from_row(st, n);
+	(void)ctx;
+	node_from_row(st, elem);
 	return 0;
 }
 
@@ -510,19 +500,12 @@ int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
 int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 		 size_t max, struct tcfs_node **out, size_t *n)
 {
-	struct node_list l = { 0 };
-	int rc;
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_node,
+				 NULL, out, n, sql_list, "iii", (int64_t)dir,
+				 (int64_t)after,
+				 max ? (int64_t)max : (int64_t)-1);
 
-	rc = tcfs_db_each(tcfs_store_db(s), add_node, &l, sql_list, "iii",
-			  (int64_t)dir, (int64_t)after,
-			  max ? (int64_t)max : (int64_t)-1);
-	if (rc < 0) {
-		free(l.v);
-		return rc;
-	}
-	*out = l.v;
-	*n = l.n;
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len)
