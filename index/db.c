@@ -458,17 +458,15 @@ int tcfs_db_row(struct tcfs_db *db, sqlite3_stmt **out, const char *sql,
 	return rc;
 }
 
-int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
-		 void *ctx, const char *sql, const char *fmt, ...)
+static int db_veach(struct tcfs_db *db,
+		    int (*row)(void *ctx, sqlite3_stmt *st), void *ctx,
+		    const char *sql, const char *fmt, va_list ap)
 {
 	sqlite3_stmt *st;
-	va_list ap;
 	int rc = 0;
 
 	tcfs_db_lock(db);
-	va_start(ap, fmt);
 	st = db_prepare(db, sql, fmt, ap, &rc);
-	va_end(ap);
 	if (st)
 		rc = tcfs_db_next(db, st);
 	while (rc == 1) {
@@ -483,43 +481,59 @@ int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
 	return rc;
 }
 
+int tcfs_db_each(struct tcfs_db *db, int (*row)(void *ctx, sqlite3_stmt *st),
+		 void *ctx, const char *sql, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = db_veach(db, row, ctx, sql, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* The array tcfs_db_collect grows, and the caller's fill. */
+struct collect {
+	char *v;
+	size_t n, cap, elem;
+	int (*fill)(void *ctx, void *elem, sqlite3_stmt *st);
+	void *ctx;
+};
+
+static int collect_row(void *ctx, sqlite3_stmt *st)
+{
+	struct collect *c = ctx;
+	char *slot = tcfs_vec_push(&c->v, &c->n, &c->cap, c->elem);
+	int rc;
+
+	if (!slot)
+		return -ENOMEM;
+	rc = c->fill(c->ctx, slot, st);
+	if (rc == 1)
+		c->n--;	/* skipped: the slot is taken again */
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_db_collect(struct tcfs_db *db, size_t elem,
 		    int (*fill)(void *ctx, void *elem, sqlite3_stmt *st),
 		    void *ctx, void *out, size_t *n, const char *sql,
 		    const char *fmt, ...)
 {
-	char *v = NULL;
-	size_t used = 0, cap = 0;
-	sqlite3_stmt *st;
+	struct collect c = { .elem = elem, .fill = fill, .ctx = ctx };
 	va_list ap;
-	int rc = 0;
+	int rc;
 
-	tcfs_db_lock(db);
 	va_start(ap, fmt);
-	st = db_prepare(db, sql, fmt, ap, &rc);
+	rc = db_veach(db, collect_row, &c, sql, fmt, ap);
 	va_end(ap);
-	if (st)
-		rc = tcfs_db_next(db, st);
-	while (rc == 1) {
-		char *slot = tcfs_vec_push(&v, &used, &cap, elem);
-
-		rc = slot ? fill(ctx, slot, st) : -ENOMEM;
-		if (rc == 1)
-			used--;	/* skipped: the slot is taken again */
-		if (rc < 0) {
-			tcfs_db_reset(st);
-			break;
-		}
-		rc = tcfs_db_next(db, st);
-	}
-	tcfs_db_unlock(db);
 	if (rc < 0) {
-		free(v);
-		v = NULL;
-		used = 0;
+		free(c.v);
+		c.v = NULL;
+		c.n = 0;
 	}
-	*(void **)out = v;
-	*n = used;
+	*(void **)out = c.v;
+	*n = c.n;
 	return rc;
 }
 
