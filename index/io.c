@@ -149,7 +149,10 @@ int tcfs_io_equals_buf(int fd, const void *buf, size_t len)
 
 		if (n < 0)
 			return (int)n;
-		if ((size_t)n > len - off || memcmp(chunk, p + off, (size_t)n))
+		if ((size_t)n > len - off)
+			return 0;
+		/* An empty buffer may be NULL: memcmp must not see it. */
+		if (n > 0 && memcmp(chunk, p + off, (size_t)n))
 			return 0;
 		off += (uint64_t)n;
 		if ((size_t)n < sizeof(chunk))
