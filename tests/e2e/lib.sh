@@ -33,6 +33,16 @@ T_TMP=$(realpath "$T_TMP")
 # A command that forgets --store must not touch the user's own store.
 export TCFS_STORE=$T_TMP/default-store
 
+# A daemon's stderr is gone once it runs in the background: the
+# sanitizers (in the test build) write their reports to files instead,
+# and a report from any process fails the script (_lib_exit).  GCC's
+# UBSan, a runtime of its own beside ASan's, ignores log_path: its
+# reports stay on stderr, and halt_on_error makes the daemon's death the
+# failure the checks see.
+T_SANITIZER=$T_TMP/sanitizer
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T_SANITIZER"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T_SANITIZER"
+
 # Cleanup steps registered by the scripts (unmounts, killing helpers), run
 # in reverse order before the temp dir is removed.
 T_CLEANUPS=()
@@ -45,6 +55,15 @@ _lib_exit() {
 	for ((i = ${#T_CLEANUPS[@]} - 1; i >= 0; i--)); do
 		eval "${T_CLEANUPS[i]}" >/dev/null 2>&1
 	done
+	# (A log holding only LSan's list of the suppressions used is no
+	# report.)
+	local reports
+	reports=$(grep -l -E 'ERROR: |runtime error' "$T_SANITIZER".* 2>/dev/null)
+	if [ -n "$reports" ]; then
+		not_ok "no tcfs process had a sanitizer report"
+		# shellcheck disable=SC2086
+		diag "$(head -n 40 $reports)"
+	fi
 	if [ -n "${T_TMP:-}" ] && [ -d "$T_TMP" ]; then
 		# Blobs and test inputs may be read-only or mode 000.
 		chmod -R u+rwX "$T_TMP" 2>/dev/null
