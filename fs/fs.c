@@ -378,7 +378,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	}
 	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0 ||
 	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
-	    fs_dirties_new(&fs.dirties) < 0) {
+	    fs_dirties_new(&fs.dirties) < 0 || fs_checked_new(&fs.checked) < 0) {
 		say(r, "out of memory");
 		goto out;
 	}
@@ -439,6 +439,7 @@ out:
 	fs_inodes_free(fs.inodes);
 	fs_groups_free(fs.groups);
 	fs_dirties_free(fs.dirties);
+	fs_checked_free(fs.checked);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
 	return rc;

@@ -95,6 +95,8 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		probe = fs_probe_kind(&dir, name);
 	}
 	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
+	if (probe && rc == 0)
+		rc = fs_probe_whole(fs, &dir, &n, probe);
 	if (probe && (rc == 0 || rc == -ENOENT))
 		fs_probe_seen(fs, req, &dir, name, probe, rc == 0);
 	if (rc == -ENOENT) {

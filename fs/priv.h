@@ -29,6 +29,7 @@ struct fs_groups;
 struct fs_dirties;
 struct fs_flusher;
 struct fs_busypoll;
+struct fs_checked;
 
 struct tcfs_fs {
 	struct tcfs_store *store;
@@ -44,6 +45,7 @@ struct tcfs_fs {
 	struct fs_dirties *dirties;	/* writes not committed yet */
 	struct fs_flusher *flusher;
 	struct fs_busypoll *busypoll;
+	struct fs_checked *checked;	/* key dirs whose blobs are checked */
 	int failed;		/* the index lost changes: fs.c (read
 				 * after the threads that set it are joined) */
 	pthread_t loop;		/* the thread in libfuse's session loop */
@@ -128,6 +130,13 @@ int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
  * taken out of the tree with its files and their kernels (-EIO); any
  * other error is returned as it is. */
 int fs_blob_failed(struct tcfs_fs *fs, const struct tcfs_hash *h, int rc);
+/* Before a probe of n in dir is answered as a hit: 0 when the blobs its
+ * reader will load are whole (checked once per key dir), -ENOENT when
+ * one was not and the kernel is out (the probe misses). */
+int fs_probe_whole(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		   const struct tcfs_node *n, enum tcfs_probe kind);
+int fs_checked_new(struct fs_checked **out);
+void fs_checked_free(struct fs_checked *c);
 
 /* probe.c: whether looking up name in parent is a cache probe, and
  * recording one (at most one event per process and path). */

@@ -790,6 +790,19 @@ int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h)
 	return fd;
 }
 
+int tcfs_cas_check(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	int fd;
+
+	if (verdict(cas, h) == CAS_GOOD)
+		return 0;
+	fd = tcfs_cas_open_checked(cas, h);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 int tcfs_cas_read_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
 			  size_t max, char **buf, size_t *len)
 {

@@ -90,6 +90,10 @@ int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h);
  */
 int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h);
 
+/* The same check without the descriptor: 0 when the blob may be served,
+ * else the error an open of it gets. */
+int tcfs_cas_check(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
 /* The same for a blob read whole, of at most max bytes (else -EFBIG):
  * *buf (owned by the caller, free()) holds its *len bytes. */
 int tcfs_cas_read_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
