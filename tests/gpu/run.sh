@@ -3,6 +3,11 @@
 # kernel compiled) then warm (every kernel loaded from the cache), on a
 # plain directory and through a tcfs mount, each in a fresh process.  The
 # mount must make every kernel a hit the second time, with correct results.
+# Then twice more through tcfs alone: after a remount (a fresh daemon,
+# which checks every blob the first time it serves it: all hits still),
+# and after one cubin's blob had a byte flipped behind the store's back
+# (never served: its kernel misses, is compiled again, and every result is
+# still right).
 # Run from the project root on the GPU machine, after building here and
 # bundling (../shared/device/README.md):
 #   tests/gpu/run.sh [BUNDLE_DIR] [OUT_DIR]
@@ -36,16 +41,49 @@ for run in cold warm; do
 			"$work/one.json" "$start" "$end" | tee -a "$results"
 	done
 done
+# run_tcfs LABEL: the program once more through the mount.
+run_tcfs() {
+	local start end
+	start=$(date +%s.%N)
+	TRITON_CACHE_DIR=$mnt python3 "$top/tests/gpu/triton_run.py" "$1" \
+		>"$work/one.json" 2>"$out/$1.err" || fail=1
+	end=$(date +%s.%N)
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["process_seconds"]=float(sys.argv[3])-float(sys.argv[2]); print(json.dumps(d))' \
+		"$work/one.json" "$start" "$end" | tee -a "$results"
+}
+tcfs umount "$mnt" || fail=1
+tcfs mount --store "$store" "$mnt" || exit 1
+run_tcfs tcfs-remount
+tcfs umount "$mnt" || fail=1
+python3 - "$store" <<'PY' || fail=1
+import os, sqlite3, sys
+store = sys.argv[1]
+blob = sqlite3.connect(os.path.join(store, "index.db")).execute(
+    "SELECT blob FROM nodes WHERE name GLOB '*.cubin' ORDER BY ino LIMIT 1").fetchone()[0]
+path = os.path.join(store, "objects", blob[:2], blob)
+os.chmod(path, 0o644)
+with open(path, "r+b") as f:
+    f.seek(100)
+    b = f.read(1)
+    f.seek(100)
+    f.write(bytes([b[0] ^ 0xFF]))
+os.chmod(path, 0o444)
+print("flipped a byte of blob", blob)
+PY
+tcfs mount --store "$store" "$mnt" || exit 1
+run_tcfs tcfs-damaged
 sleep 0.5
+ls "$store/quarantine" >"$out/quarantine.txt" 2>/dev/null
 tcfs stats --json --store "$store" >"$out/stats.json"
 tcfs info --json --store "$store" >"$out/info.json"
 tcfs umount "$mnt" || fail=1
 tcfs fsck --store "$store" >"$out/fsck.txt" || fail=1
 
-python3 - "$results" "$out/stats.json" <<'PY' || fail=1
+python3 - "$results" "$out/stats.json" "$out/quarantine.txt" <<'PY' || fail=1
 import json, sys
 runs = {d["label"]: d for d in map(json.loads, open(sys.argv[1]))}
 stats = json.load(open(sys.argv[2]))
+quarantined = open(sys.argv[3]).read().split()
 procs = stats["per_process"]
 print("correct everywhere:", all(d["correct"] for d in runs.values()))
 for w in ("cold", "warm"):
@@ -54,12 +92,20 @@ for w in ("cold", "warm"):
           f"tcfs {t['seconds']:.3f}s (x{t['seconds'] / p['seconds']:.2f}); "
           f"process plain {p['process_seconds']:.2f}s tcfs "
           f"{t['process_seconds']:.2f}s")
-cold, warm = procs[0], procs[-1]
-print(f"stats: kernel hits {stats['hits']}, misses {stats['misses']}; "
-      f"cold process {cold['hits']}/{cold['misses']}, warm process "
-      f"{warm['hits']}/{warm['misses']} (hits/misses, modules included)")
-ok = all(d["correct"] for d in runs.values()) and len(procs) == 2 \
-    and warm["misses"] == 0 and warm["hits"] > 0 and cold["misses"] > 0
+cold, warm, remount, damaged = (procs + [None] * 4)[:4]
+for name, p in (("cold", cold), ("warm", warm), ("after a remount", remount),
+                ("with a damaged blob", damaged)):
+    print(f"{name}: {p['hits']} hits, {p['misses']} misses" if p else
+          f"{name}: no process in stats")
+r = runs.get("tcfs-remount")
+if r:
+    print(f"after a remount, every blob checked as it is first served: "
+          f"in-process {r['seconds']:.3f}s, process {r['process_seconds']:.2f}s")
+print(f"quarantined blobs: {len(quarantined)}")
+ok = all(d["correct"] for d in runs.values()) and len(procs) == 4 \
+    and warm["misses"] == 0 and warm["hits"] > 0 and cold["misses"] > 0 \
+    and remount["misses"] == 0 and remount["hits"] == warm["hits"] \
+    and damaged["misses"] > 0 and len(quarantined) == 1
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY
