@@ -52,28 +52,26 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		return;
 	for (size_t i = 0; i < nk; i++) {
 		const struct tcfs_node *g = &kids[i];
-		struct tcfs_content c = { .fmt = TCFS_FMT_GROUP };
-		char *raw = NULL, *tmpl = NULL;
-		size_t len = 0, tlen = 0;
+		struct tcfs_content c;
+		char *raw = NULL;
+		size_t len = 0;
 		int rc;
 
 		if (g->kind != TCFS_FILE || g->fmt != TCFS_FMT_RAW ||
-		    tcfs_name_artifact(g->name) != TCFS_ART_GROUP)
+		    !tcfs_group_candidate(g->name, g->size))
 			continue;
 		/* Checked: damaged bytes must not pass into a new blob. */
-		rc = tcfs_cas_read_checked(cas, &g->blob, 1u << 20, &raw, &len);
+		rc = tcfs_cas_read_checked(cas, &g->blob, TCFS_GROUP_MAX, &raw,
+					   &len);
 		if (rc < 0) {
 			fs_blob_failed(fs, &g->blob, rc);
 			continue;
 		}
-		if (tcfs_group_relativize(raw, len, dir->name, &tmpl, &tlen) ==
-			    1 &&
-		    tcfs_cas_put_buf(cas, tmpl, tlen, &c.blob, NULL) == 0) {
-			c.size = len;
+		if (tcfs_group_put(cas, dir->name, raw, len, TCFS_GROUP_ALL,
+				   &c, NULL) == 0 &&
+		    c.fmt == TCFS_FMT_GROUP)
 			tcfs_ns_set_content(fs->store, g->ino, &c, g->mtime_ns);
-		}
 		free(raw);
-		free(tmpl);
 	}
 }
 

@@ -34,7 +34,6 @@
 #include "index/vec.h"
 #include "priv.h"
 
-#define GROUP_MAX (16u << 20)
 #define DIRTY_BUCKETS 1024
 /* Each pending file holds a stage (cas.h: memory, or a descriptor once
  * big): past this many, all are committed before another starts (a burst
@@ -292,19 +291,12 @@ static void unhook(struct fs_dirties *t, struct dirty *d)
 	pthread_mutex_unlock(&t->mu);
 }
 
-/* A copy of a stage of at most GROUP_MAX bytes (*out: caller frees). */
-static int stage_bytes(const struct tcfs_cas_stage *stage, char **out,
-		       size_t *len)
+/* A copy of a stage of size bytes (*out: caller frees). */
+static int stage_bytes(const struct tcfs_cas_stage *stage, uint64_t size,
+		       char **out, size_t *len)
 {
-	uint64_t size;
 	ssize_t got;
-	int rc;
 
-	rc = tcfs_cas_stage_size(stage, &size);
-	if (rc < 0)
-		return rc;
-	if (size > GROUP_MAX)
-		return -EFBIG;
 	*out = malloc(size ? size : 1);
 	if (!*out)
 		return -ENOMEM;
@@ -318,32 +310,29 @@ static int stage_bytes(const struct tcfs_cas_stage *stage, char **out,
 	return 0;
 }
 
-/* Stores the staged bytes: a group file whose children lie in its key dir
- * as a template, anything else as it is.  The stage is used up, unless
- * this fails: then it is left as it was. */
+/* Stores the staged bytes as the group policy says (index/group.h).  The
+ * stage is used up, unless this fails: then it is left as it was. */
 static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 		       struct tcfs_cas_stage *stage, struct tcfs_content *c)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(fs->store);
-	char key[TCFS_NAME_MAX + 1], *raw = NULL, *tmpl = NULL;
-	size_t len = 0, tlen = 0;
+	char key[TCFS_NAME_MAX + 1], *raw = NULL;
+	uint64_t size = 0;
+	size_t len = 0;
 	int rc;
 
 	c->fmt = TCFS_FMT_RAW;
-	if (tcfs_name_artifact(n->name) == TCFS_ART_GROUP &&
+	if (tcfs_cas_stage_size(stage, &size) == 0 &&
+	    tcfs_group_candidate(n->name, size) &&
 	    fs_key_of(fs, n, key, sizeof(key)) == 0 &&
-	    stage_bytes(stage, &raw, &len) == 0 &&
-	    tcfs_group_relativize(raw, len, key, &tmpl, &tlen) == 1) {
-		rc = tcfs_cas_put_buf(cas, tmpl, tlen, &c->blob, NULL);
-		c->size = len;
-		c->fmt = TCFS_FMT_GROUP;
+	    stage_bytes(stage, size, &raw, &len) == 0) {
+		rc = tcfs_group_put(cas, key, raw, len, TCFS_GROUP_ALL, c, NULL);
 		if (rc == 0)
 			tcfs_cas_stage_abort(stage);
 	} else {
 		rc = tcfs_cas_stage_commit(stage, &c->blob, &c->size, NULL);
 	}
 	free(raw);
-	free(tmpl);
 	return rc;
 }
 

@@ -24,7 +24,6 @@
 #include "index/vec.h"
 #include "priv.h"
 
-#define GROUP_MAX (16u << 20)
 #define CACHE_SLOTS 4096
 
 struct rendering {
@@ -89,13 +88,11 @@ static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
 	size_t tlen = 0;
 	int rc;
 
-	rc = tcfs_cas_read_checked(tcfs_store_cas(fs->store), &n->blob,
-				   GROUP_MAX, &tmpl, &tlen);
-	if (rc == -EFBIG)
-		return -EUCLEAN;
+	rc = tcfs_group_load(tcfs_store_cas(fs->store), &n->blob, &tmpl, &tlen);
 	if (rc < 0)
-		return fs_blob_failed(fs, &n->blob, rc);
-	rc = tcfs_group_render(tmpl, tlen, fs->root, key, out, len);
+		return rc == -EUCLEAN ? rc : fs_blob_failed(fs, &n->blob, rc);
+	rc = tcfs_group_render(tmpl, tlen, fs->root, key, TCFS_GROUP_ALL, out,
+			       len);
 	free(tmpl);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "name.h"
 #include "utf8.h"
 
 /* A growing output string; err sticks after the first failed allocation. */
@@ -116,14 +117,27 @@ static const cJSON *child_paths(const cJSON *doc)
 	return cp;
 }
 
-/* Writes {"child_paths": {"F": prefix + value, ...}} in json.dumps style;
- * prefix may be NULL. */
-static int emit(const cJSON *cp, const char *prefix, struct out *o)
+static int shown(const char *child, enum tcfs_group_filter f)
+{
+	return f != TCFS_GROUP_BINARY_ONLY ||
+	       tcfs_name_artifact(child) != TCFS_ART_IR;
+}
+
+/* Writes {"child_paths": {"F": prefix + value, ...}} in json.dumps style,
+ * for the children f lets through; prefix may be NULL. */
+static int emit(const cJSON *cp, const char *prefix, enum tcfs_group_filter f,
+		struct out *o)
 {
 	struct out v = { 0 };
+	int first = 1;
 
 	out_str(o, "{\"child_paths\": {");
 	for (const cJSON *c = cp->child; c; c = c->next) {
+		if (!shown(c->string, f))
+			continue;
+		if (!first)
+			out_str(o, ", ");
+		first = 0;
 		v.len = 0;
 		out_str(&v, prefix ? prefix : "");
 		out_str(&v, c->valuestring);
@@ -134,8 +148,6 @@ static int emit(const cJSON *cp, const char *prefix, struct out *o)
 		out_pystr(o, c->string);
 		out_str(o, ": ");
 		out_pystr(o, v.p ? v.p : "");
-		if (c->next)
-			out_str(o, ", ");
 	}
 	free(v.p);
 	out_str(o, "}}");
@@ -211,8 +223,10 @@ static int templatize(cJSON *cp, const char *key, char **root)
 	return 1;
 }
 
-int tcfs_group_relativize(const char *bytes, size_t len, const char *key,
-			  char **tmpl, size_t *tlen)
+/* A template of bytes (see tcfs_group_relativize), listing the children
+ * f lets through. */
+static int relativize(const char *bytes, size_t len, const char *key,
+		      enum tcfs_group_filter f, char **tmpl, size_t *tlen)
 {
 	cJSON *doc = cJSON_ParseWithLength(bytes, len);
 	struct out t = { 0 }, r = { 0 };
@@ -225,15 +239,21 @@ int tcfs_group_relativize(const char *bytes, size_t len, const char *key,
 	rc = templatize(cp, key, &root);
 	if (rc <= 0)
 		goto out;
-	rc = emit(cp, NULL, &t);
+	rc = emit(cp, NULL, TCFS_GROUP_ALL, &t);
 	if (rc == 0)
-		rc = tcfs_group_render(t.p, t.len, root, key, &r.p, &r.len);
+		rc = tcfs_group_render(t.p, t.len, root, key, TCFS_GROUP_ALL,
+				       &r.p, &r.len);
 	if (rc < 0) {
 		rc = rc == -ENOMEM ? rc : 0;	/* unrenderable: keep raw */
 		goto out;
 	}
 	rc = r.len == len && memcmp(r.p, bytes, len) == 0;
-	if (rc) {
+	if (rc && f != TCFS_GROUP_ALL) {
+		t.len = 0;
+		rc = emit(cp, NULL, f, &t);
+		rc = rc < 0 ? rc : 1;
+	}
+	if (rc == 1) {
 		*tmpl = t.p;
 		*tlen = t.len;
 		t.p = NULL;
@@ -246,8 +266,47 @@ out:
 	return rc;
 }
 
+int tcfs_group_relativize(const char *bytes, size_t len, const char *key,
+			  char **tmpl, size_t *tlen)
+{
+	return relativize(bytes, len, key, TCFS_GROUP_ALL, tmpl, tlen);
+}
+
+int tcfs_group_candidate(const char *name, uint64_t size)
+{
+	return size <= TCFS_GROUP_MAX &&
+	       tcfs_name_artifact(name) == TCFS_ART_GROUP;
+}
+
+int tcfs_group_put(struct tcfs_cas *cas, const char *key, const char *bytes,
+		   size_t len, enum tcfs_group_filter f,
+		   struct tcfs_content *c, enum tcfs_cas_put *put)
+{
+	char *tmpl = NULL;
+	size_t tlen = 0;
+	int rc = relativize(bytes, len, key, f, &tmpl, &tlen);
+
+	if (rc < 0)
+		return rc;
+	c->size = len;
+	c->fmt = rc == 1 ? TCFS_FMT_GROUP : TCFS_FMT_RAW;
+	rc = tcfs_cas_put_buf(cas, tmpl ? tmpl : bytes, tmpl ? tlen : len,
+			      &c->blob, put);
+	free(tmpl);
+	return rc;
+}
+
+int tcfs_group_load(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		    char **tmpl, size_t *len)
+{
+	int rc = tcfs_cas_read_checked(cas, h, TCFS_GROUP_MAX, tmpl, len);
+
+	return rc == -EFBIG ? -EUCLEAN : rc;
+}
+
 int tcfs_group_render(const char *tmpl, size_t len, const char *root,
-		      const char *key, char **out, size_t *olen)
+		      const char *key, enum tcfs_group_filter f, char **out,
+		      size_t *olen)
 {
 	cJSON *doc = cJSON_ParseWithLength(tmpl, len);
 	const cJSON *cp = child_paths(doc);
@@ -260,7 +319,7 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 	}
 	rc = make_prefix(root, key, &pre);
 	if (rc == 0)
-		rc = emit(cp, pre.p, &o);
+		rc = emit(cp, pre.p, f, &o);
 	free(pre.p);
 	cJSON_Delete(doc);
 	if (rc < 0) {

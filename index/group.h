@@ -14,6 +14,43 @@
 #define TCFS_GROUP_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "cas.h"
+#include "ns.h"
+
+/* The largest file read to be made key-relative.  Triton's group files
+ * are a few hundred bytes; a bigger file of that name is not one of its
+ * own and is stored as it is, however it arrives (written in place,
+ * renamed in, imported). */
+#define TCFS_GROUP_MAX (16u << 20)
+
+/* What a rendering shows of a group file's children. */
+enum tcfs_group_filter {
+	TCFS_GROUP_ALL,
+	TCFS_GROUP_BINARY_ONLY,	/* no IR (name.h: TCFS_ART_IR), as with
+				 * TRITON_STORE_BINARY_ONLY */
+};
+
+/* Whether a file named name of size bytes may become a template: if so,
+ * read its bytes and store them with tcfs_group_put; else store the file
+ * as it is. */
+int tcfs_group_candidate(const char *name, uint64_t size);
+
+/* Stores a candidate's bytes, found in key dir key: as a template
+ * (fmt TCFS_FMT_GROUP) when they are Triton's format with every child in
+ * that key dir, else as they are.  With TCFS_GROUP_BINARY_ONLY a
+ * template lists no IR child.  Fills *c (size: len); *put as for
+ * tcfs_cas_put_buf.  0 or -errno. */
+int tcfs_group_put(struct tcfs_cas *cas, const char *key, const char *bytes,
+		   size_t len, enum tcfs_group_filter f,
+		   struct tcfs_content *c, enum tcfs_cas_put *put);
+
+/* A stored template's bytes, checked against their name (cas.h): *tmpl
+ * owned by the caller (free()).  -EUCLEAN when the blob is too big to be
+ * one; other errors as tcfs_cas_read_checked returns them. */
+int tcfs_group_load(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		    char **tmpl, size_t *len);
 
 /* Returns 1 and a template in *tmpl (owned by the caller, free()) when the
  * file can be stored key-relative; 0 when it must be kept raw; or -ENOMEM.
@@ -21,10 +58,12 @@
 int tcfs_group_relativize(const char *bytes, size_t len, const char *key,
 			  char **tmpl, size_t *tlen);
 
-/* Renders a template with child paths ROOT/KEY/F.  *out is owned by the
- * caller (free()).  -EUCLEAN when tmpl is not a template. */
+/* Renders a template with child paths ROOT/KEY/F, the children f lets
+ * through.  *out is owned by the caller (free()).  -EUCLEAN when tmpl is
+ * not a template. */
 int tcfs_group_render(const char *tmpl, size_t len, const char *root,
-		      const char *key, char **out, size_t *olen);
+		      const char *key, enum tcfs_group_filter f, char **out,
+		      size_t *olen);
 
 /* 0 when group files can name children under root (a cache dir, a
  * mount point); -EILSEQ when it is not valid UTF-8, which json.dumps

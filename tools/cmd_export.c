@@ -28,7 +28,6 @@
 #include "index/ns.h"
 #include "index/store.h"
 
-#define GROUP_MAX (16u << 20)
 #define DEPTH_MAX 8
 
 struct export {
@@ -75,7 +74,7 @@ static int copy_blob(struct export *ex, const struct tcfs_node *n,
 	fd = tcfs_cas_open_blob(tcfs_store_cas(ex->s), &n->blob);
 	if (fd < 0)
 		return fd;
-	rc = tcfs_io_read_small(fd, n->fmt == TCFS_FMT_GROUP ? GROUP_MAX
+	rc = tcfs_io_read_small(fd, n->fmt == TCFS_FMT_GROUP ? TCFS_GROUP_MAX
 							     : SIZE_MAX,
 				&buf, &len);
 	close(fd);
@@ -91,7 +90,8 @@ static int copy_blob(struct export *ex, const struct tcfs_node *n,
 		goto out;
 	}
 	if (n->fmt == TCFS_FMT_GROUP) {
-		rc = tcfs_group_render(buf, len, ex->root, key, &r, &rlen);
+		rc = tcfs_group_render(buf, len, ex->root, key, TCFS_GROUP_ALL,
+				       &r, &rlen);
 		if (rc < 0)
 			goto out;
 	}

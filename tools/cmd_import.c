@@ -29,7 +29,6 @@
 #include "index/store.h"
 
 /* Group files are a few KiB; anything bigger is not one of Triton's. */
-#define GROUP_MAX (16u << 20)
 /* Key dirs are flat; deeper trees are followed this far. */
 #define DEPTH_MAX 8
 
@@ -165,16 +164,16 @@ static int remember_added(struct import *im, const struct tcfs_hash *h,
 	return 0;
 }
 
-/* Stores a group file, key-relative when it is Triton's own format. */
+/* Stores a group file as the group policy says (index/group.h). */
 static int put_group(struct import *im, int fd, const char *key,
 		     struct tcfs_content *c, enum tcfs_cas_put *put)
 {
-	char *buf = NULL, *tmpl = NULL;
-	size_t len = 0, tlen = 0;
+	char *buf = NULL;
+	size_t len = 0;
 	int rc;
 
-	rc = tcfs_io_read_small(fd, GROUP_MAX, &buf, &len);
-	if (rc == -EFBIG) {	/* not Triton's: keep it as it is */
+	rc = tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len);
+	if (rc == -EFBIG) {	/* grew since its stat: not Triton's */
 		free(buf);
 		if (lseek(fd, 0, SEEK_SET) < 0)
 			return -errno;
@@ -182,16 +181,9 @@ static int put_group(struct import *im, int fd, const char *key,
 		return tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob,
 				       &c->size, put);
 	}
-	if (rc < 0)
-		return rc;
-	rc = tcfs_group_relativize(buf, len, key, &tmpl, &tlen);
-	c->size = len;
-	c->fmt = rc == 1 ? TCFS_FMT_GROUP : TCFS_FMT_RAW;
-	if (rc >= 0)
-		rc = tcfs_cas_put_buf(tcfs_store_cas(im->s),
-				      rc == 1 ? tmpl : buf,
-				      rc == 1 ? tlen : len, &c->blob, put);
-	free(tmpl);
+	if (rc == 0)
+		rc = tcfs_group_put(tcfs_store_cas(im->s), key, buf, len,
+				    TCFS_GROUP_ALL, c, put);
 	free(buf);
 	return rc;
 }
@@ -207,7 +199,7 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 	int rc;
 
 	tcfs_err_clear();
-	if (tcfs_name_artifact(name) == TCFS_ART_GROUP)
+	if (tcfs_group_candidate(name, (uint64_t)st->st_size))
 		rc = put_group(im, fd, key, &c, &put);
 	else
 		rc = tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c.blob,

@@ -1011,6 +1011,42 @@ for proto in 3.0 inductor; do
 	}
 done
 
+# A group file of 1 to 16 MiB (in Triton's format, if not of its size) is
+# made key-relative however it arrives, written in place or renamed in
+# with its key dir (index/group.h): at another mount point both name their
+# children there.
+mount_fresh biggroup && {
+	pycheck "biggroup" <<'EOF'
+import json
+def big(root, k):
+    kids = {"f%05d.cubin" % i: "%s/%s/f%05d.cubin" % (root, k, i) for i in range(25000)}
+    return json.dumps({"child_paths": kids}).encode()
+k1, k2 = key(1), key(2)
+os.mkdir(os.path.join(M, k1))
+write(os.path.join(M, k1, "__grp__k.json"), big(M, k1))
+tmp = os.path.join(M, "tmp." + uuid.uuid4().hex)
+os.mkdir(tmp)
+write(tmp + "/__grp__k.json", big(M, k2))
+os.rename(tmp, os.path.join(M, k2))
+check("two group files of %d bytes, one written in place, one renamed in" % len(big(M, k1)),
+      1 << 20 < len(big(M, k1)) < 16 << 20 and
+      read(os.path.join(M, k2, "__grp__k.json")) == big(M, k2))
+EOF
+	unmount_checked biggroup
+	M=$T_TMP/biggroup/elsewhere
+	mkdir -p "$M"
+	at_exit "fusermount3 -uz '$M'"
+	tcfs mount --store "$S" "$M" && pycheck "biggroup-elsewhere" <<'EOF'
+import json
+for i in (1, 2):
+    k = key(i)
+    kids = json.loads(read(os.path.join(M, k, "__grp__k.json")))["child_paths"]
+    check("at another mount point, group file %d names its children there" % i,
+          all(v == "%s/%s/%s" % (M, k, f) for f, v in kids.items()) and len(kids) == 25000)
+EOF
+	unmount_checked biggroup-elsewhere
+}
+
 # --- tcfs mount: errors ---------------------------------------------------
 
 E=$T_TMP/errors

@@ -24,7 +24,8 @@ static void round_trip(const char *in, const char *root, const char *want,
 	tap_ok(strstr(tmpl, KEY) == NULL ||
 		       strstr(strstr(in, KEY) + 1, KEY) != NULL,
 	       "%s: template holds no key dir", what);
-	rc = tcfs_group_render(tmpl, tlen, root, KEY, &out, &olen);
+	rc = tcfs_group_render(tmpl, tlen, root, KEY, TCFS_GROUP_ALL, &out,
+			       &olen);
 	tap_ok(rc == 0 && olen == strlen(want) && !memcmp(out, want, olen),
 	       "%s: renders as %s", what, want);
 	free(tmpl);
@@ -38,6 +39,30 @@ static void kept_raw(const char *in, const char *what)
 
 	tap_eq(tcfs_group_relativize(in, strlen(in), KEY, &tmpl, &tlen), 0,
 	       "%s: kept raw", what);
+	free(tmpl);
+}
+
+/* The binary-only filter: IR children are left out, whatever their
+ * place in the file, and the JSON stays json.dumps'. */
+static void binary_only(void)
+{
+	const char *full = "{\"child_paths\": {\"k.ttir\": \"/r/" KEY
+			   "/k.ttir\", \"k.json\": \"/r/" KEY
+			   "/k.json\", \"k.ptx\": \"/r/" KEY
+			   "/k.ptx\", \"k.cubin\": \"/r/" KEY
+			   "/k.cubin\", \"k.llir\": \"/r/" KEY "/k.llir\"}}";
+	const char *want = "{\"child_paths\": {\"k.json\": \"/b/" KEY
+			   "/k.json\", \"k.cubin\": \"/b/" KEY "/k.cubin\"}}";
+	char *tmpl = NULL, *out = NULL;
+	size_t tlen = 0, olen = 0;
+
+	tcfs_group_relativize(full, strlen(full), KEY, &tmpl, &tlen);
+	tap_ok(tmpl && tcfs_group_render(tmpl, tlen, "/b", KEY,
+					 TCFS_GROUP_BINARY_ONLY, &out,
+					 &olen) == 0 &&
+		       olen == strlen(want) && !memcmp(out, want, olen),
+	       "binary-only rendering lists no IR");
+	free(out);
 	free(tmpl);
 }
 
@@ -90,7 +115,15 @@ int main(void)
 	kept_raw("{\"child_paths\": {\"a\": \"/r/" KEY "/a\"}, \"x\": 1}",
 		 "extra top-level members");
 
-	tap_eq(tcfs_group_render("garbage", 7, "/r", KEY, &out, &olen),
+	tap_eq(tcfs_group_render("garbage", 7, "/r", KEY, TCFS_GROUP_ALL,
+					 &out, &olen),
 	       -EUCLEAN, "rendering a non-template is EUCLEAN");
+
+	binary_only();
+	tap_ok(tcfs_group_candidate("__grp__k.json", TCFS_GROUP_MAX) &&
+		       !tcfs_group_candidate("__grp__k.json",
+					     TCFS_GROUP_MAX + 1ull) &&
+		       !tcfs_group_candidate("k.json", 10),
+	       "candidates: group files of at most TCFS_GROUP_MAX bytes");
 	return tap_done();
 }
