@@ -291,3 +291,109 @@ int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 
 	return rc < 0 ? rc : 0;
 }
+
+/* Browsing queries, each served by an index (schema v4: kernels_name,
+ * kernels_target). */
+static const char sql_names[] =
+	"SELECT DISTINCT name FROM kernels ORDER BY name LIMIT ? OFFSET ?";
+static const char sql_names_of[] =
+	"SELECT DISTINCT name FROM kernels WHERE backend = ? AND arch = ?"
+	" ORDER BY name LIMIT ? OFFSET ?";
+static const char sql_targets[] =
+	"SELECT DISTINCT backend, arch FROM kernels"
+	" WHERE backend IS NOT NULL AND arch IS NOT NULL"
+	" ORDER BY backend, arch LIMIT ? OFFSET ?";
+static const char sql_keys[] =
+	"SELECT d.ino, d.name FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"
+	" JOIN nodes d ON d.ino = g.parent WHERE k.name = ?"
+	" AND (?2 IS NULL OR d.name = ?2)"
+	" GROUP BY d.ino ORDER BY d.name LIMIT ? OFFSET ?";
+static const char sql_keys_of[] =
+	"SELECT d.ino, d.name FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"
+	" JOIN nodes d ON d.ino = g.parent"
+	" WHERE k.backend = ? AND k.arch = ? AND k.name = ?"
+	" AND (?4 IS NULL OR d.name = ?4)"
+	" GROUP BY d.ino ORDER BY d.name LIMIT ? OFFSET ?";
+
+/* SQLite's LIMIT is signed: "no limit" is its largest value. */
+static int64_t page(size_t limit)
+{
+	return limit > (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit;
+}
+
+static int fill_name(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_name *k = elem;
+
+	(void)ctx;
+	snprintf(k->s, sizeof(k->s), "%s", tcfs_db_text(st, 0, NULL));
+	return 0;
+}
+
+int tcfs_kernel_names(struct tcfs_store *s, const char *backend,
+		      const char *arch, uint64_t offset, size_t limit,
+		      struct tcfs_kernel_name **out, size_t *n)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc;
+
+	if (backend)
+		rc = tcfs_db_collect(db, sizeof(**out), fill_name, NULL, out, n,
+				     sql_names_of, "ttii", backend, arch,
+				     page(limit), (int64_t)offset);
+	else
+		rc = tcfs_db_collect(db, sizeof(**out), fill_name, NULL, out, n,
+				     sql_names, "ii", page(limit),
+				     (int64_t)offset);
+	return rc < 0 ? rc : 0;
+}
+
+static int fill_target(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_target *t = elem;
+
+	(void)ctx;
+	snprintf(t->backend, sizeof(t->backend), "%s",
+		 tcfs_db_text(st, 0, NULL));
+	snprintf(t->arch, sizeof(t->arch), "%s", tcfs_db_text(st, 1, NULL));
+	return 0;
+}
+
+int tcfs_kernel_targets(struct tcfs_store *s, uint64_t offset, size_t limit,
+			struct tcfs_kernel_target **out, size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_target,
+				 NULL, out, n, sql_targets, "ii", page(limit),
+				 (int64_t)offset);
+
+	return rc < 0 ? rc : 0;
+}
+
+static int fill_at(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_at *a = elem;
+
+	(void)ctx;
+	a->dir_ino = (uint64_t)sqlite3_column_int64(st, 0);
+	snprintf(a->key, sizeof(a->key), "%s", tcfs_db_text(st, 1, NULL));
+	return 0;
+}
+
+int tcfs_kernel_keys(struct tcfs_store *s, const char *name,
+		     const char *backend, const char *arch, const char *key,
+		     uint64_t offset, size_t limit, struct tcfs_kernel_at **out,
+		     size_t *n)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc;
+
+	if (backend)
+		rc = tcfs_db_collect(db, sizeof(**out), fill_at, NULL, out, n,
+				     sql_keys_of, "ttttii", backend, arch, name,
+				     key, page(limit), (int64_t)offset);
+	else
+		rc = tcfs_db_collect(db, sizeof(**out), fill_at, NULL, out, n,
+				     sql_keys, "ttii", name, key, page(limit),
+				     (int64_t)offset);
+	return rc < 0 ? rc : 0;
+}

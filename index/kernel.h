@@ -74,4 +74,37 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 		     struct tcfs_kernel **out, size_t *n);
 
+/*
+ * Indexed queries for browsing (the mount's by-name/ and by-arch/ views):
+ * each reads only the rows it answers with, never every kernel.  A target
+ * is a backend and an arch; NULL for both means any.  Results are sorted
+ * and paged: offset rows skipped, at most limit returned.  Arrays are
+ * owned by the caller (free()).
+ */
+struct tcfs_kernel_name {
+	char s[TCFS_NAME_MAX + 1];
+};
+struct tcfs_kernel_target {
+	char backend[32];
+	char arch[32];
+};
+struct tcfs_kernel_at {
+	uint64_t dir_ino;	/* the key dir */
+	char key[TCFS_NAME_MAX + 1];
+};
+
+/* The names of kernels (of a target). */
+int tcfs_kernel_names(struct tcfs_store *s, const char *backend,
+		      const char *arch, uint64_t offset, size_t limit,
+		      struct tcfs_kernel_name **out, size_t *n);
+/* The targets that kernels were compiled for (with metadata naming one). */
+int tcfs_kernel_targets(struct tcfs_store *s, uint64_t offset, size_t limit,
+			struct tcfs_kernel_target **out, size_t *n);
+/* The key dirs of kernels named name (of a target); with key, only the
+ * one of that name (*n 0 or 1). */
+int tcfs_kernel_keys(struct tcfs_store *s, const char *name,
+		     const char *backend, const char *arch, const char *key,
+		     uint64_t offset, size_t limit, struct tcfs_kernel_at **out,
+		     size_t *n);
+
 #endif

@@ -121,10 +121,20 @@ static const char schema_v3[] =
 	"  value INTEGER NOT NULL"
 	") WITHOUT ROWID;";
 
+/*
+ * Version 4.
+ *
+ * kernels_target: kernels by target and name, for browsing by target (the
+ * mount's by-arch/ view) without a scan of every kernel.
+ */
+static const char schema_v4[] =
+	"CREATE INDEX kernels_target ON kernels(backend, arch, name);";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
 	{ 3, schema_v3 },
+	{ 4, schema_v4 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
