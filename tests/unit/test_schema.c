@@ -100,7 +100,8 @@ int main(void)
 	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
 	sqlite3_exec(tcfs_db_handle(db),
 		     "DROP TABLE probe_counts; DROP TABLE config;"
-		     "DROP TABLE counters; PRAGMA user_version = 2;"
+		     "DROP TABLE counters; DROP INDEX kernels_target;"
+		     "PRAGMA user_version = 2;"
 		     "INSERT INTO events (time, pid, comm, key, name, kind, hit)"
 		     " VALUES (10, 1, 'p', 'K1', 'add', 'kernel', 0),"
 		     " (20, 1, 'p', 'K1', 'add', 'kernel', 1),"
