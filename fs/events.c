@@ -5,6 +5,7 @@
  * may wait for a directory a request holds, so no request thread may do
  * it (libfuse's notify_inval_entry deadlocks a handler).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@ struct fs_events {
 				 * store (the thread's, as is:) */
 	int tight;		/* the last batch found the index tight */
 	int64_t trimmed_ns;	/* when the log was last trimmed (thread) */
+	fs_tick_fn *ticks[FS_EVENTS_TICKS];
+	size_t nticks;
 };
 
 void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev)
@@ -182,8 +185,8 @@ static void *writer(void *arg)
 		write_batch(fs, q, n, dropped);
 		free(q);
 		trim(fs);
-		fs_probes_prune(fs->probes);
-		fs_dirty_sweep(fs, FS_DIRTY_IDLE_S, 0);
+		for (size_t i = 0; i < e->nticks; i++)
+			e->ticks[i](fs);
 		if (tcfs_store_sync(fs->store) < 0)
 			syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
 	}
@@ -191,13 +194,16 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-int fs_events_start(struct tcfs_fs *fs)
+int fs_events_start(struct tcfs_fs *fs, fs_tick_fn *const *ticks, size_t n)
 {
 	struct fs_events *e = calloc(1, sizeof(*e));
 	int rc;
 
+	assert(n <= FS_EVENTS_TICKS);
 	if (!e)
 		return -ENOMEM;
+	memcpy(e->ticks, ticks, n * sizeof(*ticks));
+	e->nticks = n;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	fs->events = e;

@@ -423,6 +423,11 @@ static void commit_idle(struct tcfs_fs *fs, int64_t cutoff, int costly)
 	free(due);
 }
 
+void fs_dirty_tick(struct tcfs_fs *fs)
+{
+	fs_dirty_sweep(fs, FS_DIRTY_IDLE_S, 0);
+}
+
 void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s, int costly)
 {
 	commit_idle(fs, tcfs_ns_now() - (int64_t)(idle_s * 1e9), costly);

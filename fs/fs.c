@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -299,51 +298,6 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
 	return 0;
 }
 
-int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
-{
-	sigset_t stop, old;
-	int rc;
-
-	/* libfuse's workers block these too, so that they reach the main
-	 * thread: its handler ends the session loop, which waits there. */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	sigaddset(&stop, SIGQUIT);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
-	rc = pthread_create(thread, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -rc;
-}
-
-void fs_serve_until(struct tcfs_fs *fs, atomic_int *done)
-{
-	struct fuse_buf buf = { 0 };
-	int fd = fuse_session_fd(fs->se);
-
-	while (!atomic_load(done)) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int res;
-
-		if (poll(&p, 1, 10) <= 0)
-			continue;
-		/* A signal or a lost index ends the session meanwhile, and
-		 * libfuse then drops what it reads: its sender would wait
-		 * for ever. */
-		fuse_session_reset(fs->se);
-		res = fuse_session_receive_buf(fs->se, &buf);
-		if (res == -EINTR || res == -EAGAIN)
-			continue;
-		if (res <= 0) {	/* unmounted: every wait ends with it */
-			fd = -1;
-			continue;
-		}
-		fuse_session_process_buf(fs->se, &buf);
-	}
-	free(buf.mem);
-}
-
 /* Pending writes and open blobs take descriptors: use all we may. */
 static void raise_fd_limit(void)
 {
@@ -358,6 +312,7 @@ static void raise_fd_limit(void)
 /* Mounts, serves until unmounted, and returns the exit status. */
 static int serve(const struct tcfs_fs_opts *o, struct report *r)
 {
+	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
 	struct tcfs_fs fs = { 0 };
@@ -393,7 +348,8 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		       "installed?)", fs.root);
 		goto out_session;
 	}
-	if (fs_events_start(&fs) < 0 || fs_flusher_start(&fs, o->sync_s) < 0) {
+	if (fs_events_start(&fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
+	    fs_flusher_start(&fs, o->sync_s) < 0) {
 		say(r, "cannot start the event log or flusher thread");
 		goto out_threads;
 	}

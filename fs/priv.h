@@ -52,10 +52,11 @@ struct tcfs_fs {
 	atomic_int looping;	/* 1 while it is there */
 };
 
-/* fs.c: starts a thread of the mount's own (events, flusher, busypoll),
- * one that the signals that stop the mount never go to.  0 or -errno. */
+/* thread.c: starts a thread of the mount's own (events, flusher,
+ * busypoll), one that the signals that stop the mount never go to.  0 or
+ * -errno. */
 int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
-/* fs.c: serves requests until *done, once the session loop has returned:
+/* thread.c: serves requests until *done, once the session loop has returned:
  * for stopping a thread that may wait in the kernel for a directory which
  * a request holds, while that request waits for an answer. */
 void fs_serve_until(struct tcfs_fs *fs, atomic_int *done);
@@ -117,6 +118,8 @@ void fs_files_flush_all(struct tcfs_fs *fs);
  * costly, from a thread that may wait (the flusher), the others from the
  * events thread, which must not. */
 void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s, int costly);
+/* The events thread's sweep of the cheap ones (a tick). */
+void fs_dirty_tick(struct tcfs_fs *fs);
 /* While ino has uncommitted writes, their size and time are the file's:
  * 1 with them, or 0 when there are none. */
 int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
@@ -151,12 +154,16 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 int fs_probe_name(const char *name);
 int fs_probes_new(struct fs_probes **out);
 void fs_probes_free(struct fs_probes *p);
-/* Forgets processes that have exited. */
-void fs_probes_prune(struct fs_probes *p);
+/* Forgets processes that have exited (a tick). */
+void fs_probes_tick(struct tcfs_fs *fs);
 
 /* events.c: the probe log goes to the store in batches, off the request
- * path, from one thread. */
-int fs_events_start(struct tcfs_fs *fs);
+ * path, from one thread.  That thread also runs ticks, the housekeeping
+ * other modules own, after each batch (every 100 ms at most), so that it
+ * need know none of them: fs.c passes them (at most FS_EVENTS_TICKS). */
+typedef void fs_tick_fn(struct tcfs_fs *fs);
+#define FS_EVENTS_TICKS 4
+int fs_events_start(struct tcfs_fs *fs, fs_tick_fn *const *ticks, size_t n);
 void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev);
 /* Has the kernel drop parent/name from its cache, soon, from the events
  * thread (never from a request handler: it may deadlock there). */

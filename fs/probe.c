@@ -257,8 +257,10 @@ static void drop_if(struct fs_probes *p, int only_dead)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void fs_probes_prune(struct fs_probes *p)
+void fs_probes_tick(struct tcfs_fs *fs)
 {
+	struct fs_probes *p = fs->probes;
+
 	drop_if(p, 1);
 }
 
