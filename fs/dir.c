@@ -21,8 +21,10 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode)
 {
 	struct tcfs_node n;
-	int rc = tcfs_ns_mkdir(fs_of(req)->store, parent, name, mode & 07777,
-			       tcfs_ns_now(), &n);
+	int rc = fs_view_reserved(fs_of(req), parent, name)
+			 ? -EROFS
+			 : tcfs_ns_mkdir(fs_of(req)->store, parent, name,
+					 mode & 07777, tcfs_ns_now(), &n);
 
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -32,12 +34,20 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -tcfs_ns_rmdir(fs_of(req)->store, parent, name));
+	if (fs_view_reserved(fs_of(req), parent, name))
+		fuse_reply_err(req, EROFS);
+	else
+		fuse_reply_err(req, -tcfs_ns_rmdir(fs_of(req)->store, parent,
+						   name));
 }
 
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent, name));
+	if (fs_view_reserved(fs_of(req), parent, name))
+		fuse_reply_err(req, EROFS);
+	else
+		fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent,
+						    name));
 }
 
 /* Group files written where they could not be stored key-relative (in
@@ -116,6 +126,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	size_t npins = 0;
 	int rc;
 
+	if (fs_view_reserved(fs, parent, name) ||
+	    fs_view_reserved(fs, newparent, newname)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	/* A file written and closed may not be committed yet (release comes
 	 * asynchronously): it must land with its bytes, and so must the
 	 * files of a directory that moves (rare: Inductor's key dirs). */
@@ -167,11 +182,16 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node dir, *kids = NULL;
-	size_t n = 0, used = 0;
+	size_t n = 0, used = 0, want = size / 32 + 1;
+	uint64_t k = 0;
 	char *buf;
 	int rc;
 
 	(void)fi;
+	if (fs_view_ino(ino)) {
+		fs_view_readdir(req, ino, size, off);
+		return;
+	}
 	rc = tcfs_ns_get(fs->store, ino, &dir);
 	if (rc == 0 && dir.kind != TCFS_DIR)
 		rc = -ENOTDIR;
@@ -193,9 +213,13 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			goto out;
 		used += len;
 	}
+	/* The root's views come after its store entries (view.c). */
+	if (off >= FS_VIEW_COOKIE(0)) {
+		k = (uint64_t)(off - FS_VIEW_COOKIE(0));
+		goto views;
+	}
 	/* A page of entries is at most a few hundred names. */
-	rc = tcfs_ns_list(fs->store, ino, (uint64_t)off - 2, size / 32 + 1,
-			  &kids, &n);
+	rc = tcfs_ns_list(fs->store, ino, (uint64_t)off - 2, want, &kids, &n);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct stat st = { 0 };
 		size_t len;
@@ -206,9 +230,12 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 					kids[i].name, &st,
 					(off_t)kids[i].ino + 2);
 		if (len > size - used)
-			break;
+			goto out;
 		used += len;
 	}
+views:
+	if (rc == 0 && ino == TCFS_ROOT_INO && n < want)
+		used += fs_view_root_entries(req, buf + used, size - used, &k);
 out:
 	free(kids);
 	if (rc < 0)

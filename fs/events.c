@@ -49,6 +49,9 @@ struct fs_events {
 				 * store (the thread's, as is:) */
 	int tight;		/* the last batch found the index tight */
 	int64_t trimmed_ns;	/* when the log was last trimmed (thread) */
+	uint64_t asked;		/* syncs asked for (mu) */
+	uint64_t written;	/* of those, done by the last round (mu) */
+	pthread_cond_t synced;	/* written moved */
 	fs_tick_fn *ticks[FS_EVENTS_TICKS];
 	size_t nticks;
 };
@@ -167,10 +170,13 @@ static void *writer(void *arg)
 		struct inval *inv;
 		size_t ninv;
 
+		uint64_t round;
+
 		pthread_mutex_lock(&e->mu);
-		if (!e->stop && e->ninv == 0)
+		if (!e->stop && e->ninv == 0 && e->asked == e->written)
 			pthread_cond_timedwait(&e->cv, &e->mu, &until);
 		stop = e->stop;
+		round = e->asked;
 		q = take(e, &n, &dropped);
 		inv = e->inv;
 		ninv = e->ninv;
@@ -184,6 +190,10 @@ static void *writer(void *arg)
 		free(inv);
 		write_batch(fs, q, n, dropped);
 		free(q);
+		pthread_mutex_lock(&e->mu);
+		e->written = round;
+		pthread_cond_broadcast(&e->synced);
+		pthread_mutex_unlock(&e->mu);
 		trim(fs);
 		for (size_t i = 0; i < e->nticks; i++)
 			e->ticks[i](fs);
@@ -206,6 +216,7 @@ int fs_events_start(struct tcfs_fs *fs, fs_tick_fn *const *ticks, size_t n)
 	e->nticks = n;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
+	pthread_cond_init(&e->synced, NULL);
 	fs->events = e;
 	rc = fs_thread_start(&e->thread, writer, fs);
 	if (rc < 0) {
@@ -213,6 +224,25 @@ int fs_events_start(struct tcfs_fs *fs, fs_tick_fn *const *ticks, size_t n)
 		free(e);
 	}
 	return rc;
+}
+
+void fs_events_sync(struct tcfs_fs *fs)
+{
+	struct fs_events *e = fs->events;
+	struct timespec until;
+	uint64_t mine;
+
+	/* Bounded: the thread may wait in the kernel for a directory that
+	 * the request asking holds. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&e->mu);
+	mine = ++e->asked;
+	pthread_cond_signal(&e->cv);
+	while (e->written < mine && !e->stop &&
+	       pthread_cond_timedwait(&e->synced, &e->mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&e->mu);
 }
 
 void fs_events_stop(struct tcfs_fs *fs)
@@ -224,6 +254,7 @@ void fs_events_stop(struct tcfs_fs *fs)
 	pthread_mutex_lock(&e->mu);
 	e->stop = 1;
 	pthread_cond_signal(&e->cv);
+	pthread_cond_broadcast(&e->synced);
 	pthread_mutex_unlock(&e->mu);
 	/* An invalidation it sent before the loop returned waits for the
 	 * directory's lock, which a request may hold that nobody else will
@@ -239,6 +270,7 @@ void fs_events_stop(struct tcfs_fs *fs)
 	free(e->q);
 	free(e->inv);
 	pthread_cond_destroy(&e->cv);
+	pthread_cond_destroy(&e->synced);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
 	fs->events = NULL;

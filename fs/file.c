@@ -473,8 +473,10 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tcfs_node n;
 	int rc;
 
-	rc = tcfs_ns_create(fs->store, parent, name, mode & 07777,
-			    tcfs_ns_now(), &c, &n);
+	rc = fs_view_reserved(fs, parent, name)
+		     ? -EROFS
+		     : tcfs_ns_create(fs->store, parent, name, mode & 07777,
+				      tcfs_ns_now(), &c, &n);
 	if (rc == 0)
 		rc = fs_stat(fs, &n, &e.attr);
 	if (rc < 0) {
@@ -515,13 +517,18 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
-	struct dirty *d = lock_dirty(fs, ino);
+	struct dirty *d;
 	struct tcfs_node n;
 	char *bytes = NULL;
 	size_t len = 0;
 	int fd, rc;
 
 	(void)fi;
+	if (fs_view_ino(ino)) {
+		fs_view_read(req, ino, size, off);
+		return;
+	}
+	d = lock_dirty(fs, ino);
 	if (d && d->stage) {	/* writes not committed are the bytes */
 		read_stage(req, d->stage, size, off);
 		unlock_dirty(fs, d);
@@ -565,7 +572,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	int rc;
 
 	(void)fi;
-	rc = dirty_get(fs, ino, &d);
+	rc = fs_view_ino(ino) ? -EROFS : dirty_get(fs, ino, &d);
 	if (rc == 0) {
 		rc = tcfs_cas_stage_write(d->stage, buf, size, (uint64_t)off);
 		d->last_write_ns = tcfs_ns_now();
@@ -581,7 +588,7 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	int rc = fs_files_commit(fs, ino);
+	int rc = fs_view_ino(ino) ? 0 : fs_files_commit(fs, ino);
 
 	(void)datasync;
 	(void)fi;
@@ -595,7 +602,8 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Before the kernel learns there is no OPEN, a created file may
 	 * still be released: a good moment to commit. */
 	(void)fi;
-	fs_files_commit(fs_of(req), ino);
+	if (!fs_view_ino(ino))
+		fs_files_commit(fs_of(req), ino);
 	fuse_reply_err(req, 0);
 }
 
@@ -626,6 +634,10 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int rc, mask = 0;
 
 	(void)fi;
+	if (fs_view_ino(ino)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	rc = tcfs_ns_get(fs->store, ino, &n);
 	if (rc == 0 && (((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->uid) ||
 			((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->gid)))

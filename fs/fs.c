@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.fsync = fs_op_fsync,
 	.fsyncdir = fs_op_fsyncdir,
 	.readdir = fs_op_readdir,
+	.readlink = fs_op_readlink,
 	.statfs = fs_op_statfs,
 	.create = fs_op_create,
 };
@@ -277,7 +279,18 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 	return 0;
 }
 
-static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
+/* tcfs's own -o options, taken out before libfuse sees the rest. */
+struct own_opts {
+	int noviews;
+};
+
+static const struct fuse_opt own_specs[] = {
+	{ "noviews", offsetof(struct own_opts, noviews), 1 },
+	FUSE_OPT_END,
+};
+
+static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
+		      struct own_opts *own)
 {
 	int others = o->fuse_opts && strstr(o->fuse_opts, "allow_other");
 
@@ -295,7 +308,7 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args)
 		return -1;
 	if (o->debug && fuse_opt_add_arg(args, "-d"))
 		return -1;
-	return 0;
+	return fuse_opt_parse(args, own, own_specs, NULL);
 }
 
 /* Pending writes and open blobs take descriptors: use all we may. */
@@ -316,6 +329,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
 	struct tcfs_fs fs = { 0 };
+	struct own_opts own = { 0 };
 	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
 	int rc = 1;
 
@@ -331,7 +345,12 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		say(r, "/: %s", strerror(errno));
 		goto out;
 	}
-	if (build_args(o, &args) < 0 || fs_probes_new(&fs.probes) < 0 ||
+	if (build_args(o, &args, &own) < 0) {
+		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
+		goto out;
+	}
+	if (fs_views_new(!own.noviews, NULL, &fs.views) < 0 ||
+	    fs_probes_new(&fs.probes) < 0 ||
 	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
 	    fs_dirties_new(&fs.dirties) < 0 || fs_checked_new(&fs.checked) < 0) {
 		say(r, "out of memory");
@@ -396,6 +415,7 @@ out:
 	fs_groups_free(fs.groups);
 	fs_dirties_free(fs.dirties);
 	fs_checked_free(fs.checked);
+	fs_views_free(fs.views);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
 	return rc;

@@ -84,6 +84,8 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	double ttl = FS_TTL;
 	int rc;
 
+	if (fs_view_lookup(req, parent, name))
+		return;
 	/* Only a probe-like name needs its directory: is it a key dir? */
 	if (fs_probe_name(name)) {
 		ttl = 0;
@@ -132,7 +134,19 @@ void fs_reply_attr(fuse_req_t req, uint64_t ino)
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
-	fs_reply_attr(req, ino);
+	if (fs_view_ino(ino))
+		fs_view_getattr(req, ino);
+	else
+		fs_reply_attr(req, ino);
+}
+
+/* The store holds no symlinks: only the views have them. */
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	if (fs_view_ino(ino))
+		fs_view_readlink(req, ino);
+	else
+		fuse_reply_err(req, EINVAL);
 }
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)

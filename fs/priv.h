@@ -4,7 +4,9 @@
  * rename, readdir), file.c (create, open, read, write, release, fsync,
  * setattr), group.c (group files rendered), damage.c (a bad blob found as
  * it is read), probe.c (hit/miss per probe), events.c (the log writer),
- * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts).
+ * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts),
+ * view.c (by-name/, by-arch/, .tcfs/), report.c (.tcfs/ files' bytes),
+ * thread.c (the mount's own threads).
  */
 #ifndef TCFS_FS_PRIV_H
 #define TCFS_FS_PRIV_H
@@ -30,6 +32,7 @@ struct fs_dirties;
 struct fs_flusher;
 struct fs_busypoll;
 struct fs_checked;
+struct fs_views;
 
 struct tcfs_fs {
 	struct tcfs_store *store;
@@ -46,6 +49,8 @@ struct tcfs_fs {
 	struct fs_flusher *flusher;
 	struct fs_busypoll *busypoll;
 	struct fs_checked *checked;	/* key dirs whose blobs are checked */
+	struct fs_views *views;		/* inodes that are not rows */
+	atomic_ullong requests;		/* requests served */
 	int failed;		/* the index lost changes: fs.c (read
 				 * after the threads that set it are joined) */
 	pthread_t loop;		/* the thread in libfuse's session loop */
@@ -165,6 +170,9 @@ typedef void fs_tick_fn(struct tcfs_fs *fs);
 #define FS_EVENTS_TICKS 4
 int fs_events_start(struct tcfs_fs *fs, fs_tick_fn *const *ticks, size_t n);
 void fs_events_add(struct tcfs_fs *fs, const struct tcfs_event *ev);
+/* Waits (a second at most) until the events queued before the call are
+ * in the store: a report made then counts every probe answered before. */
+void fs_events_sync(struct tcfs_fs *fs);
 /* Has the kernel drop parent/name from its cache, soon, from the events
  * thread (never from a request handler: it may deadlock there). */
 void fs_events_inval(struct tcfs_fs *fs, uint64_t parent, const char *name);
@@ -185,9 +193,41 @@ void fs_flusher_stop(struct tcfs_fs *fs);
 int fs_busypoll_start(struct tcfs_fs *fs, long window_us);
 void fs_busypoll_stop(struct tcfs_fs *fs);
 
+/* view.c: the inodes that are not rows of the store (by-name/, by-arch/,
+ * .tcfs/ at the root).  Every handler asks fs_view_ino first and hands
+ * such an inode to the view's own handler; a write on one, or on a name
+ * fs_view_reserved says is the view's, gets EROFS. */
+enum fs_view_file { FS_VIEW_STATS, FS_VIEW_STATS_JSON, FS_VIEW_METRICS };
+/* Makes a .tcfs/ file's bytes: *bytes owned by the caller (free()). */
+typedef int fs_view_render_fn(struct tcfs_fs *fs, enum fs_view_file f,
+			      char **bytes, size_t *len);
+/* browse: by-name/ and by-arch/ are there (not -o noviews). */
+int fs_views_new(int browse, fs_view_render_fn *render,
+		 struct fs_views **out);
+void fs_views_free(struct fs_views *v);
+int fs_view_ino(uint64_t ino);
+int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name);
+/* 1 when parent/name is the view's, and answered; 0 when it is not. */
+int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name);
+void fs_view_getattr(fuse_req_t req, uint64_t ino);
+void fs_view_readlink(fuse_req_t req, uint64_t ino);
+void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off);
+void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off);
+/* The root's view entries, after its store entries: readdir cookies from
+ * FS_VIEW_COOKIE(0) on, above every store entry's (inode + 2).  Fills
+ * buf from entry *k on, advancing *k; returns the bytes used. */
+#define FS_VIEW_COOKIE(k) ((off_t)(1ll << 62) + (off_t)(k))
+size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
+			    uint64_t *k);
+
+/* report.c: the .tcfs/ files' bytes (index/report.h), for view.c. */
+int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
+		     size_t *len);
+
 /* The low-level operations, by module. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode);

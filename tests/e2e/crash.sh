@@ -124,12 +124,14 @@ sys.exit(1 if problems else 0)
 EOF
 }
 
+# The mounts here are compared with the fixture's plain tree: no views
+# (-o noviews).
 for round in 1 2 3; do
 	S=$T_TMP/r$round/store
 	M=$T_TMP/r$round/mnt
 	mkdir -p "$M"
 	at_exit "fusermount3 -uz '$M'"
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	check_rc "round $round: tcfs mount of a fresh store" 0
 	[ "$RC" = 0 ] || continue
 	pid=$(daemon_pid "$S")
@@ -170,7 +172,7 @@ for round in 1 2 3; do
 		run fusermount3 -uz "$M"
 	fi
 	check_rc "round $round: fusermount3 -u of the dead mount works" 0
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	check_rc "round $round: the store mounts again after the crash" 0
 	[ "$RC" = 0 ] || continue
 
@@ -201,7 +203,7 @@ for round in 1 2 3; do
 	tcfs fsck --store "$S"
 	check_rc "round $round: fsck finds the store consistent" 0
 
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	check_rc "round $round: mount for the warm replay" 0
 	[ "$RC" = 0 ] || continue
 	run timeout 60 python3 "$REPLAY/replay.py" "$SRC" "$M"
@@ -227,7 +229,7 @@ S=$T_TMP/closed/store
 M=$T_TMP/closed/mnt
 mkdir -p "$M"
 at_exit "fusermount3 -uz '$M'"
-tcfs mount --store "$S" "$M"
+tcfs mount -o noviews --store "$S" "$M"
 check_rc "closed: tcfs mount of a fresh store" 0
 if [ "$RC" = 0 ]; then
 	pid=$(daemon_pid "$S")
@@ -251,7 +253,7 @@ PY
 	[ -n "$pid" ] && kill -9 "$pid"
 	gone "$pid"
 	fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M"
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	check_rc "closed: the store mounts again after the crash" 0
 	check_eq "closed: a file fsynced before the crash keeps its bytes" 7000 \
 		"$(python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); print(len(d) if d == b"fsynced" * 1000 else "differs: %d bytes" % len(d))' "$M/K/fsynced.cubin" 2>&1)"
@@ -275,8 +277,8 @@ M=$T_TMP/cut/mnt
 mkdir -p "$M"
 at_exit "fusermount3 -uz '$M'"
 q() { sqlite3 "$S/index.db" "$1"; }
-tcfs mount --sync-every 3600 --store "$S" "$M"
-check_rc "power cut: tcfs mount --sync-every 3600" 0
+tcfs mount -o noviews --sync-every 3600 --store "$S" "$M"
+check_rc "power cut: tcfs mount -o noviews --sync-every 3600" 0
 if [ "$RC" = 0 ]; then
 	pid=$(daemon_pid "$S")
 	run timeout 60 python3 "$REPLAY/replay.py" "$SRC" "$M"
@@ -310,7 +312,7 @@ if [ "$RC" = 0 ]; then
 		"(a group template is shared by every key dir of its kernel) in" \
 		"$(wc -w <<<"$gone_dirs") key dirs with $nlost kernels"
 
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	check_rc "power cut: the store mounts again" 0
 	missing=0
 	for f in $gone_files; do
@@ -336,7 +338,7 @@ if [ "$RC" = 0 ]; then
 	tcfs fsck --store "$S"
 	check_rc "power cut: fsck finds the store consistent" 0
 
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	run timeout 60 python3 "$REPLAY/replay.py" "$SRC" "$M"
 	check_eq "power cut: a replay recompiles what was lost, 0 errors" 0 "$(json_get "$OUT" errors)"
 	out=$(check_tree "$M" --complete 2>&1)
@@ -430,13 +432,13 @@ mkdir -p "$M"
 K=$(find "$SRC" -mindepth 2 -maxdepth 2 -name '__grp__*.json' -printf '%h\n' | sort | sed -n 1p)
 K=${K##*/}
 TMPD=tmp.pid_4242_0f0e0d0c-0b0a-0908-0706-050403020100
-tcfs mount --store "$S" "$M"
+tcfs mount -o noviews --store "$S" "$M"
 mkdir -p "$M/$K/$TMPD" && cp "$SRC/$K"/* "$M/$K/$TMPD/"
 tcfs umount "$M"
 check_rc "a put cut off by a clean stop: tcfs umount" 0
 tcfs fsck --store "$S"
 check_rc "a put cut off by a clean stop: fsck finds the store consistent" 0
-tcfs mount --store "$S" "$M"
+tcfs mount -o noviews --store "$S" "$M"
 check "a put cut off by a clean stop: the next mount removes its temp dir" \
 	test ! -e "$M/$K/$TMPD"
 check_eq "a put cut off by a clean stop: and the key dir stays a miss" "" "$(ls -A "$M/$K")"
@@ -473,7 +475,7 @@ if [ -n "${FAIL_WAL:-}" ] && [ -f "$FAIL_WAL" ]; then
 	rm -f "$T_TMP/fail-now"
 	tcfs fsck --store "$S"
 	check_rc "index commits fail: fsck finds the store consistent" 0
-	tcfs mount --store "$S" "$M"
+	tcfs mount -o noviews --store "$S" "$M"
 	check "index commits fail: what was committed is there after a remount" test -d "$M/KEPT"
 	tcfs umount "$M"
 else

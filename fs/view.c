@@ -1,0 +1,746 @@
+/*
+ * view: the inodes that are not rows of the store, browsing views at the
+ * mount root: by-name/NAME/KEY and by-arch/TARGET/NAME/KEY (symlinks to
+ * the key dirs, as in /dev/disk/by-*), and .tcfs/ (reports made at read
+ * time).  Every request handler asks here first (fs_view_ino); writes on
+ * these inodes, and on the reserved names at the root, get EROFS.
+ *
+ * An inode number's top bits say what it is (TAG_*), the rest which one:
+ * a key dir's own inode for a link, or an id this module hands out for a
+ * kernel name or a target, kept for the daemon's life (there are few).
+ * Nothing here is on Triton's path, so nothing is cached by the kernel:
+ * a kernel shows as soon as its group file lands, and goes with it.  The
+ * lists come from indexed queries (index/kernel.h), page by page.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "index/kernel.h"
+#include "index/store.h"
+#include "index/vec.h"
+#include "priv.h"
+
+#define TAG_SHIFT 60
+#define TAG_MASK ((1ull << TAG_SHIFT) - 1)
+
+enum tag {
+	TAG_STORE,	/* a row of the store */
+	TAG_FIXED,	/* the view roots and .tcfs/ files (enum fixed) */
+	TAG_NAME,	/* by-name/NAME: a name id */
+	TAG_NAMELINK,	/* by-name/NAME/KEY: the key dir's inode */
+	TAG_ARCH,	/* by-arch/TARGET: a target id */
+	TAG_ARCHNAME,	/* by-arch/TARGET/NAME: target id << 32 | name id */
+	TAG_ARCHLINK,	/* by-arch/TARGET/NAME/KEY: the key dir's inode */
+};
+
+enum fixed {
+	FIX_BY_NAME = 1,
+	FIX_BY_ARCH,
+	FIX_TCFS,
+	FIX_STATS,
+	FIX_STATS_JSON,
+	FIX_METRICS,
+};
+
+/* The entries at the root and in .tcfs/, in listing order. */
+static const struct {
+	const char *name;
+	enum fixed id;
+	int in_tcfs;		/* in .tcfs/, else at the root */
+	int browse;		/* hidden by -o noviews */
+} fixed_names[] = {
+	{ "by-name", FIX_BY_NAME, 0, 1 },
+	{ "by-arch", FIX_BY_ARCH, 0, 1 },
+	{ ".tcfs", FIX_TCFS, 0, 0 },
+	{ "stats", FIX_STATS, 1, 0 },
+	{ "stats.json", FIX_STATS_JSON, 1, 0 },
+	{ "metrics.prom", FIX_METRICS, 1, 0 },
+};
+#define NFIXED (sizeof(fixed_names) / sizeof(fixed_names[0]))
+
+/* Names and targets seen, by id (index + 1); found again by their hash. */
+struct intern {
+	char **s;
+	size_t n, cap;
+	uint32_t *slot;		/* open addressing: id, or 0 */
+	size_t nslot;
+};
+
+/* A .tcfs/ file as last rendered: a stat and the read after it see the
+ * same bytes. */
+struct rendered {
+	char *bytes;
+	size_t len;
+	int64_t at_ns;
+};
+
+struct fs_views {
+	pthread_mutex_t mu;
+	struct intern names, targets;	/* targets: "BACKEND-ARCH" */
+	struct rendered files[FIX_METRICS - FIX_STATS + 1];
+	int browse;			/* by-name/ and by-arch/ shown */
+	int64_t start_ns;		/* the views' times */
+	fs_view_render_fn *render;
+};
+
+/* A rendering serves reads this long after the stat that made it. */
+#define RENDERED_NS (1000 * 1000000LL)
+
+static uint64_t ino_of(enum tag t, uint64_t v)
+{
+	assert(v <= TAG_MASK);
+	return (uint64_t)t << TAG_SHIFT | v;
+}
+
+static enum tag tag_of(uint64_t ino)
+{
+	return (enum tag)(ino >> TAG_SHIFT);
+}
+
+int fs_view_ino(uint64_t ino)
+{
+	return tag_of(ino) != TAG_STORE;
+}
+
+int fs_views_new(int browse, fs_view_render_fn *render,
+		 struct fs_views **out)
+{
+	struct fs_views *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->mu, NULL);
+	v->browse = browse;
+	v->render = render;
+	v->start_ns = tcfs_ns_now();
+	*out = v;
+	return 0;
+}
+
+static void intern_free(struct intern *in)
+{
+	for (size_t i = 0; i < in->n; i++)
+		free(in->s[i]);
+	free(in->s);
+	free(in->slot);
+}
+
+void fs_views_free(struct fs_views *v)
+{
+	if (!v)
+		return;
+	intern_free(&v->names);
+	intern_free(&v->targets);
+	for (size_t i = 0; i < sizeof(v->files) / sizeof(v->files[0]); i++)
+		free(v->files[i].bytes);
+	pthread_mutex_destroy(&v->mu);
+	free(v);
+}
+
+static int intern_grow(struct intern *in)
+{
+	size_t nslot = in->nslot ? in->nslot * 2 : 64;
+	uint32_t *slot = calloc(nslot, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < in->n; i++) {
+		size_t h = XXH3_64bits(in->s[i], strlen(in->s[i])) % nslot;
+
+		while (slot[h])
+			h = (h + 1) % nslot;
+		slot[h] = (uint32_t)(i + 1);
+	}
+	free(in->slot);
+	in->slot = slot;
+	in->nslot = nslot;
+	return 0;
+}
+
+/* The id of s, handed out now if it has none; 0 when out of memory.
+ * Called with the views' lock held. */
+static uint32_t intern(struct intern *in, const char *s)
+{
+	size_t h;
+	char **sp;
+
+	if (in->nslot == 0 && intern_grow(in) < 0)
+		return 0;
+	h = XXH3_64bits(s, strlen(s)) % in->nslot;
+	for (; in->slot[h]; h = (h + 1) % in->nslot)
+		if (strcmp(in->s[in->slot[h] - 1], s) == 0)
+			return in->slot[h];
+	if ((in->n + 1) * 2 > in->nslot || in->n >= UINT32_MAX - 1) {
+		if (in->n >= UINT32_MAX - 1 || intern_grow(in) < 0)
+			return 0;
+		return intern(in, s);
+	}
+	sp = tcfs_vec_push(&in->s, &in->n, &in->cap, sizeof(*sp));
+	if (!sp || !(*sp = strdup(s))) {
+		in->n -= sp != NULL;
+		return 0;
+	}
+	in->slot[h] = (uint32_t)in->n;
+	return (uint32_t)in->n;
+}
+
+static uint32_t intern_locked(struct fs_views *v, struct intern *in,
+			      const char *s)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&v->mu);
+	id = intern(in, s);
+	pthread_mutex_unlock(&v->mu);
+	return id;
+}
+
+/* Copies the string of id into buf; -ESTALE for an id never handed out. */
+static int named(struct fs_views *v, struct intern *in, uint64_t id,
+		 char *buf, size_t len)
+{
+	int rc = -ESTALE;
+
+	pthread_mutex_lock(&v->mu);
+	if (id >= 1 && id <= in->n) {
+		snprintf(buf, len, "%s", in->s[id - 1]);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rc;
+}
+
+/* "cuda-90" into its backend and arch: backends hold no '-'. */
+static int split_target(const char *t, struct tcfs_kernel_target *out)
+{
+	const char *dash = strchr(t, '-');
+
+	if (!dash || dash == t || !dash[1] ||
+	    (size_t)(dash - t) >= sizeof(out->backend) ||
+	    strlen(dash + 1) >= sizeof(out->arch))
+		return -ENOENT;
+	memcpy(out->backend, t, (size_t)(dash - t));
+	out->backend[dash - t] = '\0';
+	snprintf(out->arch, sizeof(out->arch), "%s", dash + 1);
+	return 0;
+}
+
+static int target_of(struct fs_views *v, uint64_t id,
+		     struct tcfs_kernel_target *t)
+{
+	char buf[sizeof(t->backend) + sizeof(t->arch) + 1];
+	int rc = named(v, &v->targets, id, buf, sizeof(buf));
+
+	return rc < 0 ? rc : split_target(buf, t);
+}
+
+/* What an inode of a view is: its name id, target and key dir, as its
+ * tag has them. */
+struct vnode {
+	enum tag tag;
+	uint64_t ino;
+	char name[TCFS_NAME_MAX + 1];		/* TAG_NAME, TAG_ARCHNAME */
+	struct tcfs_kernel_target target;	/* TAG_ARCH, TAG_ARCHNAME */
+	struct tcfs_node keydir;		/* the links */
+};
+
+static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
+{
+	struct fs_views *v = fs->views;
+	uint64_t val = ino & TAG_MASK;
+	int rc = 0;
+
+	memset(vn, 0, sizeof(*vn));
+	vn->tag = tag_of(ino);
+	vn->ino = ino;
+	switch (vn->tag) {
+	case TAG_FIXED:
+		rc = val >= 1 && val <= FIX_METRICS ? 0 : -ESTALE;
+		break;
+	case TAG_NAME:
+		rc = named(v, &v->names, val, vn->name, sizeof(vn->name));
+		break;
+	case TAG_ARCH:
+		rc = target_of(v, val, &vn->target);
+		break;
+	case TAG_ARCHNAME:
+		rc = target_of(v, val >> 32, &vn->target);
+		if (rc == 0)
+			rc = named(v, &v->names, val & 0xffffffffu, vn->name,
+				   sizeof(vn->name));
+		break;
+	case TAG_NAMELINK:
+	case TAG_ARCHLINK:
+		/* A key dir that went, or is no more at the root, is no
+		 * kernel's now. */
+		rc = tcfs_ns_get(fs->store, val, &vn->keydir);
+		if (rc == 0 && (vn->keydir.parent != TCFS_ROOT_INO ||
+				vn->keydir.kind != TCFS_DIR))
+			rc = -ENOENT;
+		break;
+	default:
+		rc = -ESTALE;
+	}
+	return rc;
+}
+
+static void link_target(const struct vnode *vn, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", vn->tag == TAG_ARCHLINK ? "../../../"
+							   : "../../",
+		 vn->keydir.name);
+}
+
+/* Renders a .tcfs/ file anew, or gives the rendering a stat just made;
+ * *bytes is a copy (caller frees). */
+static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
+		       char **bytes, size_t *len)
+{
+	struct fs_views *v = fs->views;
+	struct rendered *r = &v->files[id - FIX_STATS];
+	int64_t now = tcfs_ns_now();
+	char *buf = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&v->mu);
+	if (!fresh && r->bytes && now - r->at_ns < RENDERED_NS) {
+		buf = malloc(r->len ? r->len : 1);
+		if (buf) {
+			memcpy(buf, r->bytes, r->len);
+			n = r->len;
+		}
+	}
+	pthread_mutex_unlock(&v->mu);
+	if (!buf) {
+		/* Exact: the probes of every process that asked are in. */
+		fs_events_sync(fs);
+		rc = v->render(fs, id == FIX_STATS ? FS_VIEW_STATS
+				   : id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
+							  : FS_VIEW_METRICS,
+			       &buf, &n);
+		if (rc < 0)
+			return rc;
+		pthread_mutex_lock(&v->mu);
+		free(r->bytes);
+		r->bytes = malloc(n ? n : 1);
+		if (r->bytes) {
+			memcpy(r->bytes, buf, n);
+			r->len = n;
+			r->at_ns = now;
+		}
+		pthread_mutex_unlock(&v->mu);
+	}
+	*bytes = buf;
+	*len = n;
+	return rc;
+}
+
+static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
+{
+	int64_t t = fs->views->start_ns;
+	uint64_t val = vn->ino & TAG_MASK;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = vn->ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mode = S_IFDIR | 0555;
+	st->st_nlink = 2;
+	if (vn->tag == TAG_NAMELINK || vn->tag == TAG_ARCHLINK) {
+		char target[TCFS_NAME_MAX + 16];
+
+		link_target(vn, target, sizeof(target));
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+		st->st_size = (off_t)strlen(target);
+		t = vn->keydir.mtime_ns;
+	} else if (vn->tag == TAG_FIXED && val >= FIX_STATS) {
+		char *bytes;
+		size_t len;
+		int rc = render_file(fs, (enum fixed)val, 1, &bytes, &len);
+
+		if (rc < 0)
+			return rc;
+		free(bytes);
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)len;
+		/* A new time each stat: the kernel drops pages it kept. */
+		t = tcfs_ns_now();
+	}
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
+	st->st_mtim.tv_sec = t / 1000000000;
+	st->st_mtim.tv_nsec = t % 1000000000;
+	st->st_atim = st->st_ctim = st->st_mtim;
+	return 0;
+}
+
+/* Nothing in a view is cached: it changes with the tree. */
+static void reply_vnode(fuse_req_t req, const struct vnode *vn)
+{
+	struct fuse_entry_param e = { 0 };
+	int rc = vstat(fs_of(req), vn, &e.attr);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = vn->ino;
+	fuse_reply_entry(req, &e);
+}
+
+static void reply_miss(fuse_req_t req, int rc)
+{
+	struct fuse_entry_param miss = { 0 };
+
+	if (rc == -ENOENT)
+		fuse_reply_entry(req, &miss);
+	else
+		fuse_reply_err(req, -rc);
+}
+
+/* The fixed entry named name in a fixed dir (the root: in_tcfs 0). */
+static int fixed_named(const struct fs_views *v, int in_tcfs,
+		       const char *name)
+{
+	for (size_t i = 0; i < NFIXED; i++)
+		if (fixed_names[i].in_tcfs == in_tcfs &&
+		    strcmp(fixed_names[i].name, name) == 0 &&
+		    (v->browse || !fixed_names[i].browse) &&
+		    (v->render || fixed_names[i].browse))
+			return (int)fixed_names[i].id;
+	return 0;
+}
+
+int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name)
+{
+	return fs_view_ino(parent) ||
+	       (parent == TCFS_ROOT_INO && fixed_named(fs->views, 0, name));
+}
+
+/* A key dir of name (of a target) named key: the link's inode. */
+static int find_key(struct tcfs_fs *fs, const char *name,
+		    const struct tcfs_kernel_target *t, const char *key,
+		    uint64_t *dir)
+{
+	struct tcfs_kernel_at *at = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_keys(fs->store, name, t ? t->backend : NULL,
+				  t ? t->arch : NULL, key, 0, 1, &at, &n);
+
+	if (rc == 0 && n == 0)
+		rc = -ENOENT;
+	if (rc == 0)
+		*dir = at[0].dir_ino;
+	free(at);
+	return rc;
+}
+
+/* Whether any kernel is named name (of a target): -ENOENT if none. */
+static int name_exists(struct tcfs_fs *fs, const char *name,
+		       const struct tcfs_kernel_target *t)
+{
+	uint64_t dir;
+
+	return find_key(fs, name, t, NULL, &dir);
+}
+
+/* Whether any kernel is of target t: -ENOENT if none. */
+static int target_exists(struct tcfs_fs *fs, const struct tcfs_kernel_target *t)
+{
+	struct tcfs_kernel_name *names = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_names(fs->store, t->backend, t->arch, 0, 1, &names,
+				   &n);
+
+	free(names);
+	return rc < 0 ? rc : n ? 0 : -ENOENT;
+}
+
+/* parent/name's vnode, or -ENOENT. */
+static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
+		   struct vnode *out)
+{
+	struct fs_views *v = fs->views;
+	struct tcfs_kernel_target t;
+	struct vnode p;
+	uint64_t id, dir;
+	int rc;
+
+	if (parent == TCFS_ROOT_INO) {
+		id = (uint64_t)fixed_named(v, 0, name);
+		return id ? resolve(fs, ino_of(TAG_FIXED, id), out) : -ENOENT;
+	}
+	rc = resolve(fs, parent, &p);
+	if (rc < 0)
+		return rc;
+	switch (p.tag) {
+	case TAG_FIXED:
+		if ((p.ino & TAG_MASK) == FIX_TCFS) {
+			id = (uint64_t)fixed_named(v, 1, name);
+			return id ? resolve(fs, ino_of(TAG_FIXED, id), out)
+				  : -ENOENT;
+		}
+		if ((p.ino & TAG_MASK) == FIX_BY_NAME) {
+			rc = name_exists(fs, name, NULL);
+			id = rc == 0 ? intern_locked(v, &v->names, name) : 0;
+			if (rc == 0 && !id)
+				rc = -ENOMEM;
+			return rc < 0 ? rc
+				      : resolve(fs, ino_of(TAG_NAME, id), out);
+		}
+		if ((p.ino & TAG_MASK) == FIX_BY_ARCH) {
+			rc = split_target(name, &t);
+			if (rc == 0)
+				rc = target_exists(fs, &t);
+			id = rc == 0 ? intern_locked(v, &v->targets, name) : 0;
+			if (rc == 0 && !id)
+				rc = -ENOMEM;
+			return rc < 0 ? rc
+				      : resolve(fs, ino_of(TAG_ARCH, id), out);
+		}
+		return -ENOTDIR;
+	case TAG_NAME:
+		rc = find_key(fs, p.name, NULL, name, &dir);
+		return rc < 0 ? rc : resolve(fs, ino_of(TAG_NAMELINK, dir), out);
+	case TAG_ARCH:
+		rc = name_exists(fs, name, &p.target);
+		id = rc == 0 ? intern_locked(v, &v->names, name) : 0;
+		if (rc == 0 && !id)
+			rc = -ENOMEM;
+		return rc < 0 ? rc
+			      : resolve(fs, ino_of(TAG_ARCHNAME,
+						   (p.ino & TAG_MASK) << 32 |
+							   id),
+					out);
+	case TAG_ARCHNAME:
+		rc = find_key(fs, p.name, &p.target, name, &dir);
+		return rc < 0 ? rc : resolve(fs, ino_of(TAG_ARCHLINK, dir), out);
+	default:
+		return -ENOTDIR;
+	}
+}
+
+int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct vnode vn;
+	int rc;
+
+	if (!fs_view_reserved(fs, parent, name))
+		return 0;
+	rc = vlookup(fs, parent, name, &vn);
+	if (rc < 0)
+		reply_miss(req, rc);
+	else
+		reply_vnode(req, &vn);
+	return 1;
+}
+
+void fs_view_getattr(fuse_req_t req, uint64_t ino)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct vnode vn;
+	struct stat st;
+	int rc = resolve(fs, ino, &vn);
+
+	if (rc == 0)
+		rc = vstat(fs, &vn, &st);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+void fs_view_readlink(fuse_req_t req, uint64_t ino)
+{
+	char target[TCFS_NAME_MAX + 16];
+	struct vnode vn;
+	int rc = resolve(fs_of(req), ino, &vn);
+
+	if (rc == 0 && vn.tag != TAG_NAMELINK && vn.tag != TAG_ARCHLINK)
+		rc = -EINVAL;
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	link_target(&vn, target, sizeof(target));
+	fuse_reply_readlink(req, target);
+}
+
+void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
+{
+	uint64_t val = ino & TAG_MASK;
+	char *bytes = NULL;
+	size_t len = 0, o;
+	int rc;
+
+	if (tag_of(ino) != TAG_FIXED || val < FIX_STATS || val > FIX_METRICS) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	rc = render_file(fs_of(req), (enum fixed)val, 0, &bytes, &len);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	o = (size_t)off < len ? (size_t)off : len;
+	fuse_reply_buf(req, bytes + o, len - o < size ? len - o : size);
+	free(bytes);
+}
+
+/* A page of directory entries being filled. */
+struct page {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	int full;
+};
+
+/* Adds an entry whose cookie (the next one's offset) is next. */
+static void add(struct page *pg, const char *name, uint64_t ino, int dir,
+		off_t next)
+{
+	struct stat st = { .st_ino = ino, .st_mode = dir ? S_IFDIR : S_IFLNK };
+	size_t len;
+
+	if (pg->full)
+		return;
+	len = fuse_add_direntry(pg->req, pg->buf + pg->used,
+				pg->size - pg->used, name, &st, next);
+	if (len > pg->size - pg->used)
+		pg->full = 1;
+	else
+		pg->used += len;
+}
+
+/* Entries from offset off on (the query's rows from off - 2). */
+static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
+		struct page *pg)
+{
+	struct fs_views *v = fs->views;
+	uint64_t from = (uint64_t)off - 2, val = d->ino & TAG_MASK;
+	size_t want = pg->size / 32 + 1, n = 0;
+	const struct tcfs_kernel_target *t =
+		d->tag == TAG_ARCHNAME ? &d->target : NULL;
+	int rc = 0;
+
+	if (d->tag == TAG_FIXED && (val == FIX_BY_NAME)) {
+		struct tcfs_kernel_name *names = NULL;
+
+		rc = tcfs_kernel_names(fs->store, NULL, NULL, from, want,
+				       &names, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			uint32_t id = intern_locked(v, &v->names, names[i].s);
+
+			if (id)
+				add(pg, names[i].s, ino_of(TAG_NAME, id), 1,
+				    off + (off_t)i + 1);
+		}
+		free(names);
+	} else if (d->tag == TAG_FIXED && val == FIX_BY_ARCH) {
+		struct tcfs_kernel_target *ts = NULL;
+
+		rc = tcfs_kernel_targets(fs->store, from, want, &ts, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			char s[sizeof(ts->backend) + sizeof(ts->arch) + 1];
+			uint32_t id;
+
+			snprintf(s, sizeof(s), "%s-%s", ts[i].backend,
+				 ts[i].arch);
+			id = intern_locked(v, &v->targets, s);
+			if (id)
+				add(pg, s, ino_of(TAG_ARCH, id), 1,
+				    off + (off_t)i + 1);
+		}
+		free(ts);
+	} else if (d->tag == TAG_FIXED && val == FIX_TCFS) {
+		for (size_t i = from; i < NFIXED; i++)
+			if (fixed_names[i].in_tcfs)
+				add(pg, fixed_names[i].name,
+				    ino_of(TAG_FIXED, fixed_names[i].id), 0,
+				    (off_t)i + 3);
+	} else if (d->tag == TAG_ARCH) {
+		struct tcfs_kernel_name *names = NULL;
+
+		rc = tcfs_kernel_names(fs->store, d->target.backend,
+				       d->target.arch, from, want, &names, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			uint32_t id = intern_locked(v, &v->names, names[i].s);
+
+			if (id)
+				add(pg, names[i].s,
+				    ino_of(TAG_ARCHNAME, val << 32 | id), 1,
+				    off + (off_t)i + 1);
+		}
+		free(names);
+	} else if (d->tag == TAG_NAME || d->tag == TAG_ARCHNAME) {
+		struct tcfs_kernel_at *at = NULL;
+
+		rc = tcfs_kernel_keys(fs->store, d->name, t ? t->backend : NULL,
+				      t ? t->arch : NULL, NULL, from, want, &at,
+				      &n);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			add(pg, at[i].key,
+			    ino_of(d->tag == TAG_NAME ? TAG_NAMELINK
+						      : TAG_ARCHLINK,
+				   at[i].dir_ino),
+			    0, off + (off_t)i + 1);
+		free(at);
+	} else {
+		rc = -ENOTDIR;
+	}
+	return rc;
+}
+
+void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct page pg = { req, malloc(size), size, 0, 0 };
+	struct vnode d;
+	int rc = resolve(fs, ino, &d);
+
+	if (rc == 0 && !pg.buf)
+		rc = -ENOMEM;
+	for (; rc == 0 && off < 2; off++)
+		add(&pg, off ? ".." : ".", off ? TCFS_ROOT_INO : ino, 1,
+		    off + 1);
+	if (rc == 0 && !pg.full)
+		rc = list(fs, &d, off, &pg);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, pg.buf, pg.used);
+	free(pg.buf);
+}
+
+size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
+			    uint64_t *k)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct page pg = { req, buf, size, 0, 0 };
+
+	/* -o noviews: only key dirs are listed (.tcfs still resolves). */
+	if (!fs->views->browse)
+		return 0;
+	for (; *k < NFIXED; ++*k) {
+		const char *name = fixed_names[*k].name;
+
+		if (fixed_names[*k].in_tcfs ||
+		    (!fs->views->render && !fixed_names[*k].browse))
+			continue;
+		add(&pg, name, ino_of(TAG_FIXED, fixed_names[*k].id), 1,
+		    (off_t)FS_VIEW_COOKIE(*k + 1));
+		if (pg.full)
+			break;
+	}
+	return pg.used;
+}

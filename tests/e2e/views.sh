@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The browsing views at the mount root: by-name/NAME/KEY and
+# by-arch/TARGET/NAME/KEY are symlinks to the key dirs, made from the
+# kernels table as it is now (live: a kernel shows once its group file
+# lands, and goes with it), read-only (EROFS), counted once by du and find,
+# and hidden by -o noviews.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "1..0 # SKIP no /dev/fuse or fusermount3"
+	exit 0
+fi
+SRC=$(fixture_top triton-3.6-multitarget.tgz big)
+S=$T_TMP/store
+M=$T_TMP/mnt
+mkdir -p "$M"
+
+tcfs import --store "$S" "$SRC"
+check_rc "import the multitarget fixture" 0
+at_exit "fusermount3 -uz '$M'"
+tcfs mount --store "$S" "$M"
+check_rc "mount it" 0
+
+# What the views must show: each key dir's kernels (group files) with the
+# target their metadata names.
+python3 - "$SRC" >"$T_TMP/want" <<'PY'
+import json, os, sys
+src = sys.argv[1]
+rows = []
+for key in os.listdir(src):
+    for f in os.listdir(os.path.join(src, key)):
+        if f.startswith("__grp__") and f.endswith(".json"):
+            name = f[len("__grp__"):-len(".json")]
+            t = json.load(open(os.path.join(src, key, name + ".json")))["target"]
+            rows.append("%s %s %s-%s" % (name, key, t["backend"], t["arch"]))
+print("\n".join(sorted(rows)))
+PY
+check_num "the store has kernels to browse" "$(wc -l <"$T_TMP/want")" -eq 154
+
+check_eq "the root lists by-name and by-arch beside the key dirs" \
+	"by-arch by-name" "$(ls "$M" | grep -v '^[A-Z2-7]\{52\}$' | tr '\n' ' ' | sed 's/ $//')"
+check_eq "by-name lists every kernel name" \
+	"$(cut -d' ' -f1 "$T_TMP/want" | sort -u)" "$(ls "$M/by-name")"
+check_eq "by-arch lists every target as BACKEND-ARCH" \
+	"cuda-80 cuda-90 hip-gfx90a hip-gfx942" "$(ls "$M/by-arch" | tr '\n' ' ' | sed 's/ $//')"
+
+(cd "$M/by-name" && for n in *; do for k in "$n"/*; do
+	echo "$n ${k#*/} $(readlink "$k")"
+done; done) | sort >"$T_TMP/got-name"
+check_eq "by-name/NAME/KEY: one link per kernel, to ../../KEY" \
+	"$(awk '{ print $1, $2, "../../" $2 }' "$T_TMP/want")" "$(cat "$T_TMP/got-name")"
+(cd "$M/by-arch" && for t in *; do for n in "$t"/*; do for k in "$n"/*; do
+	echo "${n#*/} ${k##*/} $t $(readlink "$k")"
+done; done; done) | sort >"$T_TMP/got-arch"
+check_eq "by-arch/TARGET/NAME/KEY: one link per kernel, to ../../../KEY" \
+	"$(awk '{ print $1, $2, $3, "../../../" $2 }' "$T_TMP/want")" "$(cat "$T_TMP/got-arch")"
+
+read -r N K _ <"$T_TMP/want"
+META=$(ls "$M/$K" | grep -v '^__grp__' | grep '\.json$' | head -1)
+check "cat through a link reads the kernel's file" \
+	cmp -s "$M/by-name/$N/$K/$META" "$SRC/$K/$META"
+check "so does a path through by-arch" \
+	eval "cmp -s '$M/by-arch/'*'/$N/$K/$META' '$SRC/$K/$META'"
+run stat -c %F "$M/by-name/$N/$K"
+check_eq "a view entry is a symbolic link" "symbolic link" "$(cat "$OUT")"
+total=$(du -s --apparent-size "$M" | cut -f1)
+check_num "du counts by-name's links, never the kernels' files again" \
+	"$(du -s --apparent-size "$M/by-name" "$M/by-arch" | awk '{ n += $1 } END { print n }')" \
+	-lt $((total / 20))
+check_eq "find -L through by-name reaches each kernel's files once" \
+	"$(cut -d' ' -f2 "$T_TMP/want" | sort -u | while read -r k; do ls "$SRC/$k"; done | wc -l)" \
+	"$(find -L "$M/by-name" -type f | wc -l)"
+check_eq "a name no kernel has is not there" "" \
+	"$(ls -d "$M/by-name/no_such_kernel" 2>/dev/null)"
+check_eq "nor a target" "" "$(ls -d "$M/by-arch/cuda-12" "$M/by-arch/nodash" 2>/dev/null)"
+
+# Writes: EROFS, never ENOENT.
+erofs() {	# erofs DESC CMD...: the command fails with EROFS
+	local desc=$1
+	shift
+	"$@" >/dev/null 2>"$T_TMP/erofs.err"
+	if [ $? != 0 ] && grep -q "Read-only file system" "$T_TMP/erofs.err"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "$(cat "$T_TMP/erofs.err")"
+	fi
+}
+erofs "mkdir in by-name: EROFS" mkdir "$M/by-name/x"
+erofs "a new file in a name dir: EROFS" touch "$M/by-name/$N/x"
+erofs "rm of a link: EROFS" rm "$M/by-name/$N/$K"
+erofs "rename of a link: EROFS" mv "$M/by-name/$N/$K" "$M/by-name/$N/y"
+erofs "a key dir renamed onto by-name: EROFS" mv "$M/$K" "$M/by-name"
+erofs "rmdir of by-arch: EROFS" rmdir "$M/by-arch"
+run mkdir "$M/by-name"
+check_grep "mkdir of the reserved name by-name: it exists" "File exists" "$ERR"
+check "after all that the kernel is still there" test -d "$M/$K"
+
+# Live: a kernel leaves the views with its group file, and comes back
+# with it.
+GRP=$(cd "$M/$K" && ls __grp__*.json)
+cp "$M/$K/$GRP" "$T_TMP/grp"
+rm "$M/$K/$GRP"
+check "a kernel whose group file is removed leaves by-name at once" \
+	test ! -e "$M/by-name/$N/$K"
+check "... and by-arch" eval "! ls -d '$M/by-arch/'*'/$N/$K' 2>/dev/null"
+mkdir "$M/$K/tmp.pid_1_1"
+cp "$T_TMP/grp" "$M/$K/tmp.pid_1_1/$GRP"
+mv "$M/$K/tmp.pid_1_1/$GRP" "$M/$K/$GRP"
+rmdir "$M/$K/tmp.pid_1_1"
+check "once its group file is renamed back in, it is there again" \
+	test "$(readlink "$M/by-name/$N/$K")" = "../../$K"
+N2=$(ls "$M/by-name" | wc -l)
+rm -r "${M:?}/$K"
+check "a removed key dir leaves no dangling link" \
+	test ! -e "$M/by-name/$N/$K" -a ! -L "$M/by-name/$N/$K"
+check_num "the names of the other kernels stay" "$(ls "$M/by-name" | wc -l)" -ge $((N2 - 1))
+
+tcfs umount "$M"
+check_rc "unmount" 0
+tcfs mount -o noviews --store "$S" "$M"
+check_rc "mount -o noviews" 0
+check_eq "with -o noviews the root lists only key dirs" "" \
+	"$(ls -A "$M" | grep -v '^[A-Z2-7]\{52\}$')"
+check "... and by-name is not there" test ! -e "$M/by-name"
+run mkdir "$M/by-name"
+check_rc "... so the name is free for a directory of the cache's own" 0
+tcfs umount "$M"
+check_rc "unmount" 0
+tcfs fsck --store "$S"
+check_rc "tcfs fsck never sees the views: clean" 0
