@@ -6,7 +6,8 @@
 #         with files opened as this Python opens them, then as CPython
 #         >= 3.14 does (see --opens in replay.py); then once more after a
 #         remount, where the daemon checks every blob against its name
-#         the first time it serves it
+#         the first time it serves it; and warm with -o noviews, to
+#         show what the views at the root cost Triton
 #   race: 8 processes cold on the same keys (errors must be zero)
 #   warm, per call: the hit path timed call by call (warm_ops.py), to show
 #         which calls the mount's extra time is spent in
@@ -79,7 +80,7 @@ fresh_mount() {
 
 # plain cold, warm, warm as 3.14 opens; the same on the mount; cold with
 # --no-fsync; cold and warm with --busy-poll 0
-pc=() pw=() p4=() mc=() mw=() m4=() mr=() nc=() bc=() bw=()
+pc=() pw=() p4=() mc=() mw=() m4=() mr=() mv=() nc=() bc=() bw=()
 for ((i = 0; i < runs; i++)); do
 	rm -rf "$work/plain"
 	mkdir "$work/plain"
@@ -93,6 +94,10 @@ for ((i = 0; i < runs; i++)); do
 	"$tcfs" umount "$mnt"
 	"$tcfs" mount --store "$work/store" "$mnt"
 	mr+=("$(run_replay "$src" "$mnt")")
+	"$tcfs" umount "$mnt"
+	"$tcfs" mount -o noviews --store "$work/store" "$mnt"
+	run_replay "$src" "$mnt" >/dev/null	# blobs checked, as above
+	mv+=("$(run_replay "$src" "$mnt")")
 	"$tcfs" umount "$mnt"
 	fresh_mount --no-fsync
 	nc+=("$(run_replay "$src" "$mnt")")
@@ -133,6 +138,9 @@ row "warm (every kernel read back)" "$(median "${pw[@]}")" "$(median "${mw[@]}")
 row "warm, tcfs mount --busy-poll 0" "$(median "${pw[@]}")" "$(median "${bw[@]}")"
 row "warm, opens as CPython >= 3.14" "$(median "${p4[@]}")" "$(median "${m4[@]}")"
 row "warm after a remount (blobs checked)" "$(median "${pw[@]}")" "$(median "${mr[@]}")"
+row "warm, tcfs mount -o noviews" "$(median "${pw[@]}")" "$(median "${mv[@]}")"
+printf '  views cost Triton: warm with views / warm with -o noviews = %.3f\n' \
+	"$(div "$(median "${mw[@]}")" "$(median "${mv[@]}")")"
 printf '  (up to 3.13, each open() also sends a TCGETS ioctl for isatty, which FUSE\n'
 printf '   always forwards to the daemon: %d round trips in the warm replay)\n' \
 	"$(find "$src" -type f | wc -l)"
