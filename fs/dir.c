@@ -20,6 +20,7 @@
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode)
 {
+	fs_count(req);
 	struct tcfs_node n;
 	int rc = fs_view_reserved(fs_of(req), parent, name)
 			 ? -EROFS
@@ -34,6 +35,7 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_count(req);
 	if (fs_view_reserved(fs_of(req), parent, name))
 		fuse_reply_err(req, EROFS);
 	else
@@ -43,6 +45,7 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_count(req);
 	if (fs_view_reserved(fs_of(req), parent, name))
 		fuse_reply_err(req, EROFS);
 	else
@@ -120,6 +123,7 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node src, dst;
 	struct fs_pin *pins = NULL;
@@ -166,6 +170,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		    struct fuse_file_info *fi)
 {
+	fs_count(req);
 	(void)ino;
 	(void)datasync;
 	(void)fi;
@@ -180,6 +185,7 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node dir, *kids = NULL;
 	size_t n = 0, used = 0, want = size / 32 + 1;

@@ -190,15 +190,16 @@ static void *writer(void *arg)
 		free(inv);
 		write_batch(fs, q, n, dropped);
 		free(q);
-		pthread_mutex_lock(&e->mu);
-		e->written = round;
-		pthread_cond_broadcast(&e->synced);
-		pthread_mutex_unlock(&e->mu);
 		trim(fs);
 		for (size_t i = 0; i < e->nticks; i++)
 			e->ticks[i](fs);
 		if (tcfs_store_sync(fs->store) < 0)
 			syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
+		/* Committed: other readers of the store see them too. */
+		pthread_mutex_lock(&e->mu);
+		e->written = round;
+		pthread_cond_broadcast(&e->synced);
+		pthread_mutex_unlock(&e->mu);
 	}
 	atomic_store(&e->done, 1);
 	return NULL;

@@ -459,6 +459,7 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_count(req);
 	(void)ino;
 	(void)fi;
 	fuse_reply_err(req, ENOSYS);	/* no-open mode */
@@ -467,6 +468,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, struct fuse_file_info *fi)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
 	struct fuse_entry_param e = { 0 };
@@ -515,6 +517,7 @@ static void read_stage(fuse_req_t req, const struct tcfs_cas_stage *stage,
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 	struct dirty *d;
@@ -567,6 +570,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		 size_t size, off_t off, struct fuse_file_info *fi)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct dirty *d;
 	int rc;
@@ -587,6 +591,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	int rc = fs_view_ino(ino) ? 0 : fs_files_commit(fs, ino);
 
@@ -599,6 +604,7 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_count(req);
 	/* Before the kernel learns there is no OPEN, a created file may
 	 * still be released: a good moment to commit. */
 	(void)fi;
@@ -628,6 +634,7 @@ static int set_size(struct tcfs_fs *fs, const struct tcfs_node *n,
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	int64_t mtime = tcfs_ns_now();
 	struct tcfs_node n;

@@ -77,6 +77,7 @@ static void fs_lost(void *ctx, int rc)
  * it (inode.c); live nodes are not affected. */
 static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	fs_count(req);
 	fs_inode_forget(fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
@@ -84,6 +85,7 @@ static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 static void fs_op_forget_multi(fuse_req_t req, size_t count,
 			       struct fuse_forget_data *forgets)
 {
+	fs_count(req);
 	for (size_t i = 0; i < count; i++)
 		fs_inode_forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
@@ -349,7 +351,8 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
 		goto out;
 	}
-	if (fs_views_new(!own.noviews, NULL, &fs.views) < 0 ||
+	fs.start_ns = tcfs_ns_now();
+	if (fs_views_new(!own.noviews, fs_report_render, &fs.views) < 0 ||
 	    fs_probes_new(&fs.probes) < 0 ||
 	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
 	    fs_dirties_new(&fs.dirties) < 0 || fs_checked_new(&fs.checked) < 0) {

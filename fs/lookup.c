@@ -77,6 +77,7 @@ void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl)
 
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct fuse_entry_param miss = { 0 };
 	enum tcfs_probe probe = 0;
@@ -133,6 +134,7 @@ void fs_reply_attr(fuse_req_t req, uint64_t ino)
 
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_count(req);
 	(void)fi;
 	if (fs_view_ino(ino))
 		fs_view_getattr(req, ino);
@@ -143,6 +145,7 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* The store holds no symlinks: only the views have them. */
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	fs_count(req);
 	if (fs_view_ino(ino))
 		fs_view_readlink(req, ino);
 	else
@@ -151,6 +154,7 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct statvfs sv;
 

@@ -51,6 +51,7 @@ struct tcfs_fs {
 	struct fs_checked *checked;	/* key dirs whose blobs are checked */
 	struct fs_views *views;		/* inodes that are not rows */
 	atomic_ullong requests;		/* requests served */
+	int64_t start_ns;		/* when the mount started */
 	int failed;		/* the index lost changes: fs.c (read
 				 * after the threads that set it are joined) */
 	pthread_t loop;		/* the thread in libfuse's session loop */
@@ -69,6 +70,13 @@ void fs_serve_until(struct tcfs_fs *fs, atomic_int *done);
 static inline struct tcfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* Every request handler counts itself first (.tcfs/metrics.prom). */
+static inline void fs_count(fuse_req_t req)
+{
+	atomic_fetch_add_explicit(&fs_of(req)->requests, 1,
+				  memory_order_relaxed);
 }
 
 /* inode.c: the kernel's lookup counts.  ref for every entry replied,

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "index/err.h"
+#include "index/report.h"
 #include "index/store.h"
 #include "index/utf8.h"
 
@@ -166,12 +167,7 @@ int cli_print_json(cJSON *doc)
 
 const char *cli_time(int64_t ns, char *buf, size_t len)
 {
-	time_t t = (time_t)(ns / 1000000000);
-	struct tm tm;
-
-	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%F %T", &tm))
-		snprintf(buf, len, "?");
-	return buf;
+	return tcfs_report_time(ns, buf, len);
 }
 
 int64_t cli_parse_since(const char *arg)

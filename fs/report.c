@@ -1,0 +1,33 @@
+/* report: the bytes of the .tcfs/ files, index/report.h's into memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "index/report.h"
+#include "priv.h"
+
+int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
+		     size_t *len)
+{
+	struct tcfs_report_daemon d = {
+		atomic_load(&fs->requests),
+		fs->start_ns,
+	};
+	FILE *out = open_memstream(bytes, len);
+	int rc;
+
+	if (!out)
+		return -errno;
+	if (f == FS_VIEW_METRICS)
+		rc = tcfs_report_metrics(fs->store, &d, out);
+	else
+		rc = tcfs_report_stats(fs->store, 0, fs->root,
+				       f == FS_VIEW_STATS_JSON, out);
+	if (fclose(out) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(*bytes);
+		*bytes = NULL;
+	}
+	return rc;
+}

@@ -1,0 +1,288 @@
+/* report: what tcfs stats says, as text, JSON or Prometheus metrics. */
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "config.h"
+#include "event.h"
+#include "info.h"
+#include "store.h"
+#include "utf8.h"
+
+const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%F %T", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/* Prints and frees doc; -ENOMEM when it could not be made. */
+static int print_doc(cJSON *doc, FILE *out)
+{
+	char *s = doc ? cJSON_Print(doc) : NULL;
+
+	cJSON_Delete(doc);
+	if (!s)
+		return -ENOMEM;
+	fprintf(out, "%s\n", s);
+	free(s);
+	return 0;
+}
+
+struct stats {
+	struct tcfs_event_count *kind, *kernel, *proc, *fresh;
+	size_t nkind, nkernel, nproc, nfresh;
+	uint64_t hits, misses;		/* kernel probes */
+	uint64_t mod_hits, mod_misses;	/* module probes */
+	struct tcfs_event_log log;
+	int64_t max_events, max_age;	/* the log's bounds (config.h) */
+	const char *mount;		/* "" when not mounted */
+};
+
+static int load(struct tcfs_store *s, int64_t since, struct stats *st)
+{
+	int rc;
+
+	rc = tcfs_event_count(s, TCFS_BY_KIND, since, &st->kind, &st->nkind);
+	if (rc == 0)
+		rc = tcfs_event_count(s, TCFS_BY_KERNEL, since, &st->kernel,
+				      &st->nkernel);
+	if (rc == 0)
+		rc = tcfs_event_count(s, TCFS_BY_PROCESS, since, &st->proc,
+				      &st->nproc);
+	if (rc == 0)
+		rc = tcfs_event_count(s, TCFS_BY_NEW, since, &st->fresh,
+				      &st->nfresh);
+	if (rc == 0)
+		rc = tcfs_event_log_info(s, &st->log);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_EVENTS,
+				     &st->max_events, NULL);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_AGE, &st->max_age,
+				     NULL);
+	for (size_t i = 0; rc == 0 && i < st->nkind; i++) {
+		int module = st->kind[i].name[0] == 'm';
+
+		*(module ? &st->mod_hits : &st->hits) += st->kind[i].hits;
+		*(module ? &st->mod_misses : &st->misses) += st->kind[i].misses;
+	}
+	return rc;
+}
+
+static double rate(uint64_t hits, uint64_t misses)
+{
+	return hits + misses ? (double)hits / (double)(hits + misses) : 0.0;
+}
+
+static cJSON *hit_miss(uint64_t hits, uint64_t misses)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "hits", (double)hits);
+	cJSON_AddNumberToObject(o, "misses", (double)misses);
+	return o;
+}
+
+static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
+{
+	cJSON *o = cJSON_CreateObject(), *a, *k;
+
+	cJSON_AddStringToObject(o, "cache_dir", st->mount);
+	cJSON_AddStringToObject(o, "store", tcfs_store_path(s));
+	cJSON_AddNumberToObject(o, "hits", (double)st->hits);
+	cJSON_AddNumberToObject(o, "misses", (double)st->misses);
+	cJSON_AddNumberToObject(o, "hit_rate", rate(st->hits, st->misses));
+	cJSON_AddNumberToObject(o, "new_kernels_count", (double)st->nfresh);
+	a = cJSON_AddArrayToObject(o, "new_kernels");
+	for (size_t i = 0; a && i < st->nfresh; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(st->fresh[i].key));
+	k = cJSON_AddObjectToObject(o, "per_kernel");
+	for (size_t i = 0; k && i < st->nkernel; i++)
+		cJSON_AddItemToObject(k, st->kernel[i].name,
+				      hit_miss(st->kernel[i].hits,
+					       st->kernel[i].misses));
+	a = cJSON_AddArrayToObject(o, "per_process");
+	for (size_t i = 0; a && i < st->nproc; i++) {
+		cJSON *p = hit_miss(st->proc[i].hits, st->proc[i].misses);
+
+		cJSON_AddNumberToObject(p, "pid", st->proc[i].pid);
+		cJSON_AddStringToObject(p, "comm", st->proc[i].comm);
+		cJSON_AddItemToArray(a, p);
+	}
+	cJSON_AddItemToObject(o, "modules", hit_miss(st->mod_hits,
+						     st->mod_misses));
+	k = cJSON_AddObjectToObject(o, "log");
+	cJSON_AddNumberToObject(k, "events", (double)st->log.events);
+	cJSON_AddNumberToObject(k, "oldest", (double)st->log.oldest_ns / 1e9);
+	cJSON_AddNumberToObject(k, "max_events", (double)st->max_events);
+	cJSON_AddNumberToObject(k, "max_age_seconds", (double)st->max_age);
+	cJSON_AddNumberToObject(k, "dropped", (double)st->log.dropped);
+	return print_doc(o, out);
+}
+
+static void print_text(struct tcfs_store *s, const struct stats *st,
+		       FILE *out)
+{
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+
+	fprintf(out, "cache directory  %s\n", st->mount[0] ? st->mount
+						     : "(not mounted)");
+	fprintf(out, "store            %s\n", tcfs_store_path(s));
+	fprintf(out, "kernel probes    %llu hits, %llu misses, hit rate %.1f%%\n",
+	       (unsigned long long)st->hits, (unsigned long long)st->misses,
+	       100 * rate(st->hits, st->misses));
+	fprintf(out, "module probes    %llu hits, %llu misses\n",
+	       (unsigned long long)st->mod_hits,
+	       (unsigned long long)st->mod_misses);
+	fprintf(out, "probe log        %llu events", (unsigned long long)st->log.events);
+	if (st->log.events)
+		fprintf(out, " since %s", tcfs_report_time(st->log.oldest_ns, a, sizeof(a)));
+	fprintf(out, " (keeps %lld, for %s)\n", (long long)st->max_events,
+	       tcfs_config_show(tcfs_config_find(TCFS_CONFIG_LOG_MAX_AGE),
+				st->max_age, b, sizeof(b)));
+	if (st->log.dropped)
+		fprintf(out, "                 %llu probes dropped while the disk "
+		       "was nearly full (not in these counts)\n",
+		       (unsigned long long)st->log.dropped);
+	fprintf(out, "new kernels      %zu\n", st->nfresh);
+	for (size_t i = 0; i < st->nfresh; i++)
+		fprintf(out, "  - %s  %s\n",
+		       tcfs_utf8_printable(st->fresh[i].key, a, sizeof(a)),
+		       tcfs_utf8_printable(st->fresh[i].name, b, sizeof(b)));
+	if (st->nkernel)
+		fprintf(out, "\nper kernel\n");
+	for (size_t i = 0; i < st->nkernel; i++)
+		fprintf(out, "  %s: %llu hits, %llu misses\n",
+		       tcfs_utf8_printable(st->kernel[i].name, a, sizeof(a)),
+		       (unsigned long long)st->kernel[i].hits,
+		       (unsigned long long)st->kernel[i].misses);
+	if (st->nproc)
+		fprintf(out, "\nper process\n");
+	for (size_t i = 0; i < st->nproc; i++)
+		fprintf(out, "  %d %s: %llu hits, %llu misses\n", st->proc[i].pid,
+		       tcfs_utf8_printable(st->proc[i].comm, a, sizeof(a)),
+		       (unsigned long long)st->proc[i].hits,
+		       (unsigned long long)st->proc[i].misses);
+}
+
+static void stats_free(struct stats *st)
+{
+	free(st->kind);
+	free(st->kernel);
+	free(st->proc);
+	free(st->fresh);
+}
+
+int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
+		      const char *mount, int json, FILE *out)
+{
+	struct stats st = { 0 };
+	int rc;
+
+	st.mount = mount ? mount : "";
+	rc = load(s, since_ns, &st);
+	if (rc == 0 && json)
+		rc = print_json(s, &st, out);
+	else if (rc == 0)
+		print_text(s, &st, out);
+	stats_free(&st);
+	return rc;
+}
+
+/* A label value as the exposition format writes it. */
+static void label(FILE *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(out, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*v, out);
+	}
+}
+
+static void head(FILE *out, const char *name, const char *type,
+		 const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void gauge(FILE *out, const char *name, const char *help, double v)
+{
+	head(out, name, "gauge", help);
+	fprintf(out, "%s %.17g\n", name, v);
+}
+
+int tcfs_report_metrics(struct tcfs_store *s,
+			const struct tcfs_report_daemon *d, FILE *out)
+{
+	struct stats st = { 0 };
+	struct tcfs_info info = { 0 };
+	int rc;
+
+	st.mount = "";
+	rc = load(s, 0, &st);
+	if (rc == 0)
+		rc = tcfs_info_get(s, &info);
+	if (rc < 0)
+		goto out;
+	head(out, "tcfs_probes_total", "counter",
+	     "Cache probes by kind (kernel: a group file, module: a .so or "
+	     ".autotune.json) and result.");
+	fprintf(out, "tcfs_probes_total{kind=\"kernel\",result=\"hit\"} %llu\n"
+		     "tcfs_probes_total{kind=\"kernel\",result=\"miss\"} %llu\n"
+		     "tcfs_probes_total{kind=\"module\",result=\"hit\"} %llu\n"
+		     "tcfs_probes_total{kind=\"module\",result=\"miss\"} %llu\n",
+		(unsigned long long)st.hits, (unsigned long long)st.misses,
+		(unsigned long long)st.mod_hits,
+		(unsigned long long)st.mod_misses);
+	head(out, "tcfs_probe_events_dropped_total", "counter",
+	     "Probe events not logged while the disk was nearly full.");
+	fprintf(out, "tcfs_probe_events_dropped_total %llu\n",
+		(unsigned long long)st.log.dropped);
+	gauge(out, "tcfs_kernels", "Compiled kernels in the cache.",
+	      (double)info.kernels);
+	gauge(out, "tcfs_modules", "Compiled modules (.so) in the cache.",
+	      (double)info.modules);
+	gauge(out, "tcfs_files", "Files in the cache.", (double)info.files);
+	gauge(out, "tcfs_logical_bytes", "Bytes of the files as written.",
+	      (double)info.logical_bytes);
+	gauge(out, "tcfs_stored_bytes", "Bytes of the blobs that hold them.",
+	      (double)info.stored_bytes);
+	gauge(out, "tcfs_blobs", "Blobs in the store.", (double)info.blobs);
+	head(out, "tcfs_kernels_by_target", "gauge",
+	     "Kernels per target (BACKEND-ARCH).");
+	for (size_t i = 0; i < info.ntargets; i++) {
+		const struct tcfs_info_target *t = &info.targets[i];
+
+		if (!t->backend[0])
+			continue;
+		fputs("tcfs_kernels_by_target{target=\"", out);
+		label(out, t->backend);
+		fputc('-', out);
+		label(out, t->arch);
+		fprintf(out, "\"} %llu\n", (unsigned long long)t->kernels);
+	}
+	if (d) {
+		head(out, "tcfs_requests_total", "counter",
+		     "Requests the mount served.");
+		fprintf(out, "tcfs_requests_total %llu\n",
+			(unsigned long long)d->requests);
+		gauge(out, "tcfs_start_time_seconds",
+		      "When the mount started, in seconds since the epoch.",
+		      (double)d->start_ns / 1e9);
+	}
+out:
+	tcfs_info_free(&info);
+	stats_free(&st);
+	return rc;
+}
