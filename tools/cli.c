@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "index/err.h"
@@ -163,6 +164,22 @@ int cli_print_json(cJSON *doc)
 	puts(s);
 	free(s);
 	return CLI_OK;
+}
+
+void cli_mount_sync(struct tcfs_store *s, char *mount)
+{
+	char store[PATH_MAX], point[PATH_MAX], path[PATH_MAX + 16];
+	struct stat st;
+
+	if (cli_find_mount(tcfs_store_path(s), NULL, store, point) < 0)
+		point[0] = '\0';
+	if (mount)
+		snprintf(mount, PATH_MAX, "%s", point);
+	if (!point[0])
+		return;
+	/* A mount that cannot (an older one) is read as it is. */
+	snprintf(path, sizeof(path), "%s/.tcfs/stats", point);
+	(void)stat(path, &st);
 }
 
 const char *cli_time(int64_t ns, char *buf, size_t len)

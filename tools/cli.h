@@ -88,6 +88,12 @@ int64_t cli_parse_since(const char *arg);
 int cli_find_mount(const char *want_store, const char *want_point,
 		   char *store, char *point);
 
+/* When a mount serves store s, has it commit the probes it holds (a stat
+ * of its .tcfs/stats), so that what is read next counts every probe
+ * answered so far.  Writes the mount point into mount (PATH_MAX bytes;
+ * "" when not mounted) unless it is NULL. */
+void cli_mount_sync(struct tcfs_store *s, char *mount);
+
 /* Nanoseconds since the epoch as "2026-11-21 19:15:02" local time. */
 const char *cli_time(int64_t ns, char *buf, size_t len);
 

@@ -98,6 +98,7 @@ int cmd_log(int argc, char **argv)
 				     argv[optind]);
 	if (cli_open_store("log", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
+	cli_mount_sync(s, NULL);
 	do {
 		struct tcfs_event *ev;
 		size_t n;

@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "cmds.h"
@@ -49,19 +48,6 @@ static const char *const help =
 	"\n"
 	"Exit status: 0 success, 1 error, 2 usage error.\n";
 
-/* The mount logs probes in batches: a stat of its .tcfs/stats makes it
- * commit the ones it holds, so the counts include every probe of a job
- * that has just ended.  A mount that cannot (an older one) is read as
- * it is. */
-static void sync_mount(const char *mount)
-{
-	char path[PATH_MAX + 16];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/.tcfs/stats", mount);
-	(void)stat(path, &st);
-}
-
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -72,7 +58,7 @@ int cmd_stats(int argc, char **argv)
 		{ 0 },
 	};
 	struct cli_common co = CLI_COMMON_INIT;
-	char store[PATH_MAX], mount[PATH_MAX];
+	char mount[PATH_MAX];
 	struct tcfs_store *s;
 	int c, reset = 0, prom = 0, rc;
 
@@ -100,10 +86,7 @@ int cmd_stats(int argc, char **argv)
 				     argv[optind]);
 	if (cli_open_store("stats", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	if (cli_find_mount(tcfs_store_path(s), NULL, store, mount) < 0)
-		mount[0] = '\0';
-	else
-		sync_mount(mount);
+	cli_mount_sync(s, mount);
 	if (prom)
 		rc = tcfs_report_metrics(s, NULL, stdout);
 	else

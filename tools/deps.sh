@@ -27,5 +27,7 @@ TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
 TCFS_RUN_DEPS=(sqlite3 fuse3)
 # What the tests need on top: clang to check the build is warning-free
 # there too, xxhsum to name blobs independently, util-linux for setpriv
-# and flock, procps for pgrep, python3 for JSON checks and the replay.
-TCFS_TEST_DEPS=(clang xxhash util-linux procps python3)
+# and flock, procps for pgrep, python3 for JSON checks and the replay,
+# and its prometheus_client to parse .tcfs/metrics.prom as Prometheus would.
+TCFS_TEST_DEPS=(clang xxhash util-linux procps python3
+	python3-prometheus-client)

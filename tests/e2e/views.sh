@@ -3,7 +3,7 @@
 # by-arch/TARGET/NAME/KEY are symlinks to the key dirs, made from the
 # kernels table as it is now (live: a kernel shows once its group file
 # lands, and goes with it), read-only (EROFS), counted once by du and find,
-# and hidden by -o noviews.
+# and hidden by -o noviews; and .tcfs/, reports made at read time.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -117,12 +117,75 @@ check "a removed key dir leaves no dangling link" \
 	test ! -e "$M/by-name/$N/$K" -a ! -L "$M/by-name/$N/$K"
 check_num "the names of the other kernels stay" "$(ls "$M/by-name" | wc -l)" -ge $((N2 - 1))
 
+echo "# --- .tcfs/: reports made at read time"
+check_eq ".tcfs lists its three files" "metrics.prom stats stats.json" \
+	"$(ls "$M/.tcfs" | tr '\n' ' ' | sed 's/ $//')"
+# (ls and cat above probed group files too: count from here.)
+before=$(json_eval "$M/.tcfs/stats.json" "d['hits']")
+python3 "$REPLAY/replay.py" "$SRC" "$M" >"$T_TMP/replay.json" 2>"$T_TMP/replay.err"
+check_rc_of() { [ "$1" = 0 ]; }
+check "a warm replay through the mount (its probes are counted next)" check_rc_of $?
+# Read at once, with no wait: what the mount holds in memory counts.
+cp "$M/.tcfs/stats.json" "$T_TMP/live.json"
+cp "$M/.tcfs/metrics.prom" "$T_TMP/live.prom"
+check_eq ".tcfs/stats.json counts the replay's kernel probes at once" \
+	"$(json_eval "$T_TMP/replay.json" "sum(p['seen']['kernel']['hits'] for p in d['procs'])")" \
+	"$(json_eval "$T_TMP/live.json" "d['hits'] - $before")"
+check_eq "... and names the mount as the cache directory" "$M" \
+	"$(json_eval "$T_TMP/live.json" "d['cache_dir']")"
+check_grep ".tcfs/stats is tcfs stats' text" "^kernel probes " "$M/.tcfs/stats"
+tcfs stats --json --store "$S"
+check_eq "tcfs stats --json says the same as .tcfs/stats.json" \
+	"$(json_eval "$T_TMP/live.json" "d['hits'], d['misses'], d['modules']")" \
+	"$(json_eval "$OUT" "d['hits'], d['misses'], d['modules']")"
+# A real parser: python3-prometheus-client (Debian's, for its python3).
+/usr/bin/python3 - "$T_TMP/live.prom" "$T_TMP/live.json" >"$T_TMP/prom.out" 2>&1 <<'PY'
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+st = json.load(open(sys.argv[2]))
+def val(name, **labels):
+    f = fams[name]
+    return [s.value for s in f.samples
+            if all(s.labels.get(k) == v for k, v in labels.items())][0]
+bad = []
+want = {("kernel", "hit"): st["hits"], ("kernel", "miss"): st["misses"],
+        ("module", "hit"): st["modules"]["hits"],
+        ("module", "miss"): st["modules"]["misses"]}
+for (kind, result), v in want.items():
+    if val("tcfs_probes", kind=kind, result=result) != v:
+        bad.append("probes %s %s" % (kind, result))
+if fams["tcfs_probes"].type != "counter" or fams["tcfs_requests"].type != "counter":
+    bad.append("probes and requests must be counters")
+if val("tcfs_kernels") != 154 or val("tcfs_modules") != 5:
+    bad.append("kernels or modules")
+if sum(s.value for s in fams["tcfs_kernels_by_target"].samples) != 154:
+    bad.append("kernels by target do not sum to 154")
+if val("tcfs_kernels_by_target", target="hip-gfx942") <= 0:
+    bad.append("no hip-gfx942 kernels")
+if not 0 < val("tcfs_stored_bytes") <= val("tcfs_logical_bytes"):
+    bad.append("stored bytes")
+if val("tcfs_requests") <= 1000 or val("tcfs_start_time_seconds") <= 1.7e9:
+    bad.append("requests or start time")
+print("\n".join(bad) or "all good")
+sys.exit(1 if bad else 0)
+PY
+check "metrics.prom parses with prometheus_client, every value right" \
+	check_rc_of $?
+diag "$(cat "$T_TMP/prom.out")"
+erofs "a write to .tcfs/stats: EROFS" eval "echo x >'$M/.tcfs/stats'"
+erofs "a new file in .tcfs: EROFS" touch "$M/.tcfs/new"
+tcfs stats --prometheus --store "$S"
+check_grep "tcfs stats --prometheus prints the metrics offline" \
+	'^tcfs_kernels 154$' "$OUT"
+
 tcfs umount "$M"
 check_rc "unmount" 0
 tcfs mount -o noviews --store "$S" "$M"
 check_rc "mount -o noviews" 0
 check_eq "with -o noviews the root lists only key dirs" "" \
 	"$(ls -A "$M" | grep -v '^[A-Z2-7]\{52\}$')"
+check "... yet .tcfs/ answers (tcfs stats asks it)" test -s "$M/.tcfs/stats"
 check "... and by-name is not there" test ! -e "$M/by-name"
 run mkdir "$M/by-name"
 check_rc "... so the name is free for a directory of the cache's own" 0
