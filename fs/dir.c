@@ -21,36 +21,46 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode)
 {
 	fs_count(req);
+	struct tcfs_fs *fs = fs_of(req);
+	int bin = fs_bin_ino(parent);
 	struct tcfs_node n;
-	int rc = fs_view_reserved(fs_of(req), parent, name)
+	int rc = fs_view_reserved(fs, parent, name)
 			 ? -EROFS
-			 : tcfs_ns_mkdir(fs_of(req)->store, parent, name,
+			 : tcfs_ns_mkdir(fs->store, fs_row(parent), name,
 					 mode & 07777, tcfs_ns_now(), &n);
 
-	if (rc < 0)
+	if (rc < 0) {
 		fuse_reply_err(req, -rc);
-	else
-		fs_reply_entry(req, &n, FS_TTL);
+		return;
+	}
+	fs_reply_entry(req, &n, bin, FS_TTL);
+	fs_changed(fs, fs_row(parent), bin, name);
 }
 
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_count(req);
-	if (fs_view_reserved(fs_of(req), parent, name))
-		fuse_reply_err(req, EROFS);
-	else
-		fuse_reply_err(req, -tcfs_ns_rmdir(fs_of(req)->store, parent,
-						   name));
+	struct tcfs_fs *fs = fs_of(req);
+	int rc = fs_view_reserved(fs, parent, name)
+			 ? -EROFS
+			 : tcfs_ns_rmdir(fs->store, fs_row(parent), name);
+
+	fuse_reply_err(req, -rc);
+	if (rc == 0)
+		fs_changed(fs, fs_row(parent), fs_bin_ino(parent), name);
 }
 
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_count(req);
-	if (fs_view_reserved(fs_of(req), parent, name))
-		fuse_reply_err(req, EROFS);
-	else
-		fuse_reply_err(req, -tcfs_ns_unlink(fs_of(req)->store, parent,
-						    name));
+	struct tcfs_fs *fs = fs_of(req);
+	int rc = fs_view_reserved(fs, parent, name)
+			 ? -EROFS
+			 : tcfs_ns_unlink(fs->store, fs_row(parent), name);
+
+	fuse_reply_err(req, -rc);
+	if (rc == 0)
+		fs_changed(fs, fs_row(parent), fs_bin_ino(parent), name);
 }
 
 /* Group files written where they could not be stored key-relative (in
@@ -130,11 +140,15 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	size_t npins = 0;
 	int rc;
 
+	int bin = fs_bin_ino(parent), newbin = fs_bin_ino(newparent);
+
 	if (fs_view_reserved(fs, parent, name) ||
 	    fs_view_reserved(fs, newparent, newname)) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
+	parent = fs_row(parent);
+	newparent = fs_row(newparent);
 	/* A file written and closed may not be committed yet (release comes
 	 * asynchronously): it must land with its bytes, and so must the
 	 * files of a directory that moves (rare: Inductor's key dirs). */
@@ -163,8 +177,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc == 0)
 		rc = tcfs_store_sync(fs->store);
 	fuse_reply_err(req, -rc);
-	if (rc == 0)
+	if (rc == 0) {
 		after_rename(fs, newparent, newname, !fs_probe_name(name));
+		fs_changed(fs, parent, bin, name);
+		fs_changed(fs, newparent, newbin, newname);
+	}
 }
 
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -191,13 +208,15 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t n = 0, used = 0, want = size / 32 + 1;
 	uint64_t k = 0;
 	char *buf;
-	int rc;
+	int bin, rc;
 
 	(void)fi;
 	if (fs_view_ino(ino)) {
 		fs_view_readdir(req, ino, size, off);
 		return;
 	}
+	bin = fs_bin_ino(ino);
+	ino = fs_row(ino);
 	rc = tcfs_ns_get(fs->store, ino, &dir);
 	if (rc == 0 && dir.kind != TCFS_DIR)
 		rc = -ENOTDIR;
@@ -212,7 +231,9 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct stat st = { .st_mode = S_IFDIR };
 		size_t len;
 
-		st.st_ino = off == 0 ? ino : (dir.parent ? dir.parent : ino);
+		st.st_ino = fs_shown(off == 0 ? ino
+					      : (dir.parent ? dir.parent : ino),
+				     bin);
 		len = fuse_add_direntry(req, buf + used, size - used,
 					off == 0 ? "." : "..", &st, off + 1);
 		if (len > size - used)
@@ -230,7 +251,9 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct stat st = { 0 };
 		size_t len;
 
-		st.st_ino = kids[i].ino;
+		if (fs_hides(fs, bin, kids[i].name))
+			continue;
+		st.st_ino = fs_shown(kids[i].ino, bin);
 		st.st_mode = kids[i].kind == TCFS_DIR ? S_IFDIR : S_IFREG;
 		len = fuse_add_direntry(req, buf + used, size - used,
 					kids[i].name, &st,
@@ -240,7 +263,7 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		used += len;
 	}
 views:
-	if (rc == 0 && ino == TCFS_ROOT_INO && n < want)
+	if (rc == 0 && ino == TCFS_ROOT_INO && !bin && n < want)
 		used += fs_view_root_entries(req, buf + used, size - used, &k);
 out:
 	free(kids);

@@ -162,7 +162,7 @@ static int stage_from(struct tcfs_fs *fs, const struct tcfs_node *n,
 	if (rc < 0 || n->size == 0)
 		return rc;
 	if (n->fmt == TCFS_FMT_GROUP) {
-		rc = fs_render(fs, n, &bytes, &len);
+		rc = fs_render(fs, n, 0, &bytes, &len);
 		if (rc == 0)
 			rc = tcfs_cas_stage_write(*out, bytes, len, 0);
 		free(bytes);
@@ -472,20 +472,21 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
 	struct fuse_entry_param e = { 0 };
+	int bin = fs_bin_ino(parent);
 	struct tcfs_node n;
 	int rc;
 
 	rc = fs_view_reserved(fs, parent, name)
 		     ? -EROFS
-		     : tcfs_ns_create(fs->store, parent, name, mode & 07777,
-				      tcfs_ns_now(), &c, &n);
+		     : tcfs_ns_create(fs->store, fs_row(parent), name,
+				      mode & 07777, tcfs_ns_now(), &c, &n);
 	if (rc == 0)
-		rc = fs_stat(fs, &n, &e.attr);
+		rc = fs_stat(fs, &n, bin, &e.attr);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	e.ino = n.ino;
+	e.ino = fs_shown(n.ino, bin);
 	/* A probe name written in a temp dir keeps its dentry when renamed
 	 * into the key dir: it must not be cached from the start. */
 	e.entry_timeout = fs_probe_name(name) ? 0 : FS_TTL;
@@ -494,6 +495,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_inode_ref(fs, n.ino);
 	if (fuse_reply_create(req, &e, fi) != 0)
 		fs_inode_forget(fs, n.ino, 1);
+	fs_changed(fs, fs_row(parent), bin, name);
 }
 
 static void read_stage(fuse_req_t req, const struct tcfs_cas_stage *stage,
@@ -524,13 +526,15 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct tcfs_node n;
 	char *bytes = NULL;
 	size_t len = 0;
-	int fd, rc;
+	int bin, fd, rc;
 
 	(void)fi;
 	if (fs_view_ino(ino)) {
 		fs_view_read(req, ino, size, off);
 		return;
 	}
+	bin = fs_bin_ino(ino);
+	ino = fs_row(ino);
 	d = lock_dirty(fs, ino);
 	if (d && d->stage) {	/* writes not committed are the bytes */
 		read_stage(req, d->stage, size, off);
@@ -545,7 +549,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		unlock_dirty(fs, d);
 	}
 	if (rc == 0 && n.fmt == TCFS_FMT_GROUP)
-		rc = fs_render(fs, &n, &bytes, &len);
+		rc = fs_render(fs, &n, bin, &bytes, &len);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -576,7 +580,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	int rc;
 
 	(void)fi;
-	rc = fs_view_ino(ino) ? -EROFS : dirty_get(fs, ino, &d);
+	rc = fs_view_ino(ino) ? -EROFS : dirty_get(fs, fs_row(ino), &d);
 	if (rc == 0) {
 		rc = tcfs_cas_stage_write(d->stage, buf, size, (uint64_t)off);
 		d->last_write_ns = tcfs_ns_now();
@@ -593,7 +597,7 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
-	int rc = fs_view_ino(ino) ? 0 : fs_files_commit(fs, ino);
+	int rc = fs_view_ino(ino) ? 0 : fs_files_commit(fs, fs_row(ino));
 
 	(void)datasync;
 	(void)fi;
@@ -609,7 +613,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * still be released: a good moment to commit. */
 	(void)fi;
 	if (!fs_view_ino(ino))
-		fs_files_commit(fs_of(req), ino);
+		fs_files_commit(fs_of(req), fs_row(ino));
 	fuse_reply_err(req, 0);
 }
 
@@ -638,6 +642,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct tcfs_fs *fs = fs_of(req);
 	int64_t mtime = tcfs_ns_now();
 	struct tcfs_node n;
+	uint64_t shown;
 	int rc, mask = 0;
 
 	(void)fi;
@@ -645,6 +650,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		fuse_reply_err(req, EROFS);
 		return;
 	}
+	shown = ino;
+	ino = fs_row(ino);
 	rc = tcfs_ns_get(fs->store, ino, &n);
 	if (rc == 0 && (((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->uid) ||
 			((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->gid)))
@@ -667,5 +674,5 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fs_reply_attr(req, ino);
+		fs_reply_attr(req, shown);
 }

@@ -78,7 +78,7 @@ static void fs_lost(void *ctx, int rc)
 static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	fs_count(req);
-	fs_inode_forget(fs_of(req), ino, nlookup);
+	fs_inode_forget(fs_of(req), fs_row(ino), nlookup);
 	fuse_reply_none(req);
 }
 
@@ -87,7 +87,8 @@ static void fs_op_forget_multi(fuse_req_t req, size_t count,
 {
 	fs_count(req);
 	for (size_t i = 0; i < count; i++)
-		fs_inode_forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
+		fs_inode_forget(fs_of(req), fs_row(forgets[i].ino),
+				forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -284,10 +285,12 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 /* tcfs's own -o options, taken out before libfuse sees the rest. */
 struct own_opts {
 	int noviews;
+	int binary_only;
 };
 
 static const struct fuse_opt own_specs[] = {
 	{ "noviews", offsetof(struct own_opts, noviews), 1 },
+	{ "binary_only", offsetof(struct own_opts, binary_only), 1 },
 	FUSE_OPT_END,
 };
 
@@ -352,6 +355,8 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		goto out;
 	}
 	fs.start_ns = tcfs_ns_now();
+	fs.binary_only = own.binary_only;
+	snprintf(fs.bin_root, sizeof(fs.bin_root), "%s/binary-only", fs.root);
 	if (fs_views_new(!own.noviews, fs_report_render, &fs.views) < 0 ||
 	    fs_probes_new(&fs.probes) < 0 ||
 	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||

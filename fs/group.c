@@ -27,7 +27,7 @@
 #define CACHE_SLOTS 4096
 
 struct rendering {
-	uint64_t ino;		/* 0: empty slot */
+	uint64_t ino;		/* as shown (fs_shown); 0: empty slot */
 	struct tcfs_hash blob;
 	char key[TCFS_NAME_MAX + 1];
 	char *bytes;
@@ -82,7 +82,7 @@ int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 }
 
 static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
-		  const char *key, char **out, size_t *len)
+		  const char *key, int bin, char **out, size_t *len)
 {
 	char *tmpl = NULL;
 	size_t tlen = 0;
@@ -91,17 +91,23 @@ static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
 	rc = tcfs_group_load(tcfs_store_cas(fs->store), &n->blob, &tmpl, &tlen);
 	if (rc < 0)
 		return rc == -EUCLEAN ? rc : fs_blob_failed(fs, &n->blob, rc);
-	rc = tcfs_group_render(tmpl, tlen, fs->root, key, TCFS_GROUP_ALL, out,
-			       len);
+	rc = tcfs_group_render(tmpl, tlen, bin ? fs->bin_root : fs->root, key,
+			       fs_filter(fs, bin), out, len);
 	free(tmpl);
 	return rc;
+}
+
+/* A view's rendering of an inode has a slot apart from the other's. */
+static struct rendering *slot_of(struct fs_groups *g, uint64_t shown)
+{
+	return &g->slot[(shown ^ shown >> 59) % CACHE_SLOTS];
 }
 
 /* Copies a kept rendering out; 0, or -ENOENT when none fits. */
 static int lookup(struct fs_groups *g, const struct tcfs_node *n,
 		  const char *key, char **out, size_t *len)
 {
-	struct rendering *r = &g->slot[n->ino % CACHE_SLOTS];
+	struct rendering *r = slot_of(g, n->ino);
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&g->mu);
@@ -123,7 +129,7 @@ static int lookup(struct fs_groups *g, const struct tcfs_node *n,
 static void keep(struct fs_groups *g, const struct tcfs_node *n,
 		 const char *key, const char *bytes, size_t len)
 {
-	struct rendering *r = &g->slot[n->ino % CACHE_SLOTS];
+	struct rendering *r = slot_of(g, n->ino);
 	char *copy = malloc(len ? len : 1);
 
 	if (!copy)
@@ -139,19 +145,22 @@ static void keep(struct fs_groups *g, const struct tcfs_node *n,
 	pthread_mutex_unlock(&g->mu);
 }
 
-int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
-	      size_t *len)
+int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
+	      char **out, size_t *len)
 {
+	struct tcfs_node shown = *n;
 	char key[TCFS_NAME_MAX + 1];
 	int rc = fs_key_of(fs, n, key, sizeof(key));
 
 	if (rc < 0)
 		return rc;
-	if (lookup(fs->groups, n, key, out, len) == 0)
+	/* Each view's rendering is kept apart, by the inode it shows. */
+	shown.ino = fs_shown(n->ino, bin);
+	if (lookup(fs->groups, &shown, key, out, len) == 0)
 		return 0;
-	rc = render(fs, n, key, out, len);
+	rc = render(fs, n, key, bin, out, len);
 	if (rc == 0)
-		keep(fs->groups, n, key, *out, *len);
+		keep(fs->groups, &shown, key, *out, *len);
 	return rc;
 }
 
@@ -188,7 +197,7 @@ static int pin_below(struct tcfs_fs *fs, const struct tcfs_node *n,
 		char *bytes = NULL;
 		size_t len = 0;
 
-		rc = fs_render(fs, n, &bytes, &len);
+		rc = fs_render(fs, n, 0, &bytes, &len);
 		pin = rc == 0 ? tcfs_vec_push(&p->v, &p->n, &p->cap,
 					      sizeof(*pin))
 			      : NULL;

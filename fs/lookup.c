@@ -14,7 +14,26 @@
 #include "index/store.h"
 #include "priv.h"
 
-int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
+int fs_hides(const struct tcfs_fs *fs, int bin, const char *name)
+{
+	return (bin || fs->binary_only) &&
+	       tcfs_name_artifact(name) == TCFS_ART_IR;
+}
+
+enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin)
+{
+	return bin || fs->binary_only ? TCFS_GROUP_BINARY_ONLY
+				      : TCFS_GROUP_ALL;
+}
+
+void fs_changed(struct tcfs_fs *fs, uint64_t parent, int bin,
+		const char *name)
+{
+	if (atomic_load(&fs->bin_used))
+		fs_events_inval(fs, fs_shown(parent, !bin), name);
+}
+
+int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given, int bin,
 	    struct stat *st)
 {
 	const struct tcfs_node *n = given;
@@ -37,14 +56,14 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	}
 	if (!dirty && n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
 		char *bytes;
-		int rc = fs_render(fs, n, &bytes, &size);
+		int rc = fs_render(fs, n, bin, &bytes, &size);
 
 		if (rc < 0)
 			return rc;
 		free(bytes);
 	}
 	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
+	st->st_ino = fs_shown(n->ino, bin);
 	st->st_mode = (n->kind == TCFS_DIR ? S_IFDIR : S_IFREG) | n->mode;
 	st->st_nlink = n->kind == TCFS_DIR ? 2 : 1;
 	st->st_uid = fs->uid;
@@ -58,16 +77,17 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	return 0;
 }
 
-void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl)
+void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, int bin,
+		    double ttl)
 {
 	struct fuse_entry_param e = { 0 };
-	int rc = fs_stat(fs_of(req), n, &e.attr);
+	int rc = fs_stat(fs_of(req), n, bin, &e.attr);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	e.ino = n->ino;
+	e.ino = fs_shown(n->ino, bin);
 	e.entry_timeout = ttl;
 	e.attr_timeout = FS_TTL;
 	fs_inode_ref(fs_of(req), n->ino);
@@ -83,10 +103,18 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	enum tcfs_probe probe = 0;
 	struct tcfs_node dir, n;
 	double ttl = FS_TTL;
-	int rc;
+	int bin = fs_bin_ino(parent), rc;
 
 	if (fs_view_lookup(req, parent, name))
 		return;
+	parent = fs_row(parent);
+	if (bin && !atomic_load(&fs->bin_used))
+		atomic_store(&fs->bin_used, 1);
+	if (fs_hides(fs, bin, name)) {
+		miss.entry_timeout = FS_TTL;	/* hidden for good */
+		fuse_reply_entry(req, &miss);
+		return;
+	}
 	/* Only a probe-like name needs its directory: is it a key dir? */
 	if (fs_probe_name(name)) {
 		ttl = 0;
@@ -112,7 +140,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reply_entry(req, &n, ttl);
+	fs_reply_entry(req, &n, bin, ttl);
 }
 
 void fs_reply_attr(fuse_req_t req, uint64_t ino)
@@ -123,9 +151,9 @@ void fs_reply_attr(fuse_req_t req, uint64_t ino)
 	int rc;
 
 	/* An unlinked file still open is in limbo: found all the same. */
-	rc = tcfs_ns_get(fs->store, ino, &n);
+	rc = tcfs_ns_get(fs->store, fs_row(ino), &n);
 	if (rc == 0)
-		rc = fs_stat(fs, &n, &st);
+		rc = fs_stat(fs, &n, fs_bin_ino(ino), &st);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

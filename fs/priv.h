@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "index/event.h"
+#include "index/group.h"
 #include "index/ns.h"
 
 /* Everything behind a name changes only through this mount, which keeps
@@ -50,6 +51,10 @@ struct tcfs_fs {
 	struct fs_busypoll *busypoll;
 	struct fs_checked *checked;	/* key dirs whose blobs are checked */
 	struct fs_views *views;		/* inodes that are not rows */
+	int binary_only;		/* -o binary_only: the root is the
+					 * binary-only view */
+	char bin_root[4096 + 16];	/* MOUNT/binary-only */
+	atomic_int bin_used;		/* binary-only/ was looked in */
 	atomic_ullong requests;		/* requests served */
 	int64_t start_ns;		/* when the mount started */
 	int failed;		/* the index lost changes: fs.c (read
@@ -72,6 +77,42 @@ static inline struct tcfs_fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/*
+ * The binary-only view (binary-only/ at the root, or the root itself with
+ * -o binary_only): the store's rows again, under inode numbers of their
+ * own (FS_BIN_TAG set: view.c hands out no such number), with the IR
+ * files (.ttir .ttgir .llir .ptx .amdgcn) hidden and group files
+ * rendered for MOUNT/binary-only listing only what is left.  Writes land
+ * in the one tree both views show.
+ */
+#define FS_BIN_TAG (7ull << 60)
+
+static inline int fs_bin_ino(uint64_t ino)
+{
+	return (ino >> 60) == 7;
+}
+
+/* The store row an inode number shows. */
+static inline uint64_t fs_row(uint64_t ino)
+{
+	return fs_bin_ino(ino) ? ino & ~FS_BIN_TAG : ino;
+}
+
+/* The inode number a row has in a view (bin: the binary-only one). */
+static inline uint64_t fs_shown(uint64_t row, int bin)
+{
+	return bin ? row | FS_BIN_TAG : row;
+}
+
+/* lookup.c: whether a view hides the file name (its IR); and what its
+ * group files show. */
+int fs_hides(const struct tcfs_fs *fs, int bin, const char *name);
+enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin);
+/* After parent/name changed through one view: the other forgets what it
+ * cached of the name (once binary-only/ has been used). */
+void fs_changed(struct tcfs_fs *fs, uint64_t parent, int bin,
+		const char *name);
+
 /* Every request handler counts itself first (.tcfs/metrics.prom). */
 static inline void fs_count(fuse_req_t req)
 {
@@ -88,19 +129,23 @@ void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
 
 /* lookup.c: attributes as the kernel sees them.  size is the rendered
  * size for a group template (fs_render), the stored size otherwise. */
-int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, struct stat *st);
-/* Replies to a request with the attributes of ino. */
+int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
+	    struct stat *st);
+/* Replies to a request with the attributes of ino (a number as the
+ * kernel knows it: of either view). */
 void fs_reply_attr(fuse_req_t req, uint64_t ino);
-/* Replies to a lookup-like request with n's entry, cached for ttl. */
-void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, double ttl);
+/* Replies to a lookup-like request with n's entry in a view, cached for
+ * ttl. */
+void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, int bin,
+		    double ttl);
 
 /* group.c: a group template rendered for this mount (*out: caller frees),
  * and the name of the key dir a node lies in (its ancestor under the
  * root), which renderings are relative to. */
 int fs_groups_new(struct fs_groups **out);
 void fs_groups_free(struct fs_groups *g);
-int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, char **out,
-	      size_t *len);
+int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
+	      char **out, size_t *len);
 int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
 	      size_t len);
 /* A group template's bytes as they render now, stored raw, before a

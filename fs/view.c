@@ -37,9 +37,11 @@ enum tag {
 	TAG_ARCH,	/* by-arch/TARGET: a target id */
 	TAG_ARCHNAME,	/* by-arch/TARGET/NAME: target id << 32 | name id */
 	TAG_ARCHLINK,	/* by-arch/TARGET/NAME/KEY: the key dir's inode */
+	TAG_BIN = 7,	/* a row in the binary-only view (priv.h) */
 };
 
 enum fixed {
+	FIX_BINARY_ONLY = 0,	/* the root's row in the binary-only view */
 	FIX_BY_NAME = 1,
 	FIX_BY_ARCH,
 	FIX_TCFS,
@@ -55,6 +57,7 @@ static const struct {
 	int in_tcfs;		/* in .tcfs/, else at the root */
 	int browse;		/* hidden by -o noviews */
 } fixed_names[] = {
+	{ "binary-only", FIX_BINARY_ONLY, 0, 1 },
 	{ "by-name", FIX_BY_NAME, 0, 1 },
 	{ "by-arch", FIX_BY_ARCH, 0, 1 },
 	{ ".tcfs", FIX_TCFS, 0, 0 },
@@ -105,7 +108,7 @@ static enum tag tag_of(uint64_t ino)
 
 int fs_view_ino(uint64_t ino)
 {
-	return tag_of(ino) != TAG_STORE;
+	return tag_of(ino) != TAG_STORE && tag_of(ino) != TAG_BIN;
 }
 
 int fs_views_new(int browse, fs_view_render_fn *render,
@@ -416,8 +419,14 @@ static int fixed_named(const struct fs_views *v, int in_tcfs,
 		    strcmp(fixed_names[i].name, name) == 0 &&
 		    (v->browse || !fixed_names[i].browse) &&
 		    (v->render || fixed_names[i].browse))
-			return (int)fixed_names[i].id;
+			return (int)i + 1;
 	return 0;
+}
+
+/* The fixed entry's id, given what fixed_named returned. */
+static uint64_t fixed_id(int k)
+{
+	return (uint64_t)fixed_names[k - 1].id;
 }
 
 int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name)
@@ -476,8 +485,10 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 	int rc;
 
 	if (parent == TCFS_ROOT_INO) {
-		id = (uint64_t)fixed_named(v, 0, name);
-		return id ? resolve(fs, ino_of(TAG_FIXED, id), out) : -ENOENT;
+		int k = fixed_named(v, 0, name);
+
+		return k ? resolve(fs, ino_of(TAG_FIXED, fixed_id(k)), out)
+			 : -ENOENT;
 	}
 	rc = resolve(fs, parent, &p);
 	if (rc < 0)
@@ -485,9 +496,11 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 	switch (p.tag) {
 	case TAG_FIXED:
 		if ((p.ino & TAG_MASK) == FIX_TCFS) {
-			id = (uint64_t)fixed_named(v, 1, name);
-			return id ? resolve(fs, ino_of(TAG_FIXED, id), out)
-				  : -ENOENT;
+			int k = fixed_named(v, 1, name);
+
+			return k ? resolve(fs, ino_of(TAG_FIXED, fixed_id(k)),
+					   out)
+				 : -ENOENT;
 		}
 		if ((p.ino & TAG_MASK) == FIX_BY_NAME) {
 			rc = name_exists(fs, name, NULL);
@@ -537,6 +550,16 @@ int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
 
 	if (!fs_view_reserved(fs, parent, name))
 		return 0;
+	if (parent == TCFS_ROOT_INO && strcmp(name, "binary-only") == 0) {
+		struct tcfs_node root;
+
+		rc = tcfs_ns_get(fs->store, TCFS_ROOT_INO, &root);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fs_reply_entry(req, &root, 1, FS_TTL);
+		return 1;
+	}
 	rc = vlookup(fs, parent, name, &vn);
 	if (rc < 0)
 		reply_miss(req, rc);
@@ -737,8 +760,11 @@ size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 		if (fixed_names[*k].in_tcfs ||
 		    (!fs->views->render && !fixed_names[*k].browse))
 			continue;
-		add(&pg, name, ino_of(TAG_FIXED, fixed_names[*k].id), 1,
-		    (off_t)FS_VIEW_COOKIE(*k + 1));
+		add(&pg, name,
+		    fixed_names[*k].id == FIX_BINARY_ONLY
+			    ? fs_shown(TCFS_ROOT_INO, 1)
+			    : ino_of(TAG_FIXED, fixed_names[*k].id),
+		    1, (off_t)FS_VIEW_COOKIE(*k + 1));
 		if (pg.full)
 			break;
 	}

@@ -38,8 +38,8 @@ print("\n".join(sorted(rows)))
 PY
 check_num "the store has kernels to browse" "$(wc -l <"$T_TMP/want")" -eq 154
 
-check_eq "the root lists by-name and by-arch beside the key dirs" \
-	"by-arch by-name" "$(ls "$M" | grep -v '^[A-Z2-7]\{52\}$' | tr '\n' ' ' | sed 's/ $//')"
+check_eq "the root lists binary-only, by-name and by-arch beside the key dirs" \
+	"binary-only by-arch by-name" "$(ls "$M" | grep -v '^[A-Z2-7]\{52\}$' | tr '\n' ' ' | sed 's/ $//')"
 check_eq "by-name lists every kernel name" \
 	"$(cut -d' ' -f1 "$T_TMP/want" | sort -u)" "$(ls "$M/by-name")"
 check_eq "by-arch lists every target as BACKEND-ARCH" \
@@ -96,6 +96,65 @@ erofs "rmdir of by-arch: EROFS" rmdir "$M/by-arch"
 run mkdir "$M/by-name"
 check_grep "mkdir of the reserved name by-name: it exists" "File exists" "$ERR"
 check "after all that the kernel is still there" test -d "$M/$K"
+
+echo "# --- binary-only/: the cache without its IR"
+check_eq "binary-only/ lists every key dir" "$(ls "$SRC" | wc -l)" "$(ls "$M/binary-only" | wc -l)"
+check_eq "no IR file shows in binary-only/" "" \
+	"$(find "$M/binary-only/" -name '*.ttir' -o -name '*.ttgir' -o -name '*.llir' -o -name '*.ptx' -o -name '*.amdgcn' | head -3)"
+check_eq "... nor resolves" "" "$(ls "$M/binary-only/$K/$N.ttir" 2>/dev/null)"
+check "... while the root still has it" test -s "$M/$K/$N.ttir"
+python3 - "$SRC" "$M" >"$T_TMP/bin-groups.out" <<'PY'
+import json, os, sys
+src, mnt = sys.argv[1:]
+IR = (".ttir", ".ttgir", ".llir", ".ptx", ".amdgcn")
+bad = 0
+for key in sorted(os.listdir(src)):
+    for g in os.listdir(os.path.join(src, key)):
+        if not g.startswith("__grp__"):
+            continue
+        kids = json.load(open(os.path.join(src, key, g)))["child_paths"]
+        want = json.dumps({"child_paths": {
+            c: os.path.join(mnt, "binary-only", key, c)
+            for c in kids if not c.endswith(IR)}}).encode()
+        got = open(os.path.join(mnt, "binary-only", key, g), "rb").read()
+        if got != want:
+            bad += 1
+            print("%s/%s: %r" % (key, g, got[:200]))
+print("%d group files differ" % bad)
+PY
+check_grep "binary-only group files are exactly json.dumps of the files left, under binary-only/" \
+	"^0 group files differ" "$T_TMP/bin-groups.out"
+diag "$(head -3 "$T_TMP/bin-groups.out")"
+
+# Real Triton's traffic through binary-only/ on an empty cache, cold then
+# warm: every byte read back, every kernel a hit the second time.
+bin_replays() {	# bin_replays NAME CACHE_DIR
+	local name=$1 dir=$2 f=$T_TMP/bin-replay-$RANDOM
+	python3 "$REPLAY/replay.py" "$SRC" "$dir" >"$f-cold.json" 2>&1
+	check "$name: a cold replay has no error" [ $? = 0 ]
+	python3 "$REPLAY/replay.py" "$SRC" "$dir" >"$f-warm.json" 2>&1
+	check "$name: a warm replay has no error" [ $? = 0 ]
+	check_eq "$name: warm, every kernel a hit" "154 0" \
+		"$(json_eval "$f-warm.json" "'%d %d' % (sum(p['seen']['kernel']['hits'] for p in d['procs']), sum(p['seen']['kernel']['misses'] for p in d['procs']))")"
+	check_eq "$name: no IR file shows" "" \
+		"$(find "$dir/" -name '*.ttir' -o -name '*.ptx' -o -name '*.amdgcn' | head -3)"
+}
+S2=$T_TMP/bin-store
+M2=$T_TMP/bin-mnt
+mkdir -p "$M2"
+at_exit "fusermount3 -uz '$M2'"
+tcfs mount --store "$S2" "$M2"
+check_rc "a fresh store for binary-only/" 0
+bin_replays "through binary-only/" "$M2/binary-only"
+check_num "its IR files were stored all the same (the root shows them)" \
+	"$(find "$M2/" -maxdepth 2 -name '*.ttir' | wc -l)" -eq 154
+tcfs umount "$M2"
+rm -rf "$S2"
+tcfs mount -o binary_only --store "$S2" "$M2"
+check_rc "a fresh store, mounted -o binary_only" 0
+bin_replays "-o binary_only" "$M2"
+tcfs umount "$M2"
+check_rc "unmount" 0
 
 # Live: a kernel leaves the views with its group file, and comes back
 # with it.

@@ -7,7 +7,8 @@
 # which checks every blob the first time it serves it: all hits still),
 # and after one cubin's blob had a byte flipped behind the store's back
 # (never served: its kernel misses, is compiled again, and every result is
-# still right).
+# still right).  Last, a fresh store through MOUNT/binary-only, cold then
+# warm: no IR shows, every kernel hits warm, results right.
 # Run from the project root on the GPU machine, after building here and
 # bundling (../shared/device/README.md):
 #   tests/gpu/run.sh [BUNDLE_DIR] [OUT_DIR]
@@ -41,15 +42,19 @@ for run in cold warm; do
 			"$work/one.json" "$start" "$end" | tee -a "$results"
 	done
 done
-# run_tcfs LABEL: the program once more through the mount.
-run_tcfs() {
+# run_in LABEL DIR: the program once more, its cache at DIR.
+run_in() {
 	local start end
 	start=$(date +%s.%N)
-	TRITON_CACHE_DIR=$mnt python3 "$top/tests/gpu/triton_run.py" "$1" \
+	TRITON_CACHE_DIR=$2 python3 "$top/tests/gpu/triton_run.py" "$1" \
 		>"$work/one.json" 2>"$out/$1.err" || fail=1
 	end=$(date +%s.%N)
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["process_seconds"]=float(sys.argv[3])-float(sys.argv[2]); print(json.dumps(d))' \
 		"$work/one.json" "$start" "$end" | tee -a "$results"
+}
+# run_tcfs LABEL: the program once more through the mount.
+run_tcfs() {
+	run_in "$1" "$mnt"
 }
 tcfs umount "$mnt" || fail=1
 tcfs mount --store "$store" "$mnt" || exit 1
@@ -79,11 +84,24 @@ tcfs info --json --store "$store" >"$out/info.json"
 tcfs umount "$mnt" || fail=1
 tcfs fsck --store "$store" >"$out/fsck.txt" || fail=1
 
-python3 - "$results" "$out/stats.json" "$out/quarantine.txt" <<'PY' || fail=1
+# binary-only/: a fresh store, the program cold then warm with its cache
+# at MOUNT/binary-only: no IR shows there, every kernel hits warm.
+tcfs mount --store "$work/store2" "$mnt" || exit 1
+run_in bin-cold "$mnt/binary-only"
+run_in bin-warm "$mnt/binary-only"
+find "$mnt/binary-only/" \( -name '*.ttir' -o -name '*.ttgir' -o -name '*.llir' \
+	-o -name '*.ptx' -o -name '*.amdgcn' \) | wc -l >"$out/bin-ir.txt"
+tcfs stats --json --store "$work/store2" >"$out/bin-stats.json"
+tcfs umount "$mnt" || fail=1
+
+python3 - "$results" "$out/stats.json" "$out/quarantine.txt" \
+	"$out/bin-stats.json" "$out/bin-ir.txt" <<'PY' || fail=1
 import json, sys
 runs = {d["label"]: d for d in map(json.loads, open(sys.argv[1]))}
 stats = json.load(open(sys.argv[2]))
 quarantined = open(sys.argv[3]).read().split()
+bin_procs = json.load(open(sys.argv[4]))["per_process"]
+bin_ir = int(open(sys.argv[5]).read())
 procs = stats["per_process"]
 print("correct everywhere:", all(d["correct"] for d in runs.values()))
 for w in ("cold", "warm"):
@@ -102,10 +120,21 @@ if r:
     print(f"after a remount, every blob checked as it is first served: "
           f"in-process {r['seconds']:.3f}s, process {r['process_seconds']:.2f}s")
 print(f"quarantined blobs: {len(quarantined)}")
+bcold, bwarm = (bin_procs + [None] * 2)[:2]
+b, pw = runs.get("bin-warm"), runs["plain-warm"]
+print(f"binary-only/: cold {bcold and bcold['misses']} misses, warm "
+      f"{bwarm and bwarm['hits']} hits {bwarm and bwarm['misses']} misses, "
+      f"{bin_ir} IR files shown")
+if b:
+    print(f"binary-only/ warm: in-process {b['seconds']:.3f}s, plain full warm "
+          f"{pw['seconds']:.3f}s (x{b['seconds'] / pw['seconds']:.2f}); "
+          f"process {b['process_seconds']:.2f}s vs {pw['process_seconds']:.2f}s")
+bin_ok = bool(bcold and bwarm) and bcold["misses"] > 0 \
+    and bwarm["misses"] == 0 and bwarm["hits"] == warm["hits"] and bin_ir == 0
 ok = all(d["correct"] for d in runs.values()) and len(procs) == 4 \
     and warm["misses"] == 0 and warm["hits"] > 0 and cold["misses"] > 0 \
     and remount["misses"] == 0 and remount["hits"] == warm["hits"] \
-    and damaged["misses"] > 0 and len(quarantined) == 1
+    and damaged["misses"] > 0 and len(quarantined) == 1 and bin_ok
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY

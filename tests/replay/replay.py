@@ -20,7 +20,8 @@ onto the empty KEY (PyTorch Inductor's bundler).  --opens 3.14 opens files
 as CPython >= 3.14 does, without the isatty ioctl older versions send on
 every open().  Every byte read is checked against
 the source.  Prints one JSON line: what each process saw (hits, misses per
-kind), the errors, and the elapsed seconds.  Exit 1 on any error.
+kind) and read back (read_bytes), the errors, and the elapsed seconds.
+Exit 1 on any error.
 """
 import argparse
 import errno
@@ -38,6 +39,9 @@ import uuid
 # Up to 3.13 every open() asks isatty() (a TCGETS ioctl), which FUSE always
 # forwards to the daemon; 3.14 knows a regular file from open's own fstat.
 OPENS = "native"
+# Bytes this process read back from the cache (hits: group files, their
+# children, modules), to compare views that list fewer files.
+READ_BYTES = 0
 
 
 def xopen(path, mode="r"):
@@ -115,8 +119,10 @@ def put(root, key, name, data, protocol):
 
 def load_module(path, want):
     """What dlopen does with a cached extension: a private executable map."""
+    global READ_BYTES
     with xopen(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
+        READ_BYTES += size
         m = mmap.mmap(f.fileno(), size, flags=mmap.MAP_PRIVATE,
                       prot=mmap.PROT_READ | mmap.PROT_EXEC)
         try:
@@ -153,9 +159,12 @@ def write_kernel(src, root, key, group, files, protocol):
 
 def read_kernel(src, root, key, group):
     """The hit path; returns a list of errors."""
+    global READ_BYTES
     errors = []
-    with xopen(os.path.join(root, key, group)) as f:
-        paths = json.load(f)["child_paths"]
+    with xopen(os.path.join(root, key, group), "rb") as f:
+        raw = f.read()
+    READ_BYTES += len(raw)
+    paths = json.loads(raw)["child_paths"]
     for name, path in paths.items():
         if not path.startswith(os.path.join(root, key) + "/"):
             errors.append(f"{key}/{group}: child {path} not under the cache")
@@ -164,6 +173,7 @@ def read_kernel(src, root, key, group):
             continue
         with xopen(path, "rb") as f:
             data = f.read()
+        READ_BYTES += len(data)
         if data != read_src(src, key, name):
             errors.append(f"{path}: bytes differ from the source")
     return errors
@@ -210,7 +220,8 @@ def worker(args):
             errors += one_key(src, root, key, group, files, protocol, seen)
         except OSError as e:
             errors.append(f"{key}: {e}")
-    return {"pid": os.getpid(), "seen": seen, "errors": errors}
+    return {"pid": os.getpid(), "seen": seen, "errors": errors,
+            "read_bytes": READ_BYTES}
 
 
 def main():
