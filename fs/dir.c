@@ -90,7 +90,9 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 			fs_blob_failed(fs, &g->blob, rc);
 			continue;
 		}
-		if (tcfs_group_put(cas, dir->name, raw, len, TCFS_GROUP_ALL,
+		if (tcfs_group_put(cas, dir->name, raw, len,
+				   fs->store_binary_only ? TCFS_GROUP_BINARY_ONLY
+							 : TCFS_GROUP_ALL,
 				   &c, NULL) == 0 &&
 		    c.fmt == TCFS_FMT_GROUP)
 			tcfs_ns_set_content(fs->store, g->ino, &c, g->mtime_ns);
@@ -127,6 +129,10 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
 	if (tcfs_ns_list(fs->store, n.ino, 0, 0, &kids, &nk) < 0)
 		return;
 	relocate_groups(fs, &n, kids, nk);
+	/* A key dir moved into place keeps no IR it was given. */
+	for (size_t i = 0; dir == TCFS_ROOT_INO && i < nk; i++)
+		if (kids[i].kind == TCFS_FILE && fs_drops(fs, kids[i].name))
+			tcfs_ns_unlink(fs->store, n.ino, kids[i].name);
 	free(kids);
 }
 
@@ -153,6 +159,19 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	 * asynchronously): it must land with its bytes, and so must the
 	 * files of a directory that moves (rare: Inductor's key dirs). */
 	rc = tcfs_ns_lookup(fs->store, parent, name, &src);
+	if (rc == 0 && src.kind == TCFS_FILE && fs_drops(fs, newname) &&
+	    !(flags & RENAME_EXCHANGE)) {
+		/* An IR file published is accepted and dropped: it goes, and
+		 * nothing lands at its new name.  Its writes are let go
+		 * first, while its name still says what they are. */
+		rc = fs_files_commit(fs, src.ino);
+		if (rc == 0)
+			rc = tcfs_ns_unlink(fs->store, parent, name);
+		fuse_reply_err(req, -rc);
+		if (rc == 0)
+			fs_changed(fs, parent, bin, name);
+		return;
+	}
 	if (rc == 0 && src.kind == TCFS_FILE)
 		rc = fs_files_commit(fs, src.ino);
 	else if (rc == 0)

@@ -322,11 +322,21 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 	int rc;
 
 	c->fmt = TCFS_FMT_RAW;
+	if (fs_drops(fs, n->name)) {
+		/* Accepted, never stored: the rename drops the name too. */
+		tcfs_cas_stage_abort(stage);
+		c->blob = fs->empty;
+		c->size = 0;
+		return 0;
+	}
 	if (tcfs_cas_stage_size(stage, &size) == 0 &&
 	    tcfs_group_candidate(n->name, size) &&
 	    fs_key_of(fs, n, key, sizeof(key)) == 0 &&
 	    stage_bytes(stage, size, &raw, &len) == 0) {
-		rc = tcfs_group_put(cas, key, raw, len, TCFS_GROUP_ALL, c, NULL);
+		rc = tcfs_group_put(cas, key, raw, len,
+				    fs->store_binary_only ? TCFS_GROUP_BINARY_ONLY
+							  : TCFS_GROUP_ALL,
+				    c, NULL);
 		if (rc == 0)
 			tcfs_cas_stage_abort(stage);
 	} else {

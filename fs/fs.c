@@ -286,11 +286,13 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 struct own_opts {
 	int noviews;
 	int binary_only;
+	int store_binary_only;
 };
 
 static const struct fuse_opt own_specs[] = {
 	{ "noviews", offsetof(struct own_opts, noviews), 1 },
 	{ "binary_only", offsetof(struct own_opts, binary_only), 1 },
+	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
 	FUSE_OPT_END,
 };
 
@@ -356,6 +358,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	}
 	fs.start_ns = tcfs_ns_now();
 	fs.binary_only = own.binary_only;
+	fs.store_binary_only = own.store_binary_only;
 	snprintf(fs.bin_root, sizeof(fs.bin_root), "%s/binary-only", fs.root);
 	if (fs_views_new(!own.noviews, fs_report_render, &fs.views) < 0 ||
 	    fs_probes_new(&fs.probes) < 0 ||

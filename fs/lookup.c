@@ -20,6 +20,12 @@ int fs_hides(const struct tcfs_fs *fs, int bin, const char *name)
 	       tcfs_name_artifact(name) == TCFS_ART_IR;
 }
 
+int fs_drops(const struct tcfs_fs *fs, const char *name)
+{
+	return fs->store_binary_only &&
+	       tcfs_name_landing(name) == TCFS_ART_IR;
+}
+
 enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin)
 {
 	return bin || fs->binary_only ? TCFS_GROUP_BINARY_ONLY

@@ -53,6 +53,8 @@ struct tcfs_fs {
 	struct fs_views *views;		/* inodes that are not rows */
 	int binary_only;		/* -o binary_only: the root is the
 					 * binary-only view */
+	int store_binary_only;		/* -o store_binary_only: IR written
+					 * is never stored */
 	char bin_root[4096 + 16];	/* MOUNT/binary-only */
 	atomic_int bin_used;		/* binary-only/ was looked in */
 	atomic_ullong requests;		/* requests served */
@@ -108,6 +110,9 @@ static inline uint64_t fs_shown(uint64_t row, int bin)
  * group files show. */
 int fs_hides(const struct tcfs_fs *fs, int bin, const char *name);
 enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin);
+/* file.c, dir.c: whether bytes written to a file named so are dropped
+ * (-o store_binary_only and an IR file, or a temp one that becomes one). */
+int fs_drops(const struct tcfs_fs *fs, const char *name);
 /* After parent/name changed through one view: the other forgets what it
  * cached of the name (once binary-only/ has been used). */
 void fs_changed(struct tcfs_fs *fs, uint64_t parent, int bin,

@@ -88,6 +88,18 @@ enum tcfs_artifact tcfs_name_artifact(const char *name)
 	return TCFS_ART_OTHER;
 }
 
+enum tcfs_artifact tcfs_name_landing(const char *name)
+{
+	const char *tmp = strstr(name, ".tmp.pid_");
+	char final[TCFS_NAME_MAX + 1];
+
+	if (!tmp || (size_t)(tmp - name) >= sizeof(final))
+		return tcfs_name_artifact(name);
+	memcpy(final, name, (size_t)(tmp - name));
+	final[tmp - name] = '\0';
+	return tcfs_name_artifact(final);
+}
+
 int tcfs_name_check(const char *name)
 {
 	size_t n = strnlen(name, TCFS_NAME_MAX + 1);

@@ -36,6 +36,10 @@ enum tcfs_artifact {
 
 enum tcfs_artifact tcfs_name_artifact(const char *name);
 
+/* What a file will hold once it lands: the artifact of its name, or for
+ * Triton 3.0/3.1's "FILE.tmp.pid_*", of the FILE it is renamed to. */
+enum tcfs_artifact tcfs_name_landing(const char *name);
+
 /* 0 for a name that may be created in a directory; -ENAMETOOLONG over 255
  * bytes, -EINVAL for "", ".", ".." or one holding '/'. */
 int tcfs_name_check(const char *name);

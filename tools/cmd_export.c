@@ -35,6 +35,7 @@ struct export {
 	char root[PATH_MAX];	/* DEST made absolute: group files name it */
 	uint64_t kernels, keydirs, files, bytes, failed;
 	unsigned long seq;
+	enum tcfs_group_filter filter;	/* --binary-only: no IR */
 };
 
 static const char *const help =
@@ -55,6 +56,8 @@ static const char *const help =
 	"  -n, --name GLOB      kernels whose name matches GLOB\n"
 	"  -b, --backend NAME   kernels for this backend (cuda, hip, ...)\n"
 	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
+	"      --binary-only    leave IR files (.ttir .ttgir .llir .ptx\n"
+	"                       .amdgcn) out, and out of the group files\n"
 	"      --json           print the summary as JSON\n"
 	"  -q, --quiet          print nothing but errors\n"
 	"  -h, --help           show this help\n"
@@ -90,8 +93,8 @@ static int copy_blob(struct export *ex, const struct tcfs_node *n,
 		goto out;
 	}
 	if (n->fmt == TCFS_FMT_GROUP) {
-		rc = tcfs_group_render(buf, len, ex->root, key, TCFS_GROUP_ALL,
-				       &r, &rlen);
+		rc = tcfs_group_render(buf, len, ex->root, key, ex->filter, &r,
+				       &rlen);
 		if (rc < 0)
 			goto out;
 	}
@@ -208,6 +211,10 @@ static int export_children(struct export *ex, int fd,
 			char sub[PATH_MAX];
 
 			if (is_group(&kids[i]) != pass)
+				continue;
+			if (ex->filter == TCFS_GROUP_BINARY_ONLY &&
+			    kids[i].kind == TCFS_FILE &&
+			    tcfs_name_artifact(kids[i].name) == TCFS_ART_IR)
 				continue;
 			if (pass == 1 && first < 0)
 				break;	/* no group for a partial kernel */
@@ -371,6 +378,7 @@ int cmd_export(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "arch", required_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "binary-only", no_argument, NULL, 'B' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
@@ -404,6 +412,9 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = 1;
+			break;
+		case 'B':
+			ex.filter = TCFS_GROUP_BINARY_ONLY;
 			break;
 		default:
 			return cli_usage_err("export", "bad option");

@@ -50,6 +50,7 @@ struct import {
 	int srcfd;		/* symlinks may not lead out of it */
 	char realsrc[PATH_MAX];	/* its absolute path */
 	int quiet;
+	int binary_only;	/* --binary-only: IR files stay out */
 	int progress;		/* a terminal gets a progress line */
 	double last_progress;
 	struct import_stats st;
@@ -77,6 +78,8 @@ static const char *const help =
 	"                    $XDG_DATA_HOME/tcfs, else ~/.local/share/tcfs);\n"
 	"                    created, mode 0700, if missing\n"
 	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
+	"      --binary-only leave IR files (.ttir .ttgir .llir .ptx .amdgcn)\n"
+	"                    out, and out of the group files stored\n"
 	"  -q, --quiet       print nothing but errors\n"
 	"      --json        print the summary as JSON\n"
 	"  -h, --help        show this help\n"
@@ -183,7 +186,9 @@ static int put_group(struct import *im, int fd, const char *key,
 	}
 	if (rc == 0)
 		rc = tcfs_group_put(tcfs_store_cas(im->s), key, buf, len,
-				    TCFS_GROUP_ALL, c, put);
+				    im->binary_only ? TCFS_GROUP_BINARY_ONLY
+						    : TCFS_GROUP_ALL,
+				    c, put);
 	free(buf);
 	return rc;
 }
@@ -380,6 +385,10 @@ static int import_entry(struct import *im, int dirfd,
 
 	if (tcfs_name_is_temp(name, 0)) {
 		im->st.skipped++;	/* a write in progress or abandoned */
+		return 0;
+	}
+	if (im->binary_only && tcfs_name_artifact(name) == TCFS_ART_IR) {
+		im->st.skipped++;
 		return 0;
 	}
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -609,6 +618,7 @@ int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "binary-only", no_argument, NULL, 'B' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
@@ -627,6 +637,9 @@ int cmd_import(int argc, char **argv)
 		switch (c) {
 		case 'q':
 			im.quiet = 1;
+			break;
+		case 'B':
+			im.binary_only = 1;
 			break;
 		default:
 			return cli_usage_err("import", "bad option");

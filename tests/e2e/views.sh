@@ -156,6 +156,47 @@ bin_replays "-o binary_only" "$M2"
 tcfs umount "$M2"
 check_rc "unmount" 0
 
+echo "# --- stores without IR: -o store_binary_only, import and export --binary-only"
+# no_ir_blobs STORE: none of the fixture's IR files is a blob there.
+no_ir_blobs() {
+	local h n=0
+	while read -r h _; do
+		[ -e "$1/objects/${h:0:2}/$h" ] && n=$((n + 1))
+	done < <(find "$SRC" \( -name '*.ttir' -o -name '*.ttgir' -o -name '*.llir' \
+		-o -name '*.ptx' -o -name '*.amdgcn' \) -exec xxhsum -q -H2 {} +)
+	[ "$n" = 0 ]
+}
+# ir_free DIR: no IR file under DIR, and its group files list none.
+ir_free() {
+	[ -z "$(find "$1/" \( -name '*.ttir' -o -name '*.ttgir' -o -name '*.llir' \
+		-o -name '*.ptx' -o -name '*.amdgcn' \) | head -1)" ] &&
+		! grep -q -E '\.(ttir|ttgir|llir|ptx|amdgcn)"' "$1"/*/__grp__*.json
+}
+S3=$T_TMP/sbo-store
+M3=$T_TMP/sbo-mnt
+mkdir -p "$M3"
+at_exit "fusermount3 -uz '$M3'"
+tcfs mount -o store_binary_only --store "$S3" "$M3"
+check_rc "a fresh store, mounted -o store_binary_only" 0
+bin_replays "-o store_binary_only" "$M3"
+check "... its group files list no IR" ir_free "$M3"
+tcfs umount "$M3"
+check "... and no IR file was stored as a blob" no_ir_blobs "$S3"
+
+tcfs import --binary-only --store "$T_TMP/bo-import" "$SRC"
+check_rc "tcfs import --binary-only" 0
+check "... stores no IR blob" no_ir_blobs "$T_TMP/bo-import"
+tcfs export --store "$T_TMP/bo-import" "$T_TMP/bo-export-1"
+check_rc "... whose export works" 0
+check "... and holds no IR, nor lists any" ir_free "$T_TMP/bo-export-1"
+tcfs export --binary-only --store "$S" "$T_TMP/bo-export-2"
+check_rc "tcfs export --binary-only of a full store" 0
+check "... writes no IR, and group files that list none" ir_free "$T_TMP/bo-export-2"
+python3 "$REPLAY/replay.py" "$SRC" "$T_TMP/bo-export-2" >"$T_TMP/bo-export.json" 2>&1
+check_eq "... which a warm replay reads back whole, every kernel a hit" true \
+	"$(json_eval "$T_TMP/bo-export.json" \
+		"d['errors'] == 0 and sum(p['seen']['kernel']['misses'] for p in d['procs']) == 0")"
+
 # Live: a kernel leaves the views with its group file, and comes back
 # with it.
 GRP=$(cd "$M/$K" && ls __grp__*.json)
