@@ -151,6 +151,13 @@ int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 	return rc < 0 ? rc : 0;
 }
 
+/* A kernel probe's kernel is in the cache now: a miss followed by the
+ * kernel landing makes a new kernel, a miss alone does not. */
+#define LANDED(t)                                                         \
+	"EXISTS (SELECT 1 FROM kernels k JOIN nodes g ON g.ino = k.grp_ino" \
+	" JOIN nodes d ON d.ino = g.parent WHERE k.name = " t ".name"       \
+	" AND d.name = " t ".key AND d.parent = 1)"
+
 /* Every probe ever, from the counts (tcfs_event_count with since 0). */
 static const char *const sql_count_all[] = {
 	[TCFS_BY_KIND] =
@@ -162,7 +169,8 @@ static const char *const sql_count_all[] = {
 		" GROUP BY name ORDER BY name",
 	[TCFS_BY_NEW] =
 		"SELECT key, name, '', 0, 0, misses, first"
-		" FROM probe_counts WHERE kind = 'kernel' AND misses > 0"
+		" FROM probe_counts p WHERE kind = 'kernel' AND misses > 0"
+		" AND " LANDED("p")
 		" ORDER BY first, key",
 };
 
@@ -181,7 +189,8 @@ static const char *const sql_count_since[] = {
 		" ORDER BY min(id)",
 	[TCFS_BY_NEW] =
 		"SELECT key, name, '', 0, 0, count(*), min(time)"
-		" FROM events WHERE time >= ? AND kind = 'kernel' AND hit = 0"
+		" FROM events p WHERE time >= ? AND kind = 'kernel' AND hit = 0"
+		" AND " LANDED("p")
 		" GROUP BY key, name ORDER BY min(id)",
 };
 

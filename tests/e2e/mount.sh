@@ -114,6 +114,15 @@ tcfs log --store "$S"
 check_eq "log: one line per probe" $((2 * (KERNELS + MODULES))) "$(wc -l <"$OUT")"
 tcfs info --json --store "$S"
 check_eq "info: the kernels table has every kernel" "$KERNELS" "$(json_get "$OUT" kernels)"
+# A miss that nothing follows (a key never compiled) is a miss, not a new
+# kernel.
+NOKEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+mkdir "$M/$NOKEY"
+test -e "$M/$NOKEY/__grp__never.json"
+tcfs stats --json --store "$S"
+check_eq "stats: a miss whose kernel never landed counts as a miss, not a new kernel" \
+	"$((KERNELS + 1)) $KERNELS" "$(json_eval "$OUT" '"%d %d" % (d["misses"], len(set(d["new_kernels"])))')"
+rmdir "$M/$NOKEY"
 
 # Unmounting commits and flushes; the daemon exits 0 (seen with -f).
 tcfs umount "$M"
@@ -143,7 +152,8 @@ fusermount3 -u "$M"
 wait "$DAEMON"
 check_eq "fusermount3 -u: the foreground daemon exits 0" 0 $?
 tcfs stats --json --store "$S"
-check_eq "events of the last runs were flushed at unmount" $((4 * KERNELS)) \
+check_eq "events of the last runs were flushed at unmount (and the lone miss)" \
+	$((4 * KERNELS + 1)) \
 	"$(json_eval "$OUT" 'd["hits"] + d["misses"]')"
 tcfs fsck --store "$S"
 check_rc "fsck after all that: clean" 0
