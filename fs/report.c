@@ -22,7 +22,7 @@ int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
 		rc = tcfs_report_metrics(fs->store, &d, out);
 	else
 		rc = tcfs_report_stats(fs->store, 0, fs->root,
-				       f == FS_VIEW_STATS_JSON, out);
+				       f == FS_VIEW_STATS_JSON, out, NULL);
 	if (fclose(out) != 0 && rc == 0)
 		rc = -ENOMEM;
 	if (rc < 0) {

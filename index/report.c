@@ -182,7 +182,8 @@ static void stats_free(struct stats *st)
 }
 
 int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
-		      const char *mount, int json, FILE *out)
+		      const char *mount, int json, FILE *out,
+		      uint64_t *misses)
 {
 	struct stats st = { 0 };
 	int rc;
@@ -193,6 +194,8 @@ int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
 		rc = print_json(s, &st, out);
 	else if (rc == 0)
 		print_text(s, &st, out);
+	if (misses)
+		*misses = st.misses;
 	stats_free(&st);
 	return rc;
 }

@@ -20,9 +20,11 @@ struct tcfs_report_daemon {
 };
 
 /* tcfs stats: probes since since_ns (0: all), as text or JSON; mount is
- * the store's mount point, or NULL.  0 or -errno. */
+ * the store's mount point, or NULL.  *misses (unless NULL) gets the
+ * kernel misses counted.  0 or -errno. */
 int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
-		      const char *mount, int json, FILE *out);
+		      const char *mount, int json, FILE *out,
+		      uint64_t *misses);
 
 /* The same counts and the store's sizes as Prometheus metrics; d NULL
  * when no mount serves the store.  0 or -errno. */

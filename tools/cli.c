@@ -187,6 +187,17 @@ const char *cli_time(int64_t ns, char *buf, size_t len)
 	return tcfs_report_time(ns, buf, len);
 }
 
+int cli_parse_count(const char *arg, uint64_t *out)
+{
+	char *end;
+
+	if (!arg[0] || arg[0] < '0' || arg[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(arg, &end, 10);
+	return *end || errno ? -EINVAL : 0;
+}
+
 int64_t cli_parse_since(const char *arg)
 {
 	static const struct {

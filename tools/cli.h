@@ -82,6 +82,9 @@ int cli_print_json(cJSON *doc);
  * local time, or "@SECONDS" since the epoch.  -1 when unparsable. */
 int64_t cli_parse_since(const char *arg);
 
+/* A count: decimal digits only.  0, or -EINVAL. */
+int cli_parse_count(const char *arg, uint64_t *out);
+
 /* Finds a tcfs mount in /proc/self/mountinfo by its store or by its mount
  * point (give one, the other NULL) and writes both, absolute, into store
  * and point (PATH_MAX bytes each).  -ENOENT when there is none. */

@@ -40,13 +40,18 @@ static const char *const help =
 	"                    hits, misses}], modules: {hits, misses}, log:\n"
 	"                    {events, oldest, max_events, max_age_seconds,\n"
 	"                    dropped}}\n"
+	"      --max-misses N\n"
+	"                    exit 1 when more than N kernel probes missed\n"
+	"                    (since T, with --since): a CI check that a warm\n"
+	"                    cache stayed warm\n"
 	"      --prometheus  print the counts and the store's sizes as\n"
 	"                    Prometheus metrics (text exposition format, for\n"
 	"                    node_exporter's textfile collector); a mount\n"
 	"                    serves them live as MOUNT/.tcfs/metrics.prom\n"
 	"  -h, --help        show this help\n"
 	"\n"
-	"Exit status: 0 success, 1 error, 2 usage error.\n";
+	"Exit status: 0 success, 1 error or more misses than --max-misses\n"
+	"allows, 2 usage error.\n";
 
 int cmd_stats(int argc, char **argv)
 {
@@ -54,12 +59,14 @@ int cmd_stats(int argc, char **argv)
 		CLI_SINCE_LONGOPT,
 		{ "reset", no_argument, NULL, 'R' },
 		{ "prometheus", no_argument, NULL, 'P' },
+		{ "max-misses", required_argument, NULL, 'M' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
 	struct cli_common co = CLI_COMMON_INIT;
 	char mount[PATH_MAX];
 	struct tcfs_store *s;
+	uint64_t misses = 0, max_misses = UINT64_MAX;
 	int c, reset = 0, prom = 0, rc;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS, opts,
@@ -77,6 +84,12 @@ int cmd_stats(int argc, char **argv)
 		case 'P':
 			prom = 1;
 			break;
+		case 'M':
+			if (cli_parse_count(optarg, &max_misses) < 0)
+				return cli_usage_err("stats", "--max-misses: "
+						     "not a count: '%s'",
+						     optarg);
+			break;
 		default:
 			return cli_usage_err("stats", "bad option");
 		}
@@ -90,11 +103,21 @@ int cmd_stats(int argc, char **argv)
 	if (prom)
 		rc = tcfs_report_metrics(s, NULL, stdout);
 	else
-		rc = tcfs_report_stats(s, co.since_ns, mount, co.json, stdout);
+		rc = tcfs_report_stats(s, co.since_ns, mount, co.json, stdout,
+				       &misses);
 	if (rc == 0 && reset)
 		rc = tcfs_event_clear(s, NULL);
 	if (rc < 0)
 		cli_lib_err("stats", rc, tcfs_store_path(s));
 	tcfs_store_close(s);
-	return rc < 0 ? CLI_FAIL : CLI_OK;
+	if (rc < 0)
+		return CLI_FAIL;
+	if (misses > max_misses) {
+		cli_err("stats", "%llu kernel probes missed, more than "
+				 "--max-misses %llu allows",
+			(unsigned long long)misses,
+			(unsigned long long)max_misses);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
 }

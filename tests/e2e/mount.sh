@@ -123,6 +123,17 @@ tcfs stats --json --store "$S"
 check_eq "stats: a miss whose kernel never landed counts as a miss, not a new kernel" \
 	"$((KERNELS + 1)) $KERNELS" "$(json_eval "$OUT" '"%d %d" % (d["misses"], len(set(d["new_kernels"])))')"
 rmdir "$M/$NOKEY"
+# The CI check that a warm cache stayed warm.
+tcfs stats --max-misses $((KERNELS + 1)) --store "$S"
+check_rc "stats --max-misses N: exit 0 with N misses" 0
+tcfs stats --max-misses "$KERNELS" --store "$S"
+check_rc "stats --max-misses N: exit 1 with more" 1
+check_grep "... saying how many missed and the limit" \
+	"$((KERNELS + 1)) kernel probes missed, more than --max-misses $KERNELS" "$ERR"
+tcfs stats --since "@$(date +%s)" --max-misses 0 --store "$S"
+check_rc "stats --since NOW --max-misses 0: no miss since, exit 0" 0
+tcfs stats --max-misses many --store "$S"
+check_rc "stats --max-misses with no count: usage error (2)" 2
 
 # Unmounting commits and flushes; the daemon exits 0 (seen with -f).
 tcfs umount "$M"
