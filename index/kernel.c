@@ -29,13 +29,30 @@ static const char sql_upsert[] =
 	" warp_size, num_warps, num_stages, num_ctas, triton_version,"
 	" total_bytes, binary_bytes, ir_bytes, created)"
 	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-static const char sql_list[] =
-	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"
-	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"
-	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"
+/* A kernel's row as kernel_from_row reads it, and where it comes from. */
+#define KERNEL_ROW                                                          \
+	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"     \
+	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
+	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
 	" k.created"
-	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"
-	" JOIN nodes d ON d.ino = g.parent ORDER BY d.name, k.name";
+#define KERNEL_FROM                                                         \
+	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
+	" JOIN nodes d ON d.ino = g.parent"
+
+static const char sql_list[] =
+	KERNEL_ROW KERNEL_FROM " ORDER BY d.name, k.name";
+
+static const char sql_uses[] =
+	KERNEL_ROW ","
+	" (SELECT count(*) FROM nodes f WHERE f.parent = g.parent"
+	"  AND f.kind = 'f'),"
+	" coalesce(p.hits, 0), coalesce(p.misses, 0), coalesce(p.last_hit, 0)"
+	KERNEL_FROM
+	" LEFT JOIN probe_counts p ON p.key = d.name AND p.name = k.name"
+	" AND p.kind = 'kernel' ORDER BY d.name, k.name";
+
+static const char sql_get[] =
+	KERNEL_ROW KERNEL_FROM " WHERE k.grp_ino = ?";
 
 static const char *const meta_names[] = { "ok", "missing", "invalid" };
 
@@ -288,6 +305,44 @@ int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 {
 	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_kernel,
 				 (void *)f, out, n, sql_list, "");
+
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_kernel_get(struct tcfs_store *s, uint64_t grp_ino,
+		    struct tcfs_kernel *k)
+{
+	struct tcfs_kernel *one = NULL;
+	size_t n = 0;
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*one), fill_kernel,
+				 NULL, &one, &n, sql_get, "i",
+				 (int64_t)grp_ino);
+
+	if (rc == 0 && n == 0)
+		rc = -ENOENT;
+	if (rc == 0)
+		*k = one[0];
+	free(one);
+	return rc < 0 ? rc : 0;
+}
+
+static int fill_use(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_use *u = elem;
+
+	kernel_from_row(st, &u->k);
+	u->files = (uint64_t)sqlite3_column_int64(st, 16);
+	u->hits = (uint64_t)sqlite3_column_int64(st, 17);
+	u->misses = (uint64_t)sqlite3_column_int64(st, 18);
+	u->last_hit_ns = sqlite3_column_int64(st, 19);
+	return tcfs_kernel_match(&u->k, ctx) ? 0 : 1;
+}
+
+int tcfs_kernel_uses(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
+		     struct tcfs_kernel_use **out, size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_use,
+				 (void *)f, out, n, sql_uses, "");
 
 	return rc < 0 ? rc : 0;
 }

@@ -74,6 +74,23 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 		     struct tcfs_kernel **out, size_t *n);
 
+/* The kernel of group file grp_ino: -ENOENT when it is none. */
+int tcfs_kernel_get(struct tcfs_store *s, uint64_t grp_ino,
+		    struct tcfs_kernel *k);
+
+/* A kernel with what the cache knows of its use (tcfs list). */
+struct tcfs_kernel_use {
+	struct tcfs_kernel k;
+	uint64_t files;		/* in its key dir */
+	uint64_t hits, misses;	/* its probes, ever (probe_counts) */
+	int64_t last_hit_ns;	/* 0: never hit */
+};
+
+/* Every kernel matching f (NULL: all) with its use, ordered by key and
+ * name.  *out is owned by the caller (free()). */
+int tcfs_kernel_uses(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
+		     struct tcfs_kernel_use **out, size_t *n);
+
 /*
  * Indexed queries for browsing (the mount's by-name/ and by-arch/ views):
  * each reads only the rows it answers with, never every kernel.  A target

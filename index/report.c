@@ -12,6 +12,7 @@
 #include "info.h"
 #include "store.h"
 #include "utf8.h"
+#include "why.h"
 
 const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
 {
@@ -91,6 +92,57 @@ static cJSON *hit_miss(uint64_t hits, uint64_t misses)
 	return o;
 }
 
+/* The rest of a new kernel's line: what sets it apart (why.h). */
+static void why_line(struct tcfs_store *s, const char *key, FILE *out)
+{
+	struct tcfs_why w;
+	const char *sep = "";
+	char f[TCFS_UTF8_SHOW_MAX];
+
+	if (tcfs_why(s, key, &w) < 0) {
+		fputc('\n', out);
+		return;
+	}
+	if (!w.nearest[0])
+		fprintf(out, "  (the first of its name and target)\n");
+	else if (!w.differences->child)
+		fprintf(out, "  same metadata as %s: the source, the signature "
+			     "or Triton changed\n", w.nearest);
+	else
+		fprintf(out, "  differs from %s in ", w.nearest);
+	for (const cJSON *d = w.differences->child; w.nearest[0] && d;
+	     d = d->next, sep = ", ")
+		fprintf(out, "%s%s", sep,
+			tcfs_utf8_printable(d->string, f, sizeof(f)));
+	if (w.nearest[0] && w.differences->child)
+		fputc('\n', out);
+	tcfs_why_free(&w);
+}
+
+/* {KEY: {nearest, differences}} for the new kernels (why.h). */
+static cJSON *why_json(struct tcfs_store *s, const struct stats *st)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (size_t i = 0; o && i < st->nfresh; i++) {
+		struct tcfs_why w;
+		cJSON *one;
+
+		if (tcfs_why(s, st->fresh[i].key, &w) < 0)
+			continue;
+		one = cJSON_AddObjectToObject(o, st->fresh[i].key);
+		if (one && w.nearest[0])
+			cJSON_AddStringToObject(one, "nearest", w.nearest);
+		else if (one)
+			cJSON_AddNullToObject(one, "nearest");
+		if (one)
+			cJSON_AddItemToObject(one, "differences",
+					      cJSON_Duplicate(w.differences, 1));
+		tcfs_why_free(&w);
+	}
+	return o;
+}
+
 static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k;
@@ -104,6 +156,7 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	a = cJSON_AddArrayToObject(o, "new_kernels");
 	for (size_t i = 0; a && i < st->nfresh; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(st->fresh[i].key));
+	cJSON_AddItemToObject(o, "new_kernels_why", why_json(s, st));
 	k = cJSON_AddObjectToObject(o, "per_kernel");
 	for (size_t i = 0; k && i < st->nkernel; i++)
 		cJSON_AddItemToObject(k, st->kernel[i].name,
@@ -153,10 +206,12 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 		       "was nearly full (not in these counts)\n",
 		       (unsigned long long)st->log.dropped);
 	fprintf(out, "new kernels      %zu\n", st->nfresh);
-	for (size_t i = 0; i < st->nfresh; i++)
-		fprintf(out, "  - %s  %s\n",
+	for (size_t i = 0; i < st->nfresh; i++) {
+		fprintf(out, "  - %s  %s",
 		       tcfs_utf8_printable(st->fresh[i].key, a, sizeof(a)),
 		       tcfs_utf8_printable(st->fresh[i].name, b, sizeof(b)));
+		why_line(s, st->fresh[i].key, out);
+	}
 	if (st->nkernel)
 		fprintf(out, "\nper kernel\n");
 	for (size_t i = 0; i < st->nkernel; i++)

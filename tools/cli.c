@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "index/err.h"
+#include "index/kernel.h"
 #include "index/report.h"
 #include "index/store.h"
 #include "index/utf8.h"
@@ -185,6 +186,22 @@ void cli_mount_sync(struct tcfs_store *s, char *mount)
 const char *cli_time(int64_t ns, char *buf, size_t len)
 {
 	return tcfs_report_time(ns, buf, len);
+}
+
+int cli_filter_opt(int c, struct tcfs_kernel_filter *f)
+{
+	switch (c) {
+	case 'n':
+		f->name = optarg;
+		return 1;
+	case 'b':
+		f->backend = optarg;
+		return 1;
+	case 'a':
+		f->arch = optarg;
+		return 1;
+	}
+	return 0;
 }
 
 int cli_parse_count(const char *arg, uint64_t *out)

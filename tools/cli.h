@@ -45,6 +45,18 @@ struct cli_common {
 	{ "help", no_argument, NULL, 'h' }
 #define CLI_COMMON_SHORTOPTS "s:w:h"
 
+/* The kernel filters (--name GLOB, --backend B, --arch A) of the commands
+ * that select kernels: for the getopt_long table, and its short options
+ * (for the optstring: the options have no long-only form). */
+#define CLI_FILTER_LONGOPTS                                                  \
+	{ "name", required_argument, NULL, 'n' },                            \
+	{ "backend", required_argument, NULL, 'b' },                         \
+	{ "arch", required_argument, NULL, 'a' }
+#define CLI_FILTER_SHORTOPTS "n:b:a:"
+struct tcfs_kernel_filter;
+/* Takes a filter option into *f: 1 when c was one, 0 when not. */
+int cli_filter_opt(int c, struct tcfs_kernel_filter *f);
+
 /* Takes one of the shared options: returns 1 when c was one, 0 when it is
  * the command's own, and -1 when the command is to exit with *code (after
  * --help, or a bad --wait). */

@@ -374,9 +374,7 @@ static int print_summary(const struct export *ex, int json)
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "name", required_argument, NULL, 'n' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "arch", required_argument, NULL, 'a' },
+		CLI_FILTER_LONGOPTS,
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "binary-only", no_argument, NULL, 'B' },
 		CLI_COMMON_LONGOPTS,
@@ -389,7 +387,8 @@ int cmd_export(int argc, char **argv)
 	size_t ntop = 0;
 	int c, quiet = 0, filtered = 0, destfd, rc;
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "n:b:a:q",
+	while ((c = getopt_long(argc, argv,
+				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS "q",
 				opts, NULL)) != -1) {
 		switch (cli_common_opt("export", help, c, &co, &rc)) {
 		case 1:
@@ -397,19 +396,11 @@ int cmd_export(int argc, char **argv)
 		case -1:
 			return rc;
 		}
+		if (cli_filter_opt(c, &f)) {
+			filtered = 1;
+			continue;
+		}
 		switch (c) {
-		case 'n':
-			f.name = optarg;
-			filtered = 1;
-			break;
-		case 'b':
-			f.backend = optarg;
-			filtered = 1;
-			break;
-		case 'a':
-			f.arch = optarg;
-			filtered = 1;
-			break;
 		case 'q':
 			quiet = 1;
 			break;

@@ -15,5 +15,7 @@ int cmd_umount(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_why(int argc, char **argv);
 
 #endif

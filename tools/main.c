@@ -23,6 +23,8 @@ static const struct {
 	{ "import", cmd_import, "add existing Triton cache dirs to the store" },
 	{ "export", cmd_export, "write the store out as a plain Triton cache" },
 	{ "info", cmd_info, "what the store holds: kernels, files, sizes" },
+	{ "list", cmd_list, "one row per kernel, with its hits and misses" },
+	{ "why", cmd_why, "why a kernel missed: what differs from its nearest" },
 	{ "fsck", cmd_fsck, "verify every blob and row; --repair what is safe" },
 	{ "gc", cmd_gc, "delete blobs that no file references" },
 	{ "config", cmd_config, "show or set the store's settings" },

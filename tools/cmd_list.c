@@ -1,0 +1,251 @@
+/*
+ * tcfs list: one row per kernel, with its use as the mount saw it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "index/kernel.h"
+#include "index/store.h"
+#include "index/utf8.h"
+
+static const char *const help =
+	"Usage: tcfs list [OPTIONS]\n"
+	"\n"
+	"One row per kernel in the store: name, key, target (BACKEND-ARCH),\n"
+	"warps, stages, size (every file of its key dir), files, hits and\n"
+	"misses (every probe the mount logged of it, ever), when it was last\n"
+	"hit and when it was created (its group file landed).\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR      the store (default as for tcfs import)\n"
+	"  -n, --name GLOB      kernels whose name matches GLOB\n"
+	"  -b, --backend NAME   kernels for this backend (cuda, hip, ...)\n"
+	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
+	"      --unused-since T kernels not hit since T (one never hit: not\n"
+	"                       since it was created); T as for tcfs stats\n"
+	"                       --since: 7d, 2026-11-01, @EPOCH-SECONDS\n"
+	"      --sort FIELD     name (the default) or key, A to Z; size, hits,\n"
+	"                       misses, last-hit or created, most first\n"
+	"      --json           print a JSON array of {name, key, target,\n"
+	"                       backend, arch, num_warps, num_stages, size,\n"
+	"                       files, hits, misses, last_hit, created} (times\n"
+	"                       in seconds since the epoch; last_hit null when\n"
+	"                       never hit)\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n";
+
+enum sort { BY_NAME, BY_KEY, BY_SIZE, BY_HITS, BY_MISSES, BY_LAST_HIT,
+	    BY_CREATED };
+
+static const char *const sort_names[] = {
+	[BY_NAME] = "name",	  [BY_KEY] = "key",
+	[BY_SIZE] = "size",	  [BY_HITS] = "hits",
+	[BY_MISSES] = "misses",	  [BY_LAST_HIT] = "last-hit",
+	[BY_CREATED] = "created",
+};
+
+static int cmp_u(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;	/* most first */
+}
+
+/* qsort_r's comparator; arg: the enum sort. */
+static int cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct tcfs_kernel_use *a = pa, *b = pb;
+	int c = 0;
+
+	switch (*(const enum sort *)arg) {
+	case BY_NAME:
+		c = strcmp(a->k.name, b->k.name);
+		break;
+	case BY_KEY:
+		break;
+	case BY_SIZE:
+		c = cmp_u(a->k.total_bytes, b->k.total_bytes);
+		break;
+	case BY_HITS:
+		c = cmp_u(a->hits, b->hits);
+		break;
+	case BY_MISSES:
+		c = cmp_u(a->misses, b->misses);
+		break;
+	case BY_LAST_HIT:
+		c = cmp_u((uint64_t)a->last_hit_ns, (uint64_t)b->last_hit_ns);
+		break;
+	case BY_CREATED:
+		c = cmp_u((uint64_t)a->k.created_ns, (uint64_t)b->k.created_ns);
+		break;
+	}
+	return c ? c : strcmp(a->k.key, b->k.key);
+}
+
+static void target(const struct tcfs_kernel *k, char *buf, size_t len)
+{
+	if (k->backend[0])
+		snprintf(buf, len, "%s-%s", k->backend, k->arch);
+	else
+		snprintf(buf, len, "-");
+}
+
+static int print_json(const struct tcfs_kernel_use *u, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < n; i++) {
+		const struct tcfs_kernel *k = &u[i].k;
+		cJSON *o = cJSON_CreateObject();
+		char t[80];
+
+		target(k, t, sizeof(t));
+		cJSON_AddStringToObject(o, "name", k->name);
+		cJSON_AddStringToObject(o, "key", k->key);
+		cJSON_AddStringToObject(o, "target", t);
+		cJSON_AddStringToObject(o, "backend", k->backend);
+		cJSON_AddStringToObject(o, "arch", k->arch);
+		cJSON_AddNumberToObject(o, "num_warps", (double)k->num_warps);
+		cJSON_AddNumberToObject(o, "num_stages", (double)k->num_stages);
+		cJSON_AddNumberToObject(o, "size", (double)k->total_bytes);
+		cJSON_AddNumberToObject(o, "files", (double)u[i].files);
+		cJSON_AddNumberToObject(o, "hits", (double)u[i].hits);
+		cJSON_AddNumberToObject(o, "misses", (double)u[i].misses);
+		if (u[i].last_hit_ns)
+			cJSON_AddNumberToObject(o, "last_hit",
+						(double)u[i].last_hit_ns / 1e9);
+		else
+			cJSON_AddNullToObject(o, "last_hit");
+		cJSON_AddNumberToObject(o, "created",
+					(double)k->created_ns / 1e9);
+		cJSON_AddItemToArray(a, o);
+	}
+	return cli_print_json(a);
+}
+
+static void print_text(const struct tcfs_kernel_use *u, size_t n)
+{
+	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %s\n", "NAME",
+	       "KEY", "TARGET", "WARPS", "STAGES", "SIZE", "FILES", "HITS",
+	       "MISSES", "LAST HIT", "CREATED");
+	for (size_t i = 0; i < n; i++) {
+		const struct tcfs_kernel *k = &u[i].k;
+		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
+		char t[80], size[32], last[32], made[32];
+
+		target(k, t, sizeof(t));
+		if (u[i].last_hit_ns)
+			cli_time(u[i].last_hit_ns, last, sizeof(last));
+		else
+			snprintf(last, sizeof(last), "never");
+		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
+		       "%-19s %s\n",
+		       tcfs_utf8_printable(k->name, name, sizeof(name)),
+		       tcfs_utf8_printable(k->key, key, sizeof(key)), t,
+		       (long long)k->num_warps, (long long)k->num_stages,
+		       cli_human(k->total_bytes, size, sizeof(size)),
+		       (unsigned long long)u[i].files,
+		       (unsigned long long)u[i].hits,
+		       (unsigned long long)u[i].misses, last,
+		       cli_time(k->created_ns, made, sizeof(made)));
+	}
+}
+
+/* Drops the kernels hit since t (or, never hit, created since t). */
+static size_t unused_since(struct tcfs_kernel_use *u, size_t n, int64_t t)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t last = u[i].last_hit_ns ? u[i].last_hit_ns
+						: u[i].k.created_ns;
+
+		if (last < t)
+			u[kept++] = u[i];
+	}
+	return kept;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_FILTER_LONGOPTS,
+		{ "unused-since", required_argument, NULL, 'U' },
+		{ "sort", required_argument, NULL, 'O' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_kernel_filter f = { 0 };
+	struct tcfs_kernel_use *u = NULL;
+	struct tcfs_store *s;
+	enum sort sort_by = BY_NAME;
+	int64_t unused = -1;	/* --unused-since, when given */
+	size_t n = 0;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv,
+				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS,
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("list", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		if (cli_filter_opt(c, &f))
+			continue;
+		switch (c) {
+		case 'U':
+			unused = cli_parse_since(optarg);
+			if (unused < 0)
+				return cli_usage_err("list", "--unused-since: "
+						     "not a time: '%s'",
+						     optarg);
+			break;
+		case 'O': {
+			size_t i = 0;
+
+			while (i < sizeof(sort_names) / sizeof(*sort_names) &&
+			       strcmp(sort_names[i], optarg) != 0)
+				i++;
+			if (i == sizeof(sort_names) / sizeof(*sort_names))
+				return cli_usage_err("list", "--sort: no field "
+						     "'%s' (name, key, size, "
+						     "hits, misses, last-hit, "
+						     "created)",
+						     optarg);
+			sort_by = (enum sort)i;
+			break;
+		}
+		default:
+			return cli_usage_err("list", "bad option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_err("list", "unexpected argument '%s'",
+				     argv[optind]);
+	if (cli_open_store("list", &co.store, 0, 0, &s) != CLI_OK)
+		return CLI_FAIL;
+	cli_mount_sync(s, NULL);
+	rc = tcfs_kernel_uses(s, &f, &u, &n);
+	if (rc < 0) {
+		cli_lib_err("list", rc, tcfs_store_path(s));
+		tcfs_store_close(s);
+		return CLI_FAIL;
+	}
+	if (unused >= 0)
+		n = unused_since(u, n, unused);
+	if (n > 1)
+		qsort_r(u, n, sizeof(*u), cmp, &sort_by);
+	if (co.json)
+		rc = print_json(u, n) == CLI_OK ? 0 : -1;
+	else
+		print_text(u, n);
+	free(u);
+	tcfs_store_close(s);
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}

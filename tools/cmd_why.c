@@ -1,0 +1,126 @@
+/*
+ * tcfs why: why a kernel missed, from its metadata against its nearest
+ * cached sibling's (index/why.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "index/store.h"
+#include "index/utf8.h"
+#include "index/why.h"
+
+static const char *const help =
+	"Usage: tcfs why [OPTIONS] KEY\n"
+	"\n"
+	"Why the kernel at KEY was compiled when others of its name were\n"
+	"cached: compares its metadata (NAME.json) with every cached kernel of\n"
+	"the same name and target, picks the nearest (the fewest differing\n"
+	"top-level fields) and shows the fields that differ, but \"hash\".\n"
+	"None differing means the source, the signature or Triton itself\n"
+	"changed, which the metadata does not record.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR   the store (default as for tcfs import)\n"
+	"      --json        print {key, name, target, nearest: KEY or null,\n"
+	"                    differences: {FIELD: [nearest's value, this\n"
+	"                    kernel's value]}}\n"
+	"  -h, --help        show this help\n"
+	"\n"
+	"Exit status: 0 success, 1 no kernel at KEY or the store could not be\n"
+	"read, 2 usage error.\n";
+
+static void print_text(const struct tcfs_why *w)
+{
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+
+	printf("kernel   %s\nkey      %s\ntarget   %s-%s\n",
+	       tcfs_utf8_printable(w->k.name, a, sizeof(a)), w->k.key,
+	       w->k.backend, w->k.arch);
+	if (!w->nearest[0]) {
+		printf("nearest  none: no other kernel of this name and "
+		       "target is cached\n");
+		return;
+	}
+	printf("nearest  %s\n", w->nearest);
+	if (!w->differences->child) {
+		printf("the metadata is the same: the source, the signature or "
+		       "Triton itself changed\n");
+		return;
+	}
+	printf("differs in\n");
+	for (const cJSON *f = w->differences->child; f; f = f->next) {
+		char *was = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 0));
+		char *now = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 1));
+
+		printf("  %-20s %s -> %s\n",
+		       tcfs_utf8_printable(f->string, a, sizeof(a)),
+		       tcfs_utf8_printable(was ? was : "?", b, sizeof(b)),
+		       now ? now : "?");
+		free(was);
+		free(now);
+	}
+}
+
+static int print_json(const struct tcfs_why *w)
+{
+	cJSON *o = cJSON_CreateObject();
+	char t[80];
+
+	snprintf(t, sizeof(t), "%s-%s", w->k.backend, w->k.arch);
+	cJSON_AddStringToObject(o, "key", w->k.key);
+	cJSON_AddStringToObject(o, "name", w->k.name);
+	cJSON_AddStringToObject(o, "target", t);
+	if (w->nearest[0])
+		cJSON_AddStringToObject(o, "nearest", w->nearest);
+	else
+		cJSON_AddNullToObject(o, "nearest");
+	cJSON_AddItemToObject(o, "differences",
+			      cJSON_Duplicate(w->differences, 1));
+	return cli_print_json(o);
+}
+
+int cmd_why(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_store *s;
+	struct tcfs_why w;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS, opts,
+				NULL)) != -1) {
+		switch (cli_common_opt("why", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		return cli_usage_err("why", "bad option");
+	}
+	if (optind + 1 != argc)
+		return cli_usage_err("why", "give one KEY");
+	if (cli_open_store("why", &co.store, 0, 0, &s) != CLI_OK)
+		return CLI_FAIL;
+	rc = tcfs_why(s, argv[optind], &w);
+	if (rc == -ENOENT) {
+		cli_err("why", "%s: no kernel with this key in %s", argv[optind],
+			tcfs_store_path(s));
+	} else if (rc < 0) {
+		cli_lib_err("why", rc, argv[optind]);
+	} else {
+		if (co.json)
+			rc = print_json(&w) == CLI_OK ? 0 : -1;
+		else
+			print_text(&w);
+		tcfs_why_free(&w);
+	}
+	tcfs_store_close(s);
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}
