@@ -135,7 +135,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (probe && rc == 0)
 		rc = fs_probe_whole(fs, &dir, &n, probe);
 	if (probe && (rc == 0 || rc == -ENOENT))
-		fs_probe_seen(fs, req, &dir, name, probe, rc == 0);
+		fs_probe_seen(fs, req, &dir, name, probe, rc == 0, bin);
 	if (rc == -ENOENT) {
 		/* A negative entry: a cached miss costs the kernel nothing. */
 		miss.entry_timeout = ttl;

@@ -210,7 +210,7 @@ enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
 			      const char *name);
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const char *name,
-		   enum tcfs_probe kind, int hit);
+		   enum tcfs_probe kind, int hit, int bin);
 /* Whether name would be a probe in a key dir, or may be renamed onto one
  * (a temp name): such entries are never cached by the kernel, wherever
  * they are created or moved to. */

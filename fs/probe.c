@@ -156,7 +156,7 @@ static void comm_of(struct fs_probes *p, pid_t pid, char *buf, size_t len)
 
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const char *name,
-		   enum tcfs_probe kind, int hit)
+		   enum tcfs_probe kind, int hit, int bin)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct tcfs_event ev = { 0 };
@@ -175,6 +175,8 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		snprintf(ev.name, sizeof(ev.name), "%s", name);
 	ev.kind = kind;
 	ev.hit = hit;
+	if (bin || fs->binary_only)
+		snprintf(ev.view, sizeof(ev.view), "binary-only");
 	fs_events_add(fs, &ev);
 }
 

@@ -11,8 +11,8 @@
 #include "store.h"
 
 static const char sql_insert[] =
-	"INSERT INTO events (time, pid, comm, key, name, kind, hit)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?)";
+	"INSERT INTO events (time, pid, comm, key, name, kind, hit, view)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
 static const char sql_count[] =
 	"INSERT INTO probe_counts"
 	" (key, name, kind, hits, misses, first, last, last_hit)"
@@ -32,7 +32,7 @@ static const char sql_log_info[] =
 	" (SELECT coalesce(sum(value), 0) FROM counters"
 	"  WHERE name = 'events_dropped') FROM events";
 static const char sql_list[] =
-	"SELECT id, time, pid, comm, key, name, kind, hit FROM events"
+	"SELECT id, time, pid, comm, key, name, kind, hit, view FROM events"
 	" WHERE id > ? AND time >= ? ORDER BY id LIMIT ?";
 static const char sql_clear[] = "DELETE FROM events";
 static const char sql_clear_counts[] = "DELETE FROM probe_counts";
@@ -46,9 +46,9 @@ static const char *kind_name(enum tcfs_probe k)
 
 static int add_one(struct tcfs_db *db, const struct tcfs_event *e)
 {
-	int rc = tcfs_db_exec(db, sql_insert, "idttttd", e->time_ns, e->pid,
+	int rc = tcfs_db_exec(db, sql_insert, "idttttdt", e->time_ns, e->pid,
 			      e->comm, e->key, e->name, kind_name(e->kind),
-			      e->hit);
+			      e->hit, e->view);
 
 	if (rc >= 0)
 		rc = tcfs_db_exec(db, sql_count, "tttddiii", e->key, e->name,
@@ -138,6 +138,7 @@ static int fill_event(void *ctx, void *elem, sqlite3_stmt *st)
 	e->kind = *tcfs_db_text(st, 6, NULL) == 'm' ? TCFS_PROBE_MODULE
 						     : TCFS_PROBE_KERNEL;
 	e->hit = sqlite3_column_int(st, 7);
+	snprintf(e->view, sizeof(e->view), "%s", tcfs_db_text(st, 8, NULL));
 	return 0;
 }
 

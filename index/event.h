@@ -32,6 +32,7 @@ struct tcfs_event {
 	char name[TCFS_NAME_MAX + 1];	/* kernel name, or module file name */
 	enum tcfs_probe kind;
 	int hit;
+	char view[16];		/* the mount's view: "" or "binary-only" */
 };
 
 /* Appends n events, and counts them per kernel, in one transaction;

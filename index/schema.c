@@ -130,11 +130,21 @@ static const char schema_v3[] =
 static const char schema_v4[] =
 	"CREATE INDEX kernels_target ON kernels(backend, arch, name);";
 
+/*
+ * Version 5.
+ *
+ * events.view: the view of the mount a probe came through ("" for the
+ * cache itself, "binary-only").
+ */
+static const char schema_v5[] =
+	"ALTER TABLE events ADD COLUMN view TEXT NOT NULL DEFAULT '';";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
 	{ 3, schema_v3 },
 	{ 4, schema_v4 },
+	{ 5, schema_v5 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

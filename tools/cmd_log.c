@@ -23,7 +23,8 @@ static const char *const help =
 	"      --since T     only events since T (as for tcfs stats)\n"
 	"  -F, --follow      keep printing new events as they are logged\n"
 	"      --json        one JSON object per line: {id, time, pid, comm,\n"
-	"                    hit, kind, key, name}\n"
+	"                    hit, kind, key, name, view (\"\", or\n"
+	"                    \"binary-only\" for a probe through that view)}\n"
 	"  -h, --help        show this help\n"
 	"\n"
 	"Exit status: 0 success, 1 error, 2 usage error.\n";
@@ -46,6 +47,7 @@ static void print_event(const struct tcfs_event *e, int json)
 							   ? "module" : "kernel");
 		cJSON_AddStringToObject(o, "key", e->key);
 		cJSON_AddStringToObject(o, "name", e->name);
+		cJSON_AddStringToObject(o, "view", e->view);
 		s = cJSON_PrintUnformatted(o);
 		if (s)
 			puts(s);
@@ -53,14 +55,15 @@ static void print_event(const struct tcfs_event *e, int json)
 		cJSON_Delete(o);
 		return;
 	}
-	printf("%s.%03d %7d %-16s %-4s %-6s %s/%s\n",
+	printf("%s.%03d %7d %-16s %-4s %-6s %s/%s%s%s\n",
 	       cli_time(e->time_ns, when, sizeof(when)),
 	       (int)(e->time_ns / 1000000 % 1000), e->pid,
 	       tcfs_utf8_printable(e->comm, comm, sizeof(comm)),
 	       e->hit ? "hit" : "miss",
 	       e->kind == TCFS_PROBE_MODULE ? "module" : "kernel",
 	       tcfs_utf8_printable(e->key, key, sizeof(key)),
-	       tcfs_utf8_printable(e->name, name, sizeof(name)));
+	       tcfs_utf8_printable(e->name, name, sizeof(name)),
+	       e->view[0] ? "  via " : "", e->view);
 }
 
 int cmd_log(int argc, char **argv)

@@ -146,6 +146,9 @@ at_exit "fusermount3 -uz '$M2'"
 tcfs mount --store "$S2" "$M2"
 check_rc "a fresh store for binary-only/" 0
 bin_replays "through binary-only/" "$M2/binary-only"
+tcfs log --json --store "$S2"
+check_eq "its probes are logged, each marked with the view" "binary-only" \
+	"$(python3 -c 'import json, sys; print(" ".join(sorted({json.loads(l)["view"] for l in open(sys.argv[1])})))' "$OUT")"
 check_num "its IR files were stored all the same (the root shows them)" \
 	"$(find "$M2/" -maxdepth 2 -name '*.ttir' | wc -l)" -eq 154
 tcfs umount "$M2"

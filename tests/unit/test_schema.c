@@ -101,6 +101,7 @@ int main(void)
 	sqlite3_exec(tcfs_db_handle(db),
 		     "DROP TABLE probe_counts; DROP TABLE config;"
 		     "DROP TABLE counters; DROP INDEX kernels_target;"
+		     "ALTER TABLE events DROP COLUMN view;"
 		     "PRAGMA user_version = 2;"
 		     "INSERT INTO events (time, pid, comm, key, name, kind, hit)"
 		     " VALUES (10, 1, 'p', 'K1', 'add', 'kernel', 0),"
