@@ -322,7 +322,10 @@ static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
 	}
 	pthread_mutex_unlock(&v->mu);
 	if (!buf) {
-		/* Exact: the probes of every process that asked are in. */
+		/* Exact: the probes of every process that asked are in, and
+		 * so are files written in place and closed (tools that read
+		 * the store next see their bytes). */
+		fs_files_flush_all(fs);
 		fs_events_sync(fs);
 		rc = v->render(fs, id == FIX_STATS ? FS_VIEW_STATS
 				   : id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON

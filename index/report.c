@@ -103,7 +103,9 @@ static void why_line(struct tcfs_store *s, const char *key, FILE *out)
 		fputc('\n', out);
 		return;
 	}
-	if (!w.nearest[0])
+	if (w.k.meta != TCFS_META_OK)
+		fprintf(out, "  (its metadata is missing or not JSON)\n");
+	else if (!w.nearest[0])
 		fprintf(out, "  (the first of its name and target)\n");
 	else if (!w.differences->child)
 		fprintf(out, "  same metadata as %s: the source, the signature "
@@ -255,16 +257,27 @@ int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
 	return rc;
 }
 
-/* A label value as the exposition format writes it. */
+/* A label value as the exposition format writes it.  The format is UTF-8
+ * and one byte that is not fails the whole scrape, so such bytes (from a
+ * damaged or hostile NAME.json) become the text \xNN, as
+ * tcfs_utf8_printable shows them. */
 static void label(FILE *out, const char *v)
 {
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fprintf(out, "\\%c", *v);
-		else if (*v == '\n')
+	const unsigned char *p = (const unsigned char *)v;
+
+	while (*p) {
+		unsigned cp;
+		size_t len = tcfs_utf8_next(p, &cp);
+
+		if (len == 0)
+			fprintf(out, "\\\\x%02x", *p);
+		else if (*p == '\\' || *p == '"')
+			fprintf(out, "\\%c", *p);
+		else if (*p == '\n')
 			fputs("\\n", out);
 		else
-			fputc(*v, out);
+			fwrite(p, 1, len, out);
+		p += len ? len : 1;
 	}
 }
 

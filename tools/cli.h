@@ -103,9 +103,9 @@ int cli_parse_count(const char *arg, uint64_t *out);
 int cli_find_mount(const char *want_store, const char *want_point,
 		   char *store, char *point);
 
-/* When a mount serves store s, has it commit the probes it holds (a stat
- * of its .tcfs/stats), so that what is read next counts every probe
- * answered so far.  Writes the mount point into mount (PATH_MAX bytes;
+/* When a mount serves store s, has it commit the probes and the writes
+ * it holds (a stat of its .tcfs/stats), so that what is read next counts
+ * every probe answered so far and sees every file closed.  Writes the mount point into mount (PATH_MAX bytes;
  * "" when not mounted) unless it is NULL. */
 void cli_mount_sync(struct tcfs_store *s, char *mount);
 

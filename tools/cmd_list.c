@@ -134,6 +134,7 @@ static void print_text(const struct tcfs_kernel_use *u, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct tcfs_kernel *k = &u[i].k;
 		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
+		char shown[TCFS_UTF8_SHOW_MAX];
 		char t[80], size[32], last[32], made[32];
 
 		target(k, t, sizeof(t));
@@ -144,7 +145,8 @@ static void print_text(const struct tcfs_kernel_use *u, size_t n)
 		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
 		       "%-19s %s\n",
 		       tcfs_utf8_printable(k->name, name, sizeof(name)),
-		       tcfs_utf8_printable(k->key, key, sizeof(key)), t,
+		       tcfs_utf8_printable(k->key, key, sizeof(key)),
+		       tcfs_utf8_printable(t, shown, sizeof(shown)),
 		       (long long)k->num_warps, (long long)k->num_stages,
 		       cli_human(k->total_bytes, size, sizeof(size)),
 		       (unsigned long long)u[i].files,

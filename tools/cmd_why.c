@@ -21,7 +21,8 @@ static const char *const help =
 	"the same name and target, picks the nearest (the fewest differing\n"
 	"top-level fields) and shows the fields that differ, but \"hash\".\n"
 	"None differing means the source, the signature or Triton itself\n"
-	"changed, which the metadata does not record.\n"
+	"changed, which the metadata does not record.  A kernel whose\n"
+	"NAME.json is missing or not JSON has no nearest.\n"
 	"\n"
 	"Options:\n"
 	"  -s, --store DIR   the store (default as for tcfs import)\n"
@@ -35,17 +36,26 @@ static const char *const help =
 
 static void print_text(const struct tcfs_why *w)
 {
-	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX], t[80];
 
-	printf("kernel   %s\nkey      %s\ntarget   %s-%s\n",
-	       tcfs_utf8_printable(w->k.name, a, sizeof(a)), w->k.key,
-	       w->k.backend, w->k.arch);
+	/* The metadata's own strings: bytes from the cache, made printable
+	 * like every name tcfs shows. */
+	snprintf(t, sizeof(t), "%s-%s", w->k.backend, w->k.arch);
+	printf("kernel   %s\n", tcfs_utf8_printable(w->k.name, a, sizeof(a)));
+	printf("key      %s\n", tcfs_utf8_printable(w->k.key, a, sizeof(a)));
+	printf("target   %s\n", tcfs_utf8_printable(t, a, sizeof(a)));
+	if (w->k.meta != TCFS_META_OK) {
+		printf("nearest  none: its metadata (%s.json) is %s\n",
+		       tcfs_utf8_printable(w->k.name, a, sizeof(a)),
+		       w->k.meta == TCFS_META_MISSING ? "missing" : "not JSON");
+		return;
+	}
 	if (!w->nearest[0]) {
 		printf("nearest  none: no other kernel of this name and "
 		       "target is cached\n");
 		return;
 	}
-	printf("nearest  %s\n", w->nearest);
+	printf("nearest  %s\n", tcfs_utf8_printable(w->nearest, a, sizeof(a)));
 	if (!w->differences->child) {
 		printf("the metadata is the same: the source, the signature or "
 		       "Triton itself changed\n");
@@ -56,10 +66,10 @@ static void print_text(const struct tcfs_why *w)
 		char *was = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 0));
 		char *now = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 1));
 
-		printf("  %-20s %s -> %s\n",
-		       tcfs_utf8_printable(f->string, a, sizeof(a)),
-		       tcfs_utf8_printable(was ? was : "?", b, sizeof(b)),
-		       now ? now : "?");
+		printf("  %-20s ", tcfs_utf8_printable(f->string, a, sizeof(a)));
+		printf("%s -> %s\n",
+		       tcfs_utf8_printable(was ? was : "?", a, sizeof(a)),
+		       tcfs_utf8_printable(now ? now : "?", b, sizeof(b)));
 		free(was);
 		free(now);
 	}
