@@ -10,6 +10,7 @@
 #include "config.h"
 #include "event.h"
 #include "info.h"
+#include "json.h"
 #include "store.h"
 #include "utf8.h"
 #include "why.h"
@@ -27,7 +28,8 @@ const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
 /* Prints and frees doc; -ENOMEM when it could not be made. */
 static int print_doc(cJSON *doc, FILE *out)
 {
-	char *s = doc ? cJSON_Print(doc) : NULL;
+	char *s = doc && tcfs_json_sanitize(doc) == 0 ? cJSON_Print(doc)
+						       : NULL;
 
 	cJSON_Delete(doc);
 	if (!s)

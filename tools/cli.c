@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "index/err.h"
+#include "index/json.h"
 #include "index/kernel.h"
 #include "index/report.h"
 #include "index/store.h"
@@ -155,7 +156,7 @@ const char *cli_human(uint64_t bytes, char *buf, size_t len)
 
 int cli_print_json(cJSON *doc)
 {
-	char *s = doc ? cJSON_Print(doc) : NULL;
+	char *s = doc && tcfs_json_sanitize(doc) == 0 ? cJSON_Print(doc) : NULL;
 
 	cJSON_Delete(doc);
 	if (!s) {

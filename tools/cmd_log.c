@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "index/event.h"
+#include "index/json.h"
 #include "index/store.h"
 #include "index/utf8.h"
 
@@ -48,7 +49,8 @@ static void print_event(const struct tcfs_event *e, int json)
 		cJSON_AddStringToObject(o, "key", e->key);
 		cJSON_AddStringToObject(o, "name", e->name);
 		cJSON_AddStringToObject(o, "view", e->view);
-		s = cJSON_PrintUnformatted(o);
+		s = tcfs_json_sanitize(o) == 0 ? cJSON_PrintUnformatted(o)
+					       : NULL;
 		if (s)
 			puts(s);
 		free(s);

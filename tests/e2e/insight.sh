@@ -149,6 +149,18 @@ check "list: the odd target is shown escaped, on one line" printable "$OUT"
 check_grep_fixed "... as \\xNN and \\\\ (as tcfs info shows it)" 'x"y\\z\x0aq\xff' "$OUT"
 tcfs why --store "$S" "$ODD"
 check "why (text) of it: printable too" printable "$OUT"
+# JSON parsers refuse bytes that are not UTF-8: every --json output holds
+# none, the odd target's 0xFF shown as the text \xff.
+strict_json() {
+	python3 -c 'import json, sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' "$1"
+}
+tcfs list --json --name "$NAME" --store "$S"
+check "list --json of it: valid UTF-8 JSON" strict_json "$OUT"
+check_grep_fixed "... the byte as the text \\xff" '\\xff' "$OUT"
+tcfs why --json --store "$S" "$ODD"
+check "why --json of it: valid UTF-8 JSON" strict_json "$OUT"
+tcfs info --json --store "$S"
+check "info --json: valid UTF-8 JSON" strict_json "$OUT"
 tcfs why --store "$S" "$NOMETA"
 check_rc "why of a kernel with no metadata: exit 0" 0
 check_grep "... saying its metadata is missing" "nearest  none: its metadata .* is missing" "$OUT"

@@ -1,0 +1,77 @@
+/* json: strings of a cJSON tree made valid UTF-8 before it is printed. */
+#include "json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utf8.h"
+
+/* A copy of s with each byte that starts no UTF-8 sequence written as
+ * \xNN; NULL when s needs none (or memory ran out: *rc says which). */
+static char *valid_copy(const char *s, int *rc)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t bad = 0, n = 0;
+	char *out, *o;
+
+	*rc = 0;
+	while (p[n]) {
+		unsigned cp;
+		size_t len = tcfs_utf8_next(p + n, &cp);
+
+		bad += len == 0;
+		n += len ? len : 1;
+	}
+	if (!bad)
+		return NULL;
+	out = malloc(n + 3 * bad + 1);
+	if (!out) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	for (o = out; *p;) {
+		unsigned cp;
+		size_t len = tcfs_utf8_next(p, &cp);
+
+		if (len == 0) {
+			o += sprintf(o, "\\x%02x", *p++);
+		} else {
+			memcpy(o, p, len);
+			o += len;
+			p += len;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* c's own name and string, then its children's. */
+static int fix(cJSON *c)
+{
+	char *fixed;
+	int rc = 0;
+
+	fixed = c->string ? valid_copy(c->string, &rc) : NULL;
+	if (fixed) {
+		/* cJSON owns a member name unless it was given a constant. */
+		if (!(c->type & cJSON_StringIsConst))
+			free(c->string);
+		c->string = fixed;
+		c->type &= ~cJSON_StringIsConst;
+	}
+	if (rc == 0 && cJSON_IsString(c) && c->valuestring &&
+	    (fixed = valid_copy(c->valuestring, &rc)) != NULL) {
+		free(c->valuestring);
+		c->valuestring = fixed;
+	}
+	for (cJSON *kid = c->child; kid && rc == 0; kid = kid->next)
+		rc = fix(kid);
+	return rc;
+}
+
+int tcfs_json_sanitize(cJSON *doc)
+{
+	return doc ? fix(doc) : 0;
+}

@@ -1,0 +1,20 @@
+/*
+ * json: JSON that tcfs prints is valid JSON whatever it quotes.
+ *
+ * Names, command names and metadata come from caches and processes tcfs
+ * does not control, and may hold bytes that are not UTF-8, which cJSON
+ * copies into its output as they are: a reader's parser then rejects the
+ * whole document.  Such bytes are shown as the text \xNN instead, as
+ * tcfs_utf8_printable shows them to a person.
+ */
+#ifndef TCFS_JSON_H
+#define TCFS_JSON_H
+
+#include <cjson/cJSON.h>
+
+/* Rewrites, in place, every string and member name of doc that is not
+ * valid UTF-8.  0, or -ENOMEM (doc is then partly rewritten, still
+ * whole). */
+int tcfs_json_sanitize(cJSON *doc);
+
+#endif

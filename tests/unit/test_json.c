@@ -1,0 +1,53 @@
+/* json: what tcfs prints as JSON parses, whatever bytes it quotes. */
+#include <stdlib.h>
+
+#include "index/json.h"
+#include "index/utf8.h"
+#include "tap.h"
+
+static int all_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned cp;
+	size_t n;
+
+	while (*p) {
+		n = tcfs_utf8_next(p, &cp);
+		if (!n)
+			return 0;
+		p += n;
+	}
+	return 1;
+}
+
+int main(void)
+{
+	cJSON *doc = cJSON_CreateObject(), *arr, *back;
+	char *out;
+
+	cJSON_AddStringToObject(doc, "name", "caf\xe9 \xc3\xa9");
+	cJSON_AddStringToObject(doc, "ok", "add_kernel \xf0\x9f\x98\x80");
+	cJSON_AddStringToObject(doc, "bad\xff", "x");
+	arr = cJSON_AddArrayToObject(doc, "deep");
+	cJSON_AddItemToArray(arr, cJSON_CreateString("\xed\xa0\x80"));
+	tap_eq(tcfs_json_sanitize(doc), 0, "sanitize a tree with bad bytes");
+	out = cJSON_PrintUnformatted(doc);
+	back = cJSON_Parse(out);
+	tap_ok(back != NULL && all_utf8(out), "its text is UTF-8 and parses again");
+	tap_ok(strcmp(cJSON_GetObjectItem(doc, "name")->valuestring,
+		      "caf\\xe9 \xc3\xa9") == 0,
+	       "a byte that is not UTF-8 becomes \\xNN, the rest stays");
+	tap_ok(strcmp(cJSON_GetObjectItem(doc, "ok")->valuestring,
+		      "add_kernel \xf0\x9f\x98\x80") == 0,
+	       "valid UTF-8 is left as it is");
+	tap_ok(cJSON_GetObjectItem(doc, "bad\\xff") != NULL,
+	       "member names are fixed too");
+	tap_ok(strcmp(cJSON_GetArrayItem(arr, 0)->valuestring,
+		      "\\xed\\xa0\\x80") == 0,
+	       "and strings deep in the tree (an encoded surrogate)");
+	tap_eq(tcfs_json_sanitize(NULL), 0, "NULL is nothing to fix");
+	free(out);
+	cJSON_Delete(back);
+	cJSON_Delete(doc);
+	return tap_done();
+}
