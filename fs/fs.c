@@ -360,7 +360,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	fs.binary_only = own.binary_only;
 	fs.store_binary_only = own.store_binary_only;
 	snprintf(fs.bin_root, sizeof(fs.bin_root), "%s/binary-only", fs.root);
-	if (fs_views_new(!own.noviews, fs_report_render, &fs.views) < 0 ||
+	if (fs_views_new(!own.noviews, &fs.views) < 0 ||
 	    fs_probes_new(&fs.probes) < 0 ||
 	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
 	    fs_dirties_new(&fs.dirties) < 0 || fs_checked_new(&fs.checked) < 0) {

@@ -256,12 +256,8 @@ void fs_busypoll_stop(struct tcfs_fs *fs);
  * such an inode to the view's own handler; a write on one, or on a name
  * fs_view_reserved says is the view's, gets EROFS. */
 enum fs_view_file { FS_VIEW_STATS, FS_VIEW_STATS_JSON, FS_VIEW_METRICS };
-/* Makes a .tcfs/ file's bytes: *bytes owned by the caller (free()). */
-typedef int fs_view_render_fn(struct tcfs_fs *fs, enum fs_view_file f,
-			      char **bytes, size_t *len);
 /* browse: by-name/ and by-arch/ are there (not -o noviews). */
-int fs_views_new(int browse, fs_view_render_fn *render,
-		 struct fs_views **out);
+int fs_views_new(int browse, struct fs_views **out);
 void fs_views_free(struct fs_views *v);
 int fs_view_ino(uint64_t ino);
 int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name);
@@ -278,7 +274,8 @@ void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off);
 size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 			    uint64_t *k);
 
-/* report.c: the .tcfs/ files' bytes (index/report.h), for view.c. */
+/* report.c: the .tcfs/ files' bytes (index/report.h), for view.c:
+ * *bytes owned by the caller (free()). */
 int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
 		     size_t *len);
 

@@ -89,7 +89,6 @@ struct fs_views {
 	struct rendered files[FIX_METRICS - FIX_STATS + 1];
 	int browse;			/* by-name/ and by-arch/ shown */
 	int64_t start_ns;		/* the views' times */
-	fs_view_render_fn *render;
 };
 
 /* A rendering serves reads this long after the stat that made it. */
@@ -111,8 +110,7 @@ int fs_view_ino(uint64_t ino)
 	return tag_of(ino) != TAG_STORE && tag_of(ino) != TAG_BIN;
 }
 
-int fs_views_new(int browse, fs_view_render_fn *render,
-		 struct fs_views **out)
+int fs_views_new(int browse, struct fs_views **out)
 {
 	struct fs_views *v = calloc(1, sizeof(*v));
 
@@ -120,7 +118,6 @@ int fs_views_new(int browse, fs_view_render_fn *render,
 		return -ENOMEM;
 	pthread_mutex_init(&v->mu, NULL);
 	v->browse = browse;
-	v->render = render;
 	v->start_ns = tcfs_ns_now();
 	*out = v;
 	return 0;
@@ -327,7 +324,7 @@ static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
 		 * the store next see their bytes). */
 		fs_files_flush_all(fs);
 		fs_events_sync(fs);
-		rc = v->render(fs, id == FIX_STATS ? FS_VIEW_STATS
+		rc = fs_report_render(fs, id == FIX_STATS ? FS_VIEW_STATS
 				   : id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
 							  : FS_VIEW_METRICS,
 			       &buf, &n);
@@ -420,8 +417,7 @@ static int fixed_named(const struct fs_views *v, int in_tcfs,
 	for (size_t i = 0; i < NFIXED; i++)
 		if (fixed_names[i].in_tcfs == in_tcfs &&
 		    strcmp(fixed_names[i].name, name) == 0 &&
-		    (v->browse || !fixed_names[i].browse) &&
-		    (v->render || fixed_names[i].browse))
+		    (v->browse || !fixed_names[i].browse))
 			return (int)i + 1;
 	return 0;
 }
@@ -477,6 +473,28 @@ static int target_exists(struct tcfs_fs *fs, const struct tcfs_kernel_target *t)
 	return rc < 0 ? rc : n ? 0 : -ENOENT;
 }
 
+/* The inode of the dir of kernel name id: by-name/NAME, or with a target
+ * (its id tid) by-arch/TARGET/NAME. */
+static uint64_t name_ino(const struct tcfs_kernel_target *t, uint64_t tid,
+			 uint32_t id)
+{
+	return t ? ino_of(TAG_ARCHNAME, tid << 32 | id) : ino_of(TAG_NAME, id);
+}
+
+/* by-name/NAME, or by-arch/TARGET/NAME: -ENOENT when no kernel has it. */
+static int name_dir(struct tcfs_fs *fs, const char *name,
+		    const struct tcfs_kernel_target *t, uint64_t tid,
+		    struct vnode *out)
+{
+	uint32_t id;
+	int rc = name_exists(fs, name, t);
+
+	if (rc < 0)
+		return rc;
+	id = intern_locked(fs->views, &fs->views->names, name);
+	return id ? resolve(fs, name_ino(t, tid, id), out) : -ENOMEM;
+}
+
 /* parent/name's vnode, or -ENOENT. */
 static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 		   struct vnode *out)
@@ -505,14 +523,8 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 					   out)
 				 : -ENOENT;
 		}
-		if ((p.ino & TAG_MASK) == FIX_BY_NAME) {
-			rc = name_exists(fs, name, NULL);
-			id = rc == 0 ? intern_locked(v, &v->names, name) : 0;
-			if (rc == 0 && !id)
-				rc = -ENOMEM;
-			return rc < 0 ? rc
-				      : resolve(fs, ino_of(TAG_NAME, id), out);
-		}
+		if ((p.ino & TAG_MASK) == FIX_BY_NAME)
+			return name_dir(fs, name, NULL, 0, out);
 		if ((p.ino & TAG_MASK) == FIX_BY_ARCH) {
 			rc = split_target(name, &t);
 			if (rc == 0)
@@ -528,15 +540,7 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 		rc = find_key(fs, p.name, NULL, name, &dir);
 		return rc < 0 ? rc : resolve(fs, ino_of(TAG_NAMELINK, dir), out);
 	case TAG_ARCH:
-		rc = name_exists(fs, name, &p.target);
-		id = rc == 0 ? intern_locked(v, &v->names, name) : 0;
-		if (rc == 0 && !id)
-			rc = -ENOMEM;
-		return rc < 0 ? rc
-			      : resolve(fs, ino_of(TAG_ARCHNAME,
-						   (p.ino & TAG_MASK) << 32 |
-							   id),
-					out);
+		return name_dir(fs, name, &p.target, p.ino & TAG_MASK, out);
 	case TAG_ARCHNAME:
 		rc = find_key(fs, p.name, &p.target, name, &dir);
 		return rc < 0 ? rc : resolve(fs, ino_of(TAG_ARCHLINK, dir), out);
@@ -659,16 +663,20 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 		d->tag == TAG_ARCHNAME ? &d->target : NULL;
 	int rc = 0;
 
-	if (d->tag == TAG_FIXED && (val == FIX_BY_NAME)) {
+	if ((d->tag == TAG_FIXED && val == FIX_BY_NAME) || d->tag == TAG_ARCH) {
+		/* by-name/, or by-arch/TARGET/: kernel names. */
+		const struct tcfs_kernel_target *nt =
+			d->tag == TAG_ARCH ? &d->target : NULL;
 		struct tcfs_kernel_name *names = NULL;
 
-		rc = tcfs_kernel_names(fs->store, NULL, NULL, from, want,
-				       &names, &n);
+		rc = tcfs_kernel_names(fs->store, nt ? nt->backend : NULL,
+				       nt ? nt->arch : NULL, from, want, &names,
+				       &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
 			uint32_t id = intern_locked(v, &v->names, names[i].s);
 
 			if (id)
-				add(pg, names[i].s, ino_of(TAG_NAME, id), 1,
+				add(pg, names[i].s, name_ino(nt, val, id), 1,
 				    off + (off_t)i + 1);
 		}
 		free(names);
@@ -694,20 +702,6 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 				add(pg, fixed_names[i].name,
 				    ino_of(TAG_FIXED, fixed_names[i].id), 0,
 				    (off_t)i + 3);
-	} else if (d->tag == TAG_ARCH) {
-		struct tcfs_kernel_name *names = NULL;
-
-		rc = tcfs_kernel_names(fs->store, d->target.backend,
-				       d->target.arch, from, want, &names, &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			uint32_t id = intern_locked(v, &v->names, names[i].s);
-
-			if (id)
-				add(pg, names[i].s,
-				    ino_of(TAG_ARCHNAME, val << 32 | id), 1,
-				    off + (off_t)i + 1);
-		}
-		free(names);
 	} else if (d->tag == TAG_NAME || d->tag == TAG_ARCHNAME) {
 		struct tcfs_kernel_at *at = NULL;
 
@@ -760,8 +754,7 @@ size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 	for (; *k < NFIXED; ++*k) {
 		const char *name = fixed_names[*k].name;
 
-		if (fixed_names[*k].in_tcfs ||
-		    (!fs->views->render && !fixed_names[*k].browse))
+		if (fixed_names[*k].in_tcfs)
 			continue;
 		add(&pg, name,
 		    fixed_names[*k].id == FIX_BINARY_ONLY
