@@ -75,3 +75,16 @@ int tcfs_json_sanitize(cJSON *doc)
 {
 	return doc ? fix(doc) : 0;
 }
+
+int tcfs_json_print(cJSON *doc, FILE *out)
+{
+	char *s = doc && tcfs_json_sanitize(doc) == 0 ? cJSON_Print(doc)
+						       : NULL;
+
+	cJSON_Delete(doc);
+	if (!s)
+		return -ENOMEM;
+	fprintf(out, "%s\n", s);
+	free(s);
+	return 0;
+}

@@ -11,10 +11,15 @@
 #define TCFS_JSON_H
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 
 /* Rewrites, in place, every string and member name of doc that is not
  * valid UTF-8.  0, or -ENOMEM (doc is then partly rewritten, still
  * whole). */
 int tcfs_json_sanitize(cJSON *doc);
+
+/* Prints doc, sanitized, on out with a newline, and frees it (doc may be
+ * NULL: a document that could not be built).  0, or -ENOMEM. */
+int tcfs_json_print(cJSON *doc, FILE *out);
 
 #endif

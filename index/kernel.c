@@ -15,8 +15,6 @@
 #include "ns.h"
 #include "store.h"
 
-/* Metadata larger than this is not Triton's; it is recorded as invalid. */
-#define META_MAX (4u << 20)
 
 static const char sql_groups[] =
 	"SELECT ino FROM nodes WHERE parent = ? AND kind = 'f'"
@@ -123,7 +121,7 @@ static int load_meta(struct tcfs_store *s, const struct tcfs_node *meta,
 	fd = tcfs_cas_open_blob(tcfs_store_cas(s), &meta->blob);
 	if (fd < 0)
 		return fd;
-	rc = tcfs_io_read_small(fd, META_MAX, &buf, &len);
+	rc = tcfs_io_read_small(fd, TCFS_KERNEL_META_MAX, &buf, &len);
 	close(fd);
 	if (rc == 0 || rc == -EFBIG)
 		tcfs_kernel_parse_meta(rc == 0 ? buf : "", rc == 0 ? len : 0,

@@ -17,6 +17,10 @@
 
 struct tcfs_store;
 
+/* Metadata (NAME.json) larger than this is not Triton's: recorded as
+ * invalid, and never read. */
+#define TCFS_KERNEL_META_MAX (4u << 20)
+
 enum tcfs_meta {
 	TCFS_META_OK,		/* NAME.json parsed */
 	TCFS_META_MISSING,	/* no NAME.json beside the group file */

@@ -25,20 +25,6 @@ const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-/* Prints and frees doc; -ENOMEM when it could not be made. */
-static int print_doc(cJSON *doc, FILE *out)
-{
-	char *s = doc && tcfs_json_sanitize(doc) == 0 ? cJSON_Print(doc)
-						       : NULL;
-
-	cJSON_Delete(doc);
-	if (!s)
-		return -ENOMEM;
-	fprintf(out, "%s\n", s);
-	free(s);
-	return 0;
-}
-
 struct stats {
 	struct tcfs_event_count *kind, *kernel, *proc, *fresh;
 	size_t nkind, nkernel, nproc, nfresh;
@@ -182,7 +168,7 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	cJSON_AddNumberToObject(k, "max_events", (double)st->max_events);
 	cJSON_AddNumberToObject(k, "max_age_seconds", (double)st->max_age);
 	cJSON_AddNumberToObject(k, "dropped", (double)st->log.dropped);
-	return print_doc(o, out);
+	return tcfs_json_print(o, out);
 }
 
 static void print_text(struct tcfs_store *s, const struct stats *st,

@@ -10,8 +10,6 @@
 #include "ns.h"
 #include "store.h"
 
-/* Metadata larger than this is not Triton's (kernel.c keeps the same). */
-#define META_MAX (4u << 20)
 
 /* The parsed NAME.json of the kernel name in key dir dir; NULL when it is
  * missing, damaged or not JSON. */
@@ -24,8 +22,8 @@ static cJSON *meta_of(struct tcfs_store *s, uint64_t dir, const char *name)
 
 	snprintf(file, sizeof(file), "%s.json", name);
 	if (tcfs_ns_lookup(s, dir, file, &n) == 0 && n.kind == TCFS_FILE &&
-	    tcfs_cas_read_checked(tcfs_store_cas(s), &n.blob, META_MAX, &buf,
-				  &len) == 0)
+	    tcfs_cas_read_checked(tcfs_store_cas(s), &n.blob,
+				  TCFS_KERNEL_META_MAX, &buf, &len) == 0)
 		doc = cJSON_ParseWithLength(buf, len);
 	free(buf);
 	if (doc && !cJSON_IsObject(doc)) {

@@ -156,15 +156,10 @@ const char *cli_human(uint64_t bytes, char *buf, size_t len)
 
 int cli_print_json(cJSON *doc)
 {
-	char *s = doc && tcfs_json_sanitize(doc) == 0 ? cJSON_Print(doc) : NULL;
-
-	cJSON_Delete(doc);
-	if (!s) {
+	if (tcfs_json_print(doc, stdout) < 0) {
 		fprintf(stderr, "tcfs: out of memory building JSON\n");
 		return CLI_FAIL;
 	}
-	puts(s);
-	free(s);
 	return CLI_OK;
 }
 
