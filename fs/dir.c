@@ -90,9 +90,7 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 			fs_blob_failed(fs, &g->blob, rc);
 			continue;
 		}
-		if (tcfs_group_put(cas, dir->name, raw, len,
-				   fs->store_binary_only ? TCFS_GROUP_BINARY_ONLY
-							 : TCFS_GROUP_ALL,
+		if (tcfs_group_put(cas, dir->name, raw, len, fs_store_filter(fs),
 				   &c, NULL) == 0 &&
 		    c.fmt == TCFS_FMT_GROUP)
 			tcfs_ns_set_content(fs->store, g->ino, &c, g->mtime_ns);

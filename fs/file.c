@@ -333,10 +333,8 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 	    tcfs_group_candidate(n->name, size) &&
 	    fs_key_of(fs, n, key, sizeof(key)) == 0 &&
 	    stage_bytes(stage, size, &raw, &len) == 0) {
-		rc = tcfs_group_put(cas, key, raw, len,
-				    fs->store_binary_only ? TCFS_GROUP_BINARY_ONLY
-							  : TCFS_GROUP_ALL,
-				    c, NULL);
+		rc = tcfs_group_put(cas, key, raw, len, fs_store_filter(fs), c,
+				    NULL);
 		if (rc == 0)
 			tcfs_cas_stage_abort(stage);
 	} else {

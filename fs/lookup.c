@@ -26,6 +26,11 @@ int fs_drops(const struct tcfs_fs *fs, const char *name)
 	       tcfs_name_landing(name) == TCFS_ART_IR;
 }
 
+enum tcfs_group_filter fs_store_filter(const struct tcfs_fs *fs)
+{
+	return fs->store_binary_only ? TCFS_GROUP_BINARY_ONLY : TCFS_GROUP_ALL;
+}
+
 enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin)
 {
 	return bin || fs->binary_only ? TCFS_GROUP_BINARY_ONLY

@@ -113,6 +113,8 @@ enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin);
 /* file.c, dir.c: whether bytes written to a file named so are dropped
  * (-o store_binary_only and an IR file, or a temp one that becomes one). */
 int fs_drops(const struct tcfs_fs *fs, const char *name);
+/* What group files written through the mount are stored listing. */
+enum tcfs_group_filter fs_store_filter(const struct tcfs_fs *fs);
 /* After parent/name changed through one view: the other forgets what it
  * cached of the name (once binary-only/ has been used). */
 void fs_changed(struct tcfs_fs *fs, uint64_t parent, int bin,
