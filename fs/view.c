@@ -502,7 +502,7 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 	struct fs_views *v = fs->views;
 	struct tcfs_kernel_target t;
 	struct vnode p;
-	uint64_t id, dir;
+	uint64_t id, dir = 0;
 	int rc;
 
 	if (parent == TCFS_ROOT_INO) {
