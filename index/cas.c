@@ -11,12 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blobset.h"
 #include "err.h"
 #include "io.h"
 #include "space.h"
+
+/* Blobs put lately, and when.  The row that names a blob is committed
+ * after its put (a batch, a retry after a full disk), so a blob put in
+ * the last minute is never freed (tcfs_cas_free), referenced or not. */
+#define CAS_FRESH_N 4096
+#define CAS_FRESH_NS (60 * 1000000000LL)
+
+struct cas_fresh {
+	uint64_t h;	/* the hash's first 8 bytes */
+	int64_t at_ns;
+};
 
 /* What this handle knows of a blob's bytes (tcfs_cas_open_checked). */
 enum cas_verdict {
@@ -35,6 +47,13 @@ struct tcfs_cas {
 	_Atomic uint64_t pending;	/* bytes promised room (take_room) */
 	pthread_mutex_t verdict_mu;	/* guards: */
 	struct tcfs_blobset verdicts;	/* enum cas_verdict by blob */
+	/* Puts hold it shared, tcfs_cas_free exclusive: a blob a put found
+	 * or made is in fresh[] before a free can look. */
+	pthread_rwlock_t free_lock;
+	struct cas_fresh fresh[CAS_FRESH_N];
+	atomic_size_t fresh_next;
+	_Atomic uint64_t created_bytes;	/* blobs this handle added */
+	_Atomic uint64_t freed_bytes;	/* and freed */
 };
 
 struct tcfs_cas_stage {
@@ -112,6 +131,7 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 	cas->objfd = cas->stagefd = -1;
 	cas->storefd = storefd;
 	pthread_mutex_init(&cas->verdict_mu, NULL);
+	pthread_rwlock_init(&cas->free_lock, NULL);
 	cas->path = strdup(storepath);
 	if (!cas->path) {
 		rc = -ENOMEM;
@@ -142,6 +162,7 @@ void tcfs_cas_close(struct tcfs_cas *cas)
 		close(cas->stagefd);
 	tcfs_blobset_free(&cas->verdicts);
 	pthread_mutex_destroy(&cas->verdict_mu);
+	pthread_rwlock_destroy(&cas->free_lock);
 	free(cas->path);
 	free(cas);
 }
@@ -602,14 +623,43 @@ static int put_buf_existing(struct tcfs_cas *cas, const void *buf, size_t len,
 	return 0;
 }
 
-int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
-			  uint64_t *size, enum tcfs_cas_put *put)
+static int64_t now_ns(void)
 {
-	enum tcfs_cas_put dummy;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t fresh_key(const struct tcfs_hash *h)
+{
+	uint64_t k;
+
+	memcpy(&k, h->b, sizeof(k));
+	return k;
+}
+
+/* Ends a put begun with pthread_rwlock_rdlock(&cas->free_lock). */
+static int put_done(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		    uint64_t size, enum tcfs_cas_put put, int rc)
+{
+	if (rc == 0) {
+		size_t i = atomic_fetch_add(&cas->fresh_next, 1) % CAS_FRESH_N;
+
+		cas->fresh[i].h = fresh_key(h);
+		cas->fresh[i].at_ns = now_ns();
+		if (put == TCFS_CAS_CREATED)
+			atomic_fetch_add(&cas->created_bytes, size);
+	}
+	pthread_rwlock_unlock(&cas->free_lock);
+	return rc;
+}
+
+static int stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
+			uint64_t *size, enum tcfs_cas_put *put)
+{
 	int rc;
 
-	if (!put)
-		put = &dummy;
 	rc = tcfs_cas_stage_size(s, size);
 	if (rc < 0)
 		return rc;
@@ -638,31 +688,48 @@ int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
 	return rc;
 }
 
+int tcfs_cas_stage_commit(struct tcfs_cas_stage *s, struct tcfs_hash *out,
+			  uint64_t *size, enum tcfs_cas_put *put)
+{
+	struct tcfs_cas *cas = s->cas;
+	enum tcfs_cas_put dummy;
+	int rc;
+
+	if (!put)
+		put = &dummy;
+	pthread_rwlock_rdlock(&cas->free_lock);
+	rc = stage_commit(s, out, size, put);
+	return put_done(cas, out, *size, *put, rc);
+}
+
 int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
 		     struct tcfs_hash *out, enum tcfs_cas_put *put)
 {
+	enum tcfs_cas_put dummy;
 	struct tcfs_cas_stage *s;
-	uint64_t size;
+	uint64_t size = len;
 	int rc;
 
+	if (!put)
+		put = &dummy;
 	tcfs_hash_buf(buf, len, out);
+	pthread_rwlock_rdlock(&cas->free_lock);
 	if (put_buf_existing(cas, buf, len, out) == 0) {
-		if (put)
-			*put = TCFS_CAS_SHARED;
-		return 0;
+		*put = TCFS_CAS_SHARED;
+		return put_done(cas, out, size, *put, 0);
 	}
 	/* New bytes: straight to a file, not by way of memory. */
 	rc = tcfs_cas_stage_new(cas, &s);
-	if (rc < 0)
-		return rc;
-	rc = stage_to_file(s);
-	if (rc == 0)
-		rc = tcfs_cas_stage_write(s, buf, len, 0);
-	if (rc == 0)
-		rc = tcfs_cas_stage_commit(s, out, &size, put);
-	if (rc < 0)
-		tcfs_cas_stage_abort(s);
-	return rc;
+	if (rc == 0) {
+		rc = stage_to_file(s);
+		if (rc == 0)
+			rc = tcfs_cas_stage_write(s, buf, len, 0);
+		if (rc == 0)
+			rc = stage_commit(s, out, &size, put);
+		if (rc < 0)
+			tcfs_cas_stage_abort(s);
+	}
+	return put_done(cas, out, size, *put, rc);
 }
 
 /* Files up to this size are read whole, so a blob that exists costs no
@@ -867,6 +934,51 @@ int tcfs_cas_remove(struct tcfs_cas *cas, const struct tcfs_hash *h)
 	if (unlinkat(cas->objfd, p.s, 0) < 0)
 		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
 	return 0;
+}
+
+int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		  int (*referenced)(void *ctx, const struct tcfs_hash *h),
+		  void *ctx, uint64_t *freed)
+{
+	uint64_t k = fresh_key(h), size = 0;
+	int64_t since;
+	int rc;
+
+	*freed = 0;
+	/* Asked before the lock, which puts may wait for with the index
+	 * locked: a row committed later comes from a put, which fresh[]
+	 * shows.  The empty blob is named by every create, put or not. */
+	rc = referenced(ctx, h);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	pthread_rwlock_wrlock(&cas->free_lock);
+	since = now_ns() - CAS_FRESH_NS;
+	for (size_t i = 0; i < CAS_FRESH_N; i++)
+		if (cas->fresh[i].h == k && cas->fresh[i].at_ns >= since)
+			goto out;
+	rc = tcfs_cas_stat(cas, h, &size);
+	if (rc == 0 && size > 0)
+		rc = tcfs_cas_remove(cas, h);
+	if (rc == 0 && size > 0) {
+		*freed = size;
+		atomic_fetch_add(&cas->freed_bytes, size);
+	}
+out:
+	pthread_rwlock_unlock(&cas->free_lock);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+void tcfs_cas_settled(struct tcfs_cas *cas)
+{
+	pthread_rwlock_wrlock(&cas->free_lock);
+	memset(cas->fresh, 0, sizeof(cas->fresh));
+	pthread_rwlock_unlock(&cas->free_lock);
+}
+
+int64_t tcfs_cas_growth(struct tcfs_cas *cas)
+{
+	return (int64_t)atomic_load(&cas->created_bytes) -
+	       (int64_t)atomic_load(&cas->freed_bytes);
 }
 
 int tcfs_cas_quarantine(struct tcfs_cas *cas, const struct tcfs_hash *h)

@@ -110,6 +110,23 @@ int tcfs_cas_verify(struct tcfs_cas *cas, const struct tcfs_hash *h);
 /* Deletes a blob; -ENOENT when it was not there. */
 int tcfs_cas_remove(struct tcfs_cas *cas, const struct tcfs_hash *h);
 
+/* Deletes a blob no row names, for a writer that shares the store with
+ * puts in flight (the mount): referenced says 1 when a row names h, 0
+ * when none, or -errno.  A blob put in the last minute is kept,
+ * referenced or not, for the row that will name it, and so is the empty
+ * blob.  *freed gets the bytes freed (0 when kept or already gone). */
+int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
+		  int (*referenced)(void *ctx, const struct tcfs_hash *h),
+		  void *ctx, uint64_t *freed);
+
+/* Says that no put is in flight and every row that names a blob put is
+ * committed: tcfs_cas_free need keep no blob for being new. */
+void tcfs_cas_settled(struct tcfs_cas *cas);
+
+/* Bytes of the blobs this handle created, less those it freed: with one
+ * walk of objects/ (tcfs_cas_foreach), what the store holds now. */
+int64_t tcfs_cas_growth(struct tcfs_cas *cas);
+
 /* Moves a damaged blob out of objects/ into STORE/quarantine/, where it is
  * kept for inspection and never served. */
 int tcfs_cas_quarantine(struct tcfs_cas *cas, const struct tcfs_hash *h);

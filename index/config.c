@@ -26,6 +26,9 @@ const struct tcfs_config_key tcfs_config_keys[] = {
 	{ TCFS_CONFIG_LOG_MAX_AGE, TCFS_CONFIG_SECONDS, 30 * DAY, 1,
 	  100 * 365 * (int64_t)DAY,
 	  "how long the log keeps a probe event" },
+	{ TCFS_CONFIG_MAX_SIZE, TCFS_CONFIG_BYTES, 0, 0, INT64_C(1) << 60,
+	  "stored bytes past which the mount evicts the least recently hit "
+	  "kernels (0: no limit)" },
 	{ NULL, 0, 0, 0, 0, NULL },
 };
 
@@ -99,33 +102,66 @@ int tcfs_config_unset(struct tcfs_store *s, const char *name)
 	return rc < 0 ? rc : 0;
 }
 
-static const struct {
+struct unit {
 	char unit;
-	int64_t seconds;
-} units[] = { { 'd', DAY }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
+	int64_t mult;
+};
+
+static const struct unit seconds[] = {
+	{ 'd', DAY }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 }, { 0, 0 },
+};
+static const struct unit bytes[] = {
+	{ 'T', INT64_C(1) << 40 }, { 'G', 1 << 30 }, { 'M', 1 << 20 },
+	{ 'K', 1 << 10 }, { 0, 0 },
+};
+
+static const struct unit *units_of(const struct tcfs_config_key *k)
+{
+	return k->unit == TCFS_CONFIG_SECONDS ? seconds
+	       : k->unit == TCFS_CONFIG_BYTES ? bytes
+					      : NULL;
+}
+
+/* The multiplier a suffix names ("G", and for sizes "GB", "GiB" too),
+ * or 0. */
+static int64_t suffix(const struct tcfs_config_key *k, const char *end)
+{
+	const struct unit *u = units_of(k);
+
+	for (; u && u->unit; u++) {
+		if (end[0] != u->unit && end[0] != (u->unit | 0x20))
+			continue;
+		if (!end[1] || (k->unit == TCFS_CONFIG_BYTES &&
+				(strcmp(end + 1, "B") == 0 ||
+				 strcmp(end + 1, "iB") == 0)))
+			return u->mult;
+	}
+	return 0;
+}
 
 int tcfs_config_parse(const struct tcfs_config_key *k, const char *text,
 		      int64_t *out)
 {
+	static const char *const what[] = {
+		[TCFS_CONFIG_COUNT] = "a number",
+		[TCFS_CONFIG_SECONDS] = "a duration (90s, 30m, 12h, 7d)",
+		[TCFS_CONFIG_BYTES] = "a size (512M, 20G, 1T)",
+	};
 	char lo[32], hi[32], *end;
 	int64_t mult = 1;
 	long long v;
 
 	errno = 0;
 	v = strtoll(text, &end, 10);
-	if (k->unit == TCFS_CONFIG_SECONDS && end != text && *end) {
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (*end == units[i].unit && !end[1]) {
-				mult = units[i].seconds;
-				end++;
-			}
+	if (end != text && *end) {
+		mult = suffix(k, end);
+		if (mult)
+			end += strlen(end);
 	}
-	if (errno || end == text || *end || (text[0] < '0' || text[0] > '9'))
+	if (errno || end == text || *end || !mult ||
+	    (text[0] < '0' || text[0] > '9'))
 		return tcfs_err_set(-EINVAL, "%s: '%s' is not %s", k->name,
-				    text,
-				    k->unit == TCFS_CONFIG_COUNT
-					    ? "a number"
-					    : "a duration (90s, 30m, 12h, 7d)");
+				    text, what[k->unit]);
 	if (v > k->max / mult || v * mult < k->min)
 		return tcfs_err_set(-ERANGE, "%s: must be from %s to %s",
 				    k->name,
@@ -138,13 +174,12 @@ int tcfs_config_parse(const struct tcfs_config_key *k, const char *text,
 const char *tcfs_config_show(const struct tcfs_config_key *k, int64_t v,
 			     char *buf, size_t len)
 {
-	if (k->unit == TCFS_CONFIG_SECONDS)
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (v % units[i].seconds == 0) {
-				snprintf(buf, len, "%" PRId64 "%c",
-					 v / units[i].seconds, units[i].unit);
-				return buf;
-			}
+	for (const struct unit *u = units_of(k); u && u->unit && v; u++)
+		if (v % u->mult == 0) {
+			snprintf(buf, len, "%" PRId64 "%c", v / u->mult,
+				 u->unit);
+			return buf;
+		}
 	snprintf(buf, len, "%" PRId64, v);
 	return buf;
 }

@@ -14,10 +14,13 @@ struct tcfs_store;
 /* The probe events the log keeps, and for how long (event.h). */
 #define TCFS_CONFIG_LOG_MAX_EVENTS "log-max-events"
 #define TCFS_CONFIG_LOG_MAX_AGE "log-max-age"
+/* Stored bytes past which the mount evicts kernels; 0: no limit. */
+#define TCFS_CONFIG_MAX_SIZE "max-size"
 
 enum tcfs_config_unit {
 	TCFS_CONFIG_COUNT,	/* a number */
 	TCFS_CONFIG_SECONDS,	/* a duration: 90s, 30m, 12h, 7d */
+	TCFS_CONFIG_BYTES,	/* a size: 512M, 20G (powers of 1024) */
 };
 
 struct tcfs_config_key {
@@ -44,7 +47,7 @@ int tcfs_config_set(struct tcfs_store *s, const char *name, int64_t value);
 /* Puts a setting back to its default. */
 int tcfs_config_unset(struct tcfs_store *s, const char *name);
 
-/* Reads text as a value of k ("1000000", "30d"); -EINVAL (with a
+/* Reads text as a value of k ("1000000", "30d", "20G"); -EINVAL (with a
  * message) when it is none, -ERANGE when out of range. */
 int tcfs_config_parse(const struct tcfs_config_key *k, const char *text,
 		      int64_t *out);

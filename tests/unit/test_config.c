@@ -36,6 +36,19 @@ int main(void)
 	parses(TCFS_CONFIG_LOG_MAX_AGE, "90", 0, 90);
 	parses(TCFS_CONFIG_LOG_MAX_AGE, "1w", -EINVAL, 0);
 	parses(TCFS_CONFIG_LOG_MAX_AGE, "99999999999d", -ERANGE, 0);
+	parses(TCFS_CONFIG_MAX_SIZE, "20G", 0, INT64_C(20) << 30);
+	parses(TCFS_CONFIG_MAX_SIZE, "512m", 0, INT64_C(512) << 20);
+	parses(TCFS_CONFIG_MAX_SIZE, "1TiB", 0, INT64_C(1) << 40);
+	parses(TCFS_CONFIG_MAX_SIZE, "3GB", 0, INT64_C(3) << 30);
+	parses(TCFS_CONFIG_MAX_SIZE, "4096", 0, 4096);
+	parses(TCFS_CONFIG_MAX_SIZE, "0", 0, 0);
+	parses(TCFS_CONFIG_MAX_SIZE, "20X", -EINVAL, 0);
+	parses(TCFS_CONFIG_MAX_SIZE, "20Gx", -EINVAL, 0);
+	parses(TCFS_CONFIG_MAX_SIZE, "9999999T", -ERANGE, 0);
+	parses(TCFS_CONFIG_LOG_MAX_AGE, "7dB", -EINVAL, 0);
+	tap_ok(strcmp(tcfs_config_show(tcfs_config_find(TCFS_CONFIG_MAX_SIZE),
+				       INT64_C(20) << 30, buf, sizeof(buf)),
+		      "20G") == 0, "a size shows in its largest unit");
 	age = tcfs_config_find(TCFS_CONFIG_LOG_MAX_AGE);
 	tap_ok(strcmp(tcfs_config_show(age, 30 * 86400, buf, sizeof(buf)),
 		      "30d") == 0, "a duration shows in its largest unit");
