@@ -345,6 +345,22 @@ int tcfs_kernel_uses(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 	return rc < 0 ? rc : 0;
 }
 
+int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u)
+{
+	return u->last_hit_ns ? u->last_hit_ns : u->k.created_ns;
+}
+
+size_t tcfs_kernel_unused_since(struct tcfs_kernel_use *u, size_t n,
+				int64_t t_ns)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (tcfs_kernel_last_use(&u[i]) < t_ns)
+			u[kept++] = u[i];
+	return kept;
+}
+
 /* Browsing queries, each served by an index (schema v4: kernels_name,
  * kernels_target). */
 static const char sql_names[] =

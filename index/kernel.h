@@ -90,6 +90,15 @@ struct tcfs_kernel_use {
 	int64_t last_hit_ns;	/* 0: never hit */
 };
 
+/* When a kernel was last of use: its last hit, else (never hit) its
+ * creation. */
+int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u);
+
+/* Keeps, in order, the first n of u not of use since t_ns; returns how
+ * many. */
+size_t tcfs_kernel_unused_since(struct tcfs_kernel_use *u, size_t n,
+				int64_t t_ns);
+
 /* Every kernel matching f (NULL: all) with its use, ordered by key and
  * name.  *out is owned by the caller (free()). */
 int tcfs_kernel_uses(struct tcfs_store *s, const struct tcfs_kernel_filter *f,

@@ -463,7 +463,9 @@ static int fill_node(void *ctx, void *elem, sqlite3_stmt *st)
 	return 0;
 }
 
-static int remove_below(struct tcfs_store *s, const struct tcfs_node *n)
+/* Children first, so that a node in limbo never holds live ones. */
+static int remove_below(struct tcfs_store *s, const struct tcfs_node *n,
+			int to_limbo)
 {
 	struct tcfs_node *kids = NULL;
 	size_t nk = 0;
@@ -472,16 +474,17 @@ static int remove_below(struct tcfs_store *s, const struct tcfs_node *n)
 	if (n->kind == TCFS_DIR)
 		rc = tcfs_ns_list(s, n->ino, 0, 0, &kids, &nk);
 	for (size_t i = 0; rc == 0 && i < nk; i++)
-		rc = remove_below(s, &kids[i]);
+		rc = remove_below(s, &kids[i], to_limbo);
 	free(kids);
 	if (rc == 0)
-		rc = tcfs_db_exec(tcfs_store_db(s), sql_delete, "i",
-				  (int64_t)n->ino);
+		rc = to_limbo ? drop_node(s, n->ino)
+			      : tcfs_db_exec(tcfs_store_db(s), sql_delete, "i",
+					     (int64_t)n->ino);
 	return rc < 0 ? rc : 0;
 }
 
-int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
-			const char *name)
+static int remove_tree(struct tcfs_store *s, uint64_t parent,
+		       const char *name, int to_limbo)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	struct tcfs_node n;
@@ -491,10 +494,22 @@ int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
 		return rc;
 	rc = tcfs_ns_lookup(s, parent, name, &n);
 	if (rc == 0)
-		rc = remove_below(s, &n);
+		rc = remove_below(s, &n, to_limbo);
 	if (rc == 0)
 		rc = dir_changed(s, parent, n.kind, tcfs_ns_now());
 	return tcfs_db_end(db, rc);
+}
+
+int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
+			const char *name)
+{
+	return remove_tree(s, parent, name, 0);
+}
+
+int tcfs_ns_unlink_tree(struct tcfs_store *s, uint64_t parent,
+			const char *name)
+{
+	return remove_tree(s, parent, name, 1);
 }
 
 int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,

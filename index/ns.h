@@ -111,6 +111,10 @@ int tcfs_ns_purge_unlinked(struct tcfs_store *s);
  * transaction. */
 int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
 			const char *name);
+/* The same as unlinks do it: in a store that keeps unlinked nodes, each
+ * goes to limbo, readable by inode number until forgotten. */
+int tcfs_ns_unlink_tree(struct tcfs_store *s, uint64_t parent,
+			const char *name);
 
 /* Up to max (0: all) children of dir with inode numbers above after, in
  * inode order, so that a listing resumed from the last inode seen is stable

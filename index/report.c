@@ -10,6 +10,7 @@
 #include "config.h"
 #include "event.h"
 #include "info.h"
+#include "prune.h"
 #include "json.h"
 #include "store.h"
 #include "utf8.h"
@@ -25,6 +26,24 @@ const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
 	return buf;
 }
 
+const char *tcfs_report_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
+					     "PiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
 struct stats {
 	struct tcfs_event_count *kind, *kernel, *proc, *fresh;
 	size_t nkind, nkernel, nproc, nfresh;
@@ -32,6 +51,8 @@ struct stats {
 	uint64_t mod_hits, mod_misses;	/* module probes */
 	struct tcfs_event_log log;
 	int64_t max_events, max_age;	/* the log's bounds (config.h) */
+	int64_t max_size;		/* config max-size, 0: none */
+	struct tcfs_prune_counters ev;	/* evictions (prune.h) */
 	const char *mount;		/* "" when not mounted */
 };
 
@@ -57,6 +78,11 @@ static int load(struct tcfs_store *s, int64_t since, struct stats *st)
 	if (rc == 0)
 		rc = tcfs_config_get(s, TCFS_CONFIG_LOG_MAX_AGE, &st->max_age,
 				     NULL);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_MAX_SIZE, &st->max_size,
+				     NULL);
+	if (rc == 0)
+		rc = tcfs_prune_counters(s, &st->ev);
 	for (size_t i = 0; rc == 0 && i < st->nkind; i++) {
 		int module = st->kind[i].name[0] == 'm';
 
@@ -133,6 +159,37 @@ static cJSON *why_json(struct tcfs_store *s, const struct stats *st)
 	return o;
 }
 
+/* The limit costs compiles: at least 1 miss in 10 was of a kernel it
+ * had evicted. */
+static int too_small(const struct stats *st)
+{
+	return st->ev.evicted_requested > 0 &&
+	       st->ev.evicted_requested * 10 >= st->misses;
+}
+
+static void print_eviction(const struct stats *st, FILE *out)
+{
+	char a[32], b[32];
+
+	if (!st->max_size && !st->ev.evictions)
+		return;
+	fprintf(out, "size limit       %s", st->max_size
+		? tcfs_config_show(tcfs_config_find(TCFS_CONFIG_MAX_SIZE),
+				   st->max_size, a, sizeof(a))
+		: "none set (tcfs config max-size)");
+	fprintf(out, "; %llu kernels evicted (%s freed), %llu misses were "
+		"of evicted kernels\n",
+		(unsigned long long)st->ev.evictions,
+		tcfs_report_bytes(st->ev.evicted_bytes, b, sizeof(b)),
+		(unsigned long long)st->ev.evicted_requested);
+	if (too_small(st))
+		fprintf(out, "                 the limit is too small: %.0f%% of "
+			"misses recompiled kernels it had evicted; raise it "
+			"(tcfs config max-size)\n",
+			100.0 * (double)st->ev.evicted_requested /
+				(double)st->misses);
+}
+
 static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k;
@@ -168,6 +225,14 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	cJSON_AddNumberToObject(k, "max_events", (double)st->max_events);
 	cJSON_AddNumberToObject(k, "max_age_seconds", (double)st->max_age);
 	cJSON_AddNumberToObject(k, "dropped", (double)st->log.dropped);
+	k = cJSON_AddObjectToObject(o, "eviction");
+	cJSON_AddNumberToObject(k, "max_size", (double)st->max_size);
+	cJSON_AddNumberToObject(k, "evictions", (double)st->ev.evictions);
+	cJSON_AddNumberToObject(k, "evicted_bytes",
+				(double)st->ev.evicted_bytes);
+	cJSON_AddNumberToObject(k, "evicted_requested",
+				(double)st->ev.evicted_requested);
+	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
 	return tcfs_json_print(o, out);
 }
 
@@ -195,6 +260,7 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 		fprintf(out, "                 %llu probes dropped while the disk "
 		       "was nearly full (not in these counts)\n",
 		       (unsigned long long)st->log.dropped);
+	print_eviction(st, out);
 	fprintf(out, "new kernels      %zu\n", st->nfresh);
 	for (size_t i = 0; i < st->nfresh; i++) {
 		fprintf(out, "  - %s  %s",
@@ -308,6 +374,20 @@ int tcfs_report_metrics(struct tcfs_store *s,
 	     "Probe events not logged while the disk was nearly full.");
 	fprintf(out, "tcfs_probe_events_dropped_total %llu\n",
 		(unsigned long long)st.log.dropped);
+	head(out, "tcfs_evictions_total", "counter",
+	     "Kernels the size limit evicted.");
+	fprintf(out, "tcfs_evictions_total %llu\n",
+		(unsigned long long)st.ev.evictions);
+	head(out, "tcfs_evicted_bytes_total", "counter",
+	     "Bytes freed by evicting kernels.");
+	fprintf(out, "tcfs_evicted_bytes_total %llu\n",
+		(unsigned long long)st.ev.evicted_bytes);
+	head(out, "tcfs_evicted_requested_total", "counter",
+	     "Kernel misses on keys the size limit had evicted.");
+	fprintf(out, "tcfs_evicted_requested_total %llu\n",
+		(unsigned long long)st.ev.evicted_requested);
+	gauge(out, "tcfs_max_size_bytes", "The size limit (0: none).",
+	      (double)st.max_size);
 	gauge(out, "tcfs_kernels", "Compiled kernels in the cache.",
 	      (double)info.kernels);
 	gauge(out, "tcfs_modules", "Compiled modules (.so) in the cache.",

@@ -34,4 +34,7 @@ int tcfs_report_metrics(struct tcfs_store *s,
 /* A time as "YYYY-MM-DD HH:MM:SS", local; buf is returned. */
 const char *tcfs_report_time(int64_t ns, char *buf, size_t len);
 
+/* "12.3 MiB" (powers of 1024); buf needs 16 bytes. */
+const char *tcfs_report_bytes(uint64_t bytes, char *buf, size_t len);
+
 #endif

@@ -139,12 +139,50 @@ static const char schema_v4[] =
 static const char schema_v5[] =
 	"ALTER TABLE events ADD COLUMN view TEXT NOT NULL DEFAULT '';";
 
+/*
+ * Version 6.
+ *
+ * nodes_parent: kids of a dir in inode order, for readdir pages.
+ */
+static const char schema_v6[] =
+	"CREATE INDEX nodes_parent ON nodes(parent, ino);";
+
+/*
+ * Version 8.
+ *
+ * evicted: kernels the size limit evicted (config max-size), by key, until
+ * one of that key lands again.  A miss logged for such a key counts in
+ * counters.evicted_requested: the limit cost a compile (ccache's "evicted,
+ * then requested again").  Triggers keep both, whoever writes the rows.
+ */
+static const char schema_v8[] =
+	"CREATE TABLE evicted ("
+	"  key  TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  time INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TRIGGER evicted_requested AFTER INSERT ON events"
+	"  WHEN NEW.hit = 0 AND NEW.kind = 'kernel'"
+	"   AND EXISTS (SELECT 1 FROM evicted WHERE key = NEW.key)"
+	"  BEGIN"
+	"    INSERT INTO counters (name, value) VALUES ('evicted_requested', 1)"
+	"      ON CONFLICT (name) DO UPDATE SET value = value + 1;"
+	"  END;"
+	"CREATE TRIGGER evicted_back AFTER INSERT ON kernels"
+	"  BEGIN"
+	"    DELETE FROM evicted WHERE key ="
+	"      (SELECT d.name FROM nodes g JOIN nodes d ON d.ino = g.parent"
+	"       WHERE g.ino = NEW.grp_ino);"
+	"  END;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
 	{ 3, schema_v3 },
 	{ 4, schema_v4 },
 	{ 5, schema_v5 },
+	{ 6, schema_v6 },
+	{ 8, schema_v8 },	/* FIXME(merge): 7 is the posix branch's */
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

@@ -138,20 +138,7 @@ int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 
 const char *cli_human(uint64_t bytes, char *buf, size_t len)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
-					     "PiB" };
-	double v = (double)bytes;
-	int u = 0;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
+	return tcfs_report_bytes(bytes, buf, len);
 }
 
 int cli_print_json(cJSON *doc)

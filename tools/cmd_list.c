@@ -156,21 +156,6 @@ static void print_text(const struct tcfs_kernel_use *u, size_t n)
 	}
 }
 
-/* Drops the kernels hit since t (or, never hit, created since t). */
-static size_t unused_since(struct tcfs_kernel_use *u, size_t n, int64_t t)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		int64_t last = u[i].last_hit_ns ? u[i].last_hit_ns
-						: u[i].k.created_ns;
-
-		if (last < t)
-			u[kept++] = u[i];
-	}
-	return kept;
-}
-
 int cmd_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -240,7 +225,7 @@ int cmd_list(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	if (unused >= 0)
-		n = unused_since(u, n, unused);
+		n = tcfs_kernel_unused_since(u, n, unused);
 	if (n > 1)
 		qsort_r(u, n, sizeof(*u), cmp, &sort_by);
 	if (co.json)

@@ -10,6 +10,7 @@ int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_stats(int argc, char **argv);

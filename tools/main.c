@@ -26,6 +26,7 @@ static const struct {
 	{ "list", cmd_list, "one row per kernel, with its hits and misses" },
 	{ "why", cmd_why, "why a kernel missed: what differs from its nearest" },
 	{ "fsck", cmd_fsck, "verify every blob and row; --repair what is safe" },
+	{ "prune", cmd_prune, "remove kernels (or their IR), offline or mounted" },
 	{ "gc", cmd_gc, "delete blobs that no file references" },
 	{ "config", cmd_config, "show or set the store's settings" },
 };

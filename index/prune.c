@@ -1,0 +1,440 @@
+/* prune: whole kernels (or their IR) out of the store, and their blobs. */
+#include "prune.h"
+
+#include <assert.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cas.h"
+#include "db.h"
+#include "err.h"
+#include "gc.h"
+#include "group.h"
+#include "name.h"
+#include "ns.h"
+#include "store.h"
+#include "vec.h"
+
+/* Every node of a tree (the dir itself included), with its blob. */
+static const char sql_tree[] =
+	"WITH RECURSIVE t(ino) AS (SELECT ?"
+	"  UNION ALL SELECT n.ino FROM nodes n JOIN t ON n.parent = t.ino)"
+	" SELECT n.ino, n.kind, n.size, n.blob FROM nodes n JOIN t"
+	" ON n.ino = t.ino";
+static const char sql_live[] =
+	"SELECT 1 FROM nodes WHERE blob = ? AND parent > 0 LIMIT 1";
+static const char sql_evicted[] =
+	"INSERT OR REPLACE INTO evicted (key, name, time) VALUES (?, ?, ?)";
+static const char sql_count[] =
+	"INSERT INTO counters (name, value) VALUES (?, ?)"
+	" ON CONFLICT (name) DO UPDATE SET value = value + excluded.value";
+static const char sql_counters[] =
+	"SELECT name, value FROM counters WHERE name IN"
+	" ('evictions', 'evicted_bytes', 'evicted_requested')";
+
+static int by_last_use(const void *a, const void *b)
+{
+	const struct tcfs_prune_victim *x = a, *y = b;
+
+	if (x->last_used_ns != y->last_used_ns)
+		return x->last_used_ns < y->last_used_ns ? -1 : 1;
+	return x->dir_ino < y->dir_ino ? -1 : x->dir_ino > y->dir_ino;
+}
+
+int tcfs_prune_pick(struct tcfs_store *s, const struct tcfs_prune_select *sel,
+		    struct tcfs_prune_victim **out, size_t *n)
+{
+	struct tcfs_kernel_use *u = NULL;
+	struct tcfs_prune_victim *v = NULL;
+	size_t nu = 0, nv = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	rc = tcfs_kernel_uses(s, &sel->filter, &u, &nu);
+	if (rc < 0)
+		return rc;
+	if (sel->unused_since_ns >= 0)
+		nu = tcfs_kernel_unused_since(u, nu, sel->unused_since_ns);
+	v = nu ? calloc(nu, sizeof(*v)) : NULL;
+	if (nu && !v) {
+		free(u);
+		return -ENOMEM;
+	}
+	/* Rows come by key dir: a dir with two kernels is one victim, as
+	 * recent as the more recent of them. */
+	for (size_t i = 0; i < nu; i++) {
+		const struct tcfs_kernel *k = &u[i].k;
+		int64_t last = tcfs_kernel_last_use(&u[i]);
+		struct tcfs_prune_victim *w = nv ? &v[nv - 1] : NULL;
+
+		if (w && w->dir_ino == k->dir_ino) {
+			if (last > w->last_used_ns)
+				w->last_used_ns = last;
+			continue;
+		}
+		w = &v[nv++];
+		w->dir_ino = k->dir_ino;
+		snprintf(w->key, sizeof(w->key), "%s", k->key);
+		snprintf(w->name, sizeof(w->name), "%s", k->name);
+		snprintf(w->backend, sizeof(w->backend), "%s", k->backend);
+		snprintf(w->arch, sizeof(w->arch), "%s", k->arch);
+		w->total_bytes = k->total_bytes;
+		w->ir_bytes = k->ir_bytes;
+		w->last_used_ns = last;
+	}
+	free(u);
+	if (nv)
+		qsort(v, nv, sizeof(*v), by_last_use);
+	else {
+		free(v);
+		v = NULL;
+	}
+	*out = v;
+	*n = nv;
+	return 0;
+}
+
+void tcfs_prune_done_free(struct tcfs_prune_done *done)
+{
+	free(done->nodes);
+	free(done->blobs);
+	memset(done, 0, sizeof(*done));
+}
+
+static int push(void *v, size_t *n, size_t *cap, size_t elem, const void *x)
+{
+	void *slot = tcfs_vec_push(v, n, cap, elem);
+
+	if (!slot)
+		return -ENOMEM;
+	memcpy(slot, x, elem);
+	return 0;
+}
+
+static int tree_row(void *ctx, sqlite3_stmt *st)
+{
+	struct tcfs_prune_done *d = ctx;
+	uint64_t ino = (uint64_t)sqlite3_column_int64(st, 0);
+	struct tcfs_hash h;
+	int rc = push(&d->nodes, &d->nnodes, &d->ncap, sizeof(ino), &ino);
+
+	if (rc == 0 && tcfs_db_hash(st, 3, &h) == 0) {
+		d->files++;
+		d->bytes += (uint64_t)sqlite3_column_int64(st, 2);
+		rc = push(&d->blobs, &d->nblobs, &d->bcap, sizeof(h), &h);
+	}
+	return rc;
+}
+
+/* A group file rewritten without its IR children: the template rendered
+ * whole and stored again through the binary-only policy (group.h). */
+static int group_without_ir(struct tcfs_store *s, const struct tcfs_node *dir,
+			    const struct tcfs_node *g,
+			    struct tcfs_prune_done *done)
+{
+	struct tcfs_cas *cas = tcfs_store_cas(s);
+	struct tcfs_content c;
+	char *tmpl = NULL, *raw = NULL;
+	size_t tlen = 0, rlen = 0;
+	int rc;
+
+	if (g->fmt != TCFS_FMT_GROUP)
+		return tcfs_err_set(-EUCLEAN, "%s/%s: not a relocatable group "
+				    "file: its IR kept", dir->name, g->name);
+	rc = tcfs_group_load(cas, &g->blob, &tmpl, &tlen);
+	if (rc == 0)
+		rc = tcfs_group_render(tmpl, tlen, "/", dir->name,
+				       TCFS_GROUP_ALL, &raw, &rlen);
+	if (rc == 0)
+		rc = tcfs_group_put(cas, dir->name, raw, rlen,
+				    TCFS_GROUP_BINARY_ONLY, &c, NULL);
+	if (rc == 0 && c.fmt != TCFS_FMT_GROUP)
+		rc = -EUCLEAN;
+	/* A new inode, not new bytes for the old one: the kernel may keep
+	 * the old one's pages, and asks for a group file's entry anew at
+	 * each probe. */
+	if (rc == 0)
+		rc = tcfs_ns_unlink(s, dir->ino, g->name);
+	if (rc == 0)
+		rc = tcfs_ns_create(s, dir->ino, g->name, g->mode, g->mtime_ns,
+				    &c, NULL);
+	if (rc == 0)
+		rc = push(&done->nodes, &done->nnodes, &done->ncap,
+			  sizeof(g->ino), &g->ino);
+	if (rc == 0)	/* the old template, unless another names it */
+		rc = push(&done->blobs, &done->nblobs, &done->bcap,
+			  sizeof(g->blob), &g->blob);
+	free(tmpl);
+	free(raw);
+	return rc;
+}
+
+/* Drops dir's IR files, its group files first rewritten to not list them. */
+static int remove_ir(struct tcfs_store *s, const struct tcfs_node *dir,
+		     struct tcfs_prune_done *done)
+{
+	struct tcfs_node *kids = NULL;
+	size_t nk = 0;
+	int rc = tcfs_ns_list(s, dir->ino, 0, 0, &kids, &nk);
+
+	for (size_t i = 0; rc == 0 && i < nk; i++)
+		if (kids[i].kind == TCFS_FILE &&
+		    tcfs_name_artifact(kids[i].name) == TCFS_ART_GROUP)
+			rc = group_without_ir(s, dir, &kids[i], done);
+	for (size_t i = 0; rc == 0 && i < nk; i++) {
+		if (kids[i].kind != TCFS_FILE ||
+		    tcfs_name_artifact(kids[i].name) != TCFS_ART_IR)
+			continue;
+		rc = push(&done->nodes, &done->nnodes, &done->ncap,
+			  sizeof(kids[i].ino), &kids[i].ino);
+		if (rc == 0)
+			rc = push(&done->blobs, &done->nblobs, &done->bcap,
+				  sizeof(kids[i].blob), &kids[i].blob);
+		if (rc == 0)
+			rc = tcfs_ns_unlink(s, dir->ino, kids[i].name);
+		if (rc == 0) {
+			done->files++;
+			done->bytes += kids[i].size;
+		}
+	}
+	free(kids);
+	return rc;
+}
+
+int tcfs_prune_remove(struct tcfs_store *s, const struct tcfs_prune_victim *v,
+		      enum tcfs_prune_how how, struct tcfs_prune_done *done)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_node dir;
+	int rc;
+
+	memset(done, 0, sizeof(*done));
+	rc = tcfs_store_begin(s);
+	if (rc < 0)
+		return rc;
+	/* Chosen before this transaction: gone or replaced meanwhile, it is
+	 * not the kernel that was chosen. */
+	rc = tcfs_ns_get(s, v->dir_ino, &dir);
+	if (rc == 0 && (dir.kind != TCFS_DIR || strcmp(dir.name, v->key) != 0 ||
+			(int64_t)dir.parent <= 0))	/* <= 0: in limbo */
+		rc = -ENOENT;
+	done->parent = dir.parent;
+	if (rc == 0 && how == TCFS_PRUNE_IR) {
+		rc = remove_ir(s, &dir, done);
+	} else if (rc == 0) {
+		rc = tcfs_db_each(db, tree_row, done, sql_tree, "i",
+				  (int64_t)dir.ino);
+		if (rc == 0)
+			rc = tcfs_ns_unlink_tree(s, dir.parent, dir.name);
+		if (rc == 0 && how == TCFS_PRUNE_EVICT)
+			rc = tcfs_db_exec(db, sql_evicted, "tti", v->key,
+					  v->name, tcfs_ns_now());
+	}
+	rc = tcfs_store_end(s, rc < 0 ? rc : 0);
+	if (rc < 0)
+		tcfs_prune_done_free(done);
+	return rc;
+}
+
+static int referenced(void *ctx, const struct tcfs_hash *h)
+{
+	return tcfs_gc_referenced(ctx, h);
+}
+
+int tcfs_prune_free(struct tcfs_store *s, const struct tcfs_hash *blobs,
+		    size_t n, uint64_t *freed, size_t *kept)
+{
+	struct tcfs_cas *cas = tcfs_store_cas(s);
+	size_t k = 0;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		uint64_t got = 0;
+
+		rc = tcfs_cas_free(cas, &blobs[i], referenced, s, &got);
+		*freed += got;
+		k += rc == 0 && got == 0;
+	}
+	if (kept)
+		*kept = k;
+	return rc;
+}
+
+void tcfs_prune_report_free(struct tcfs_prune_report *r)
+{
+	free(r->taken);
+	free(r->pending);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A blob not freed: waiting for the kernel to forget the removed nodes
+ * that name it, or just put (cas.h), it goes to r->pending; named by
+ * the tree, or gone, it is no business of ours. */
+static int keep_pending(struct tcfs_store *s, const struct tcfs_hash *h,
+			struct tcfs_prune_report *r)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	uint64_t size = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (tcfs_cas_stat(tcfs_store_cas(s), h, &size) < 0 || size == 0)
+		return 0;
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_live, "h", h);
+	if (rc == 1)
+		tcfs_db_reset(st);
+	tcfs_db_unlock(db);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	r->pending_bytes += size;
+	return push(&r->pending, &r->npending, &r->pcap, sizeof(*h), h);
+}
+
+/* Frees what d's removal left unnamed; the rest waits in r->pending. */
+static int free_done(struct tcfs_store *s, const struct tcfs_prune_done *d,
+		     struct tcfs_prune_report *r)
+{
+	struct tcfs_cas *cas = tcfs_store_cas(s);
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < d->nblobs; i++) {
+		uint64_t got = 0;
+
+		rc = tcfs_cas_free(cas, &d->blobs[i], referenced, s, &got);
+		r->freed_bytes += got;
+		if (rc == 0 && got == 0)
+			rc = keep_pending(s, &d->blobs[i], r);
+	}
+	return rc;
+}
+
+int tcfs_prune_run(struct tcfs_store *s,
+		   const struct tcfs_prune_victim *victims, size_t n,
+		   enum tcfs_prune_how how, int dry_run,
+		   const struct tcfs_prune_hooks *hooks,
+		   struct tcfs_prune_report *r)
+{
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct tcfs_prune_victim *v = &victims[i];
+		struct tcfs_prune_done d;
+		int want = hooks && hooks->want ? hooks->want(hooks->ctx, v) : 1;
+
+		if (want < 0)
+			break;
+		if (how == TCFS_PRUNE_IR && v->ir_bytes == 0)
+			continue;	/* nothing to drop */
+		if (want == 0) {
+			r->skipped++;
+			continue;
+		}
+		if (dry_run) {
+			r->bytes += how == TCFS_PRUNE_IR ? v->ir_bytes
+							 : v->total_bytes;
+			rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(*v), v);
+			continue;
+		}
+		rc = tcfs_prune_remove(s, v, how, &d);
+		if (rc == -ENOENT || rc == -EUCLEAN) {
+			r->skipped++;
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		if (hooks && hooks->removed)
+			hooks->removed(hooks->ctx, v, &d);
+		r->files += d.files;
+		r->bytes += d.bytes;
+		rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(*v), v);
+		if (rc == 0)
+			rc = free_done(s, &d, r);
+		tcfs_prune_done_free(&d);
+	}
+	return rc;
+}
+
+cJSON *tcfs_prune_report_json(const struct tcfs_prune_report *r,
+			      enum tcfs_prune_how how, int dry_run)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "kernels");
+	int ok = o && a;
+
+	for (size_t i = 0; ok && i < r->ntaken; i++) {
+		const struct tcfs_prune_victim *v = &r->taken[i];
+		cJSON *k = cJSON_CreateObject();
+		char target[80];
+
+		snprintf(target, sizeof(target), "%s%s%s", v->backend,
+			 v->backend[0] && v->arch[0] ? "-" : "", v->arch);
+		ok = k && cJSON_AddItemToArray(a, k) &&
+		     cJSON_AddStringToObject(k, "key", v->key) &&
+		     cJSON_AddStringToObject(k, "name", v->name) &&
+		     cJSON_AddStringToObject(k, "target", target) &&
+		     cJSON_AddNumberToObject(k, "bytes",
+					     (double)(how == TCFS_PRUNE_IR
+							      ? v->ir_bytes
+							      : v->total_bytes)) &&
+		     cJSON_AddNumberToObject(k, "last_used",
+					     (double)(v->last_used_ns /
+						      1000000000));
+	}
+	ok = ok && cJSON_AddBoolToObject(o, "dry_run", dry_run) &&
+	     cJSON_AddBoolToObject(o, "ir", how == TCFS_PRUNE_IR) &&
+	     cJSON_AddNumberToObject(o, "files", (double)r->files) &&
+	     cJSON_AddNumberToObject(o, "bytes", (double)r->bytes) &&
+	     cJSON_AddNumberToObject(o, "freed_bytes",
+				     (double)r->freed_bytes) &&
+	     cJSON_AddNumberToObject(o, "pending_bytes",
+				     (double)r->pending_bytes) &&
+	     cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int tcfs_prune_count_eviction(struct tcfs_store *s, uint64_t kernels,
+			      uint64_t bytes)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	int rc = tcfs_db_begin(db);
+
+	if (rc == 0)
+		rc = tcfs_db_exec(db, sql_count, "ti", "evictions",
+				  (int64_t)kernels);
+	if (rc >= 0)
+		rc = tcfs_db_exec(db, sql_count, "ti", "evicted_bytes",
+				  (int64_t)bytes);
+	return tcfs_db_end(db, rc < 0 ? rc : 0);
+}
+
+static int counter_row(void *ctx, sqlite3_stmt *st)
+{
+	struct tcfs_prune_counters *c = ctx;
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+	uint64_t v = (uint64_t)sqlite3_column_int64(st, 1);
+
+	if (strcmp(name, "evictions") == 0)
+		c->evictions = v;
+	else if (strcmp(name, "evicted_bytes") == 0)
+		c->evicted_bytes = v;
+	else
+		c->evicted_requested = v;
+	return 0;
+}
+
+int tcfs_prune_counters(struct tcfs_store *s, struct tcfs_prune_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	return tcfs_db_each(tcfs_store_db(s), counter_row, c, sql_counters,
+			    "");
+}

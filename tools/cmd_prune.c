@@ -1,0 +1,246 @@
+/*
+ * tcfs prune: take whole kernels (or only their IR) out of the store,
+ * offline or through the mount's daemon (fs/ctl.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "fs/fs.h"
+#include "index/err.h"
+#include "index/prune.h"
+#include "index/store.h"
+#include "index/utf8.h"
+
+static const char *const help =
+	"Usage: tcfs prune [OPTIONS]\n"
+	"\n"
+	"Removes the kernels that match every filter given: each with its\n"
+	"whole key dir, in one transaction, so Triton finds it whole or not\n"
+	"at all (a miss: it compiles it again).  Blobs no file names any more\n"
+	"are freed.  With --ir only the kernels' IR files go, and their group\n"
+	"files are rewritten to list only what is left: they stay loadable\n"
+	"(TRITON_STORE_BINARY_ONLY's layout).  Works offline and while the\n"
+	"store is mounted: the mount's daemon does it, and what it removes is\n"
+	"gone from the mount at once (a process holding a file open keeps\n"
+	"its bytes).  At least one of the filters or --ir is required.\n"
+	"\n"
+	"Options:\n"
+	"  -n, --name GLOB      kernels whose name matches GLOB\n"
+	"  -b, --backend NAME   kernels for this backend (cuda, hip, ...)\n"
+	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
+	"      --unused-since T kernels not hit since T (one never hit: not\n"
+	"                       since it was created); T as for tcfs stats\n"
+	"                       --since: 7d, 2026-11-01, @EPOCH-SECONDS\n"
+	"      --ir             drop only the IR files (.ttir .ttgir .llir\n"
+	"                       .ptx .amdgcn) of the kernels chosen\n"
+	"      --dry-run        only say what would go\n"
+	"      --json           print {dry_run, ir, kernels: [{key, name,\n"
+	"                       target, bytes, last_used}], files, bytes,\n"
+	"                       freed_bytes, pending_bytes, skipped}\n"
+	"  -s, --store DIR      the store (default as for tcfs import)\n"
+	"  -w, --wait SECS      offline, wait this long for another writer\n"
+	"                       (default 10)\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Exit status: 0 success, 1 failure, 2 usage error.\n";
+
+/* The report, offline: what the daemon answers when mounted. */
+static cJSON *run_here(struct tcfs_store *s,
+		       const struct tcfs_prune_select *sel,
+		       enum tcfs_prune_how how, int dry)
+{
+	struct tcfs_prune_victim *v = NULL;
+	struct tcfs_prune_report r = { 0 };
+	cJSON *out = NULL;
+	size_t n = 0;
+	int rc = tcfs_prune_pick(s, sel, &v, &n);
+
+	if (rc == 0)
+		rc = tcfs_prune_run(s, v, n, how, dry, NULL, &r);
+	if (rc == 0 && !dry)
+		rc = tcfs_store_sync(s);
+	if (rc == 0)
+		out = tcfs_prune_report_json(&r, how, dry);
+	if (rc < 0)
+		cli_lib_err("prune", rc, tcfs_store_path(s));
+	else if (!out)
+		cli_err("prune", "out of memory");
+	tcfs_prune_report_free(&r);
+	free(v);
+	return out;
+}
+
+static cJSON *run_mounted(const char *store,
+			  const struct tcfs_prune_select *sel,
+			  enum tcfs_prune_how how)
+{
+	cJSON *req = cJSON_CreateObject(), *resp = NULL;
+	const cJSON *err;
+	int rc = -ENOMEM;
+
+	if (req && cJSON_AddStringToObject(req, "op", "prune") &&
+	    (!sel->filter.name ||
+	     cJSON_AddStringToObject(req, "name", sel->filter.name)) &&
+	    (!sel->filter.backend ||
+	     cJSON_AddStringToObject(req, "backend", sel->filter.backend)) &&
+	    (!sel->filter.arch ||
+	     cJSON_AddStringToObject(req, "arch", sel->filter.arch)) &&
+	    (sel->unused_since_ns < 0 ||
+	     cJSON_AddNumberToObject(req, "unused_since",
+				     (double)sel->unused_since_ns)) &&
+	    cJSON_AddBoolToObject(req, "ir", how == TCFS_PRUNE_IR))
+		rc = tcfs_fs_ctl_call(store, req, &resp);
+	cJSON_Delete(req);
+	if (rc < 0) {
+		cli_lib_err("prune", rc, store);
+		return NULL;
+	}
+	err = cJSON_GetObjectItemCaseSensitive(resp, "error");
+	if (cJSON_IsString(err)) {
+		cli_err("prune", "%s: the mount's daemon: %s", store,
+			err->valuestring);
+		cJSON_Delete(resp);
+		return NULL;
+	}
+	return resp;
+}
+
+static double num(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void print_table(const cJSON *r, enum tcfs_prune_how how, int dry)
+{
+	const cJSON *k, *ks = cJSON_GetObjectItemCaseSensitive(r, "kernels");
+	char b1[16], b2[16], t[32];
+	int n = cJSON_GetArraySize(ks);
+
+	if (n)
+		printf("%-24s %-20s %-12s %10s  %s\n", "NAME", "KEY", "TARGET",
+		       how == TCFS_PRUNE_IR ? "IR" : "SIZE", "LAST USED");
+	cJSON_ArrayForEach(k, ks) {
+		char name[1024], key[1024], target[256];
+
+		printf("%-24s %-20.20s %-12s %10s  %s\n",
+		       tcfs_utf8_printable(str(k, "name"), name, sizeof(name)),
+		       tcfs_utf8_printable(str(k, "key"), key, sizeof(key)),
+		       tcfs_utf8_printable(str(k, "target"), target,
+					   sizeof(target)),
+		       cli_human((uint64_t)num(k, "bytes"), b1, sizeof(b1)),
+		       cli_time((int64_t)num(k, "last_used") * 1000000000,
+				t, sizeof(t)));
+	}
+	printf("%s %d kernel%s%s (%s)", dry ? "would prune" : "pruned", n,
+	       n == 1 ? "" : "s", how == TCFS_PRUNE_IR ? "' IR" : "",
+	       cli_human((uint64_t)num(r, "bytes"), b1, sizeof(b1)));
+	if (!dry)
+		printf(", %.0f files; freed %s", num(r, "files"),
+		       cli_human((uint64_t)num(r, "freed_bytes"), b2,
+				 sizeof(b2)));
+	if (num(r, "pending_bytes") > 0)
+		printf(" (%s more once no process uses them)",
+		       cli_human((uint64_t)num(r, "pending_bytes"), b2,
+				 sizeof(b2)));
+	if (num(r, "skipped") > 0)
+		printf("; %.0f skipped (changed meanwhile, or a group file "
+		       "that is not Triton's)", num(r, "skipped"));
+	printf("\n");
+}
+
+int cmd_prune(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_FILTER_LONGOPTS,
+		{ "unused-since", required_argument, NULL, 'U' },
+		{ "ir", no_argument, NULL, 'I' },
+		{ "dry-run", no_argument, NULL, 'D' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_prune_select sel = { { NULL, NULL, NULL }, -1 };
+	enum tcfs_prune_how how = TCFS_PRUNE_WHOLE;
+	char mount[PATH_MAX], store[PATH_MAX];
+	struct tcfs_store *s;
+	cJSON *report;
+	int c, rc, dry = 0;
+
+	while ((c = getopt_long(argc, argv,
+				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS,
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("prune", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		if (cli_filter_opt(c, &sel.filter))
+			continue;
+		switch (c) {
+		case 'U':
+			sel.unused_since_ns = cli_parse_since(optarg);
+			if (sel.unused_since_ns < 0)
+				return cli_usage_err("prune", "--unused-since: "
+						     "'%s' is not a time",
+						     optarg);
+			break;
+		case 'I':
+			how = TCFS_PRUNE_IR;
+			break;
+		case 'D':
+			dry = 1;
+			break;
+		default:
+			return cli_usage_err("prune", "bad option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_err("prune", "unexpected argument '%s'",
+				     argv[optind]);
+	if (how != TCFS_PRUNE_IR && sel.unused_since_ns < 0 &&
+	    !sel.filter.name && !sel.filter.backend && !sel.filter.arch)
+		return cli_usage_err("prune", "say which kernels: --name, "
+				     "--backend, --arch, --unused-since or --ir");
+	if (cli_open_store("prune", &co.store, 0, 0, &s) != CLI_OK)
+		return CLI_FAIL;
+	/* Mounted, the daemon commits what it holds first: a dry run sees
+	 * what a real one would. */
+	cli_mount_sync(s, mount);
+	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
+	if (dry) {
+		report = run_here(s, &sel, how, 1);
+		tcfs_store_close(s);
+	} else if (mount[0]) {
+		tcfs_store_close(s);
+		report = run_mounted(store, &sel, how);
+	} else {
+		tcfs_store_close(s);
+		if (cli_open_store("prune", &co.store, 0, 1, &s) != CLI_OK)
+			return CLI_FAIL;
+		report = run_here(s, &sel, how, 0);
+		tcfs_store_close(s);
+	}
+	if (!report)
+		return CLI_FAIL;
+	if (co.json)
+		return cli_print_json(report);
+	print_table(report, how, dry);
+	cJSON_Delete(report);
+	return CLI_OK;
+}
