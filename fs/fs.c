@@ -25,6 +25,7 @@
 
 #include "fs.h"
 #include "index/cas.h"
+#include "index/config.h"
 #include "index/err.h"
 #include "index/group.h"
 #include "index/store.h"
@@ -287,14 +288,23 @@ struct own_opts {
 	int noviews;
 	int binary_only;
 	int store_binary_only;
+	char *max_size;		/* -o max_size=SIZE (fuse_opt's copy) */
 };
 
 static const struct fuse_opt own_specs[] = {
 	{ "noviews", offsetof(struct own_opts, noviews), 1 },
 	{ "binary_only", offsetof(struct own_opts, binary_only), 1 },
 	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
+	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
 	FUSE_OPT_END,
 };
+
+/* -o max_size=SIZE, spelled as tcfs config max-size takes it. */
+static int max_size_of(const char *text, int64_t *out)
+{
+	return tcfs_config_parse(tcfs_config_find(TCFS_CONFIG_MAX_SIZE), text,
+				 out);
+}
 
 static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 		      struct own_opts *own)
@@ -337,6 +347,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	struct fuse_loop_config *cfg = NULL;
 	struct tcfs_fs fs = { 0 };
 	struct own_opts own = { 0 };
+	int64_t max_size = -1;	/* the store's setting */
 	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
 	int rc = 1;
 
@@ -359,6 +370,10 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	fs.start_ns = tcfs_ns_now();
 	fs.binary_only = own.binary_only;
 	fs.store_binary_only = own.store_binary_only;
+	if (own.max_size && max_size_of(own.max_size, &max_size) < 0) {
+		say(r, "-o max_size=%s: %s", own.max_size, tcfs_err_msg());
+		goto out;
+	}
 	snprintf(fs.bin_root, sizeof(fs.bin_root), "%s/binary-only", fs.root);
 	if (fs_views_new(!own.noviews, &fs.views) < 0 ||
 	    fs_probes_new(&fs.probes) < 0 ||
@@ -379,8 +394,14 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		goto out_session;
 	}
 	if (fs_events_start(&fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
-	    fs_flusher_start(&fs, o->sync_s) < 0) {
-		say(r, "cannot start the event log or flusher thread");
+	    fs_flusher_start(&fs, o->sync_s) < 0 ||
+	    fs_evict_start(&fs, max_size) < 0) {
+		say(r, "cannot start the event log, flusher or evictor thread");
+		goto out_threads;
+	}
+	if (fs_ctl_start(&fs) < 0) {
+		say(r, "%s/ctl.sock: cannot listen: %s",
+		    tcfs_store_path(fs.store), strerror(errno));
 		goto out_threads;
 	}
 	if (r->fd >= 0) {	/* the mount serves: let the caller go */
@@ -406,10 +427,13 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	fuse_loop_cfg_destroy(cfg);
 	rc = rc < 0;	/* a signal's number is a clean stop */
 out_threads:
+	fs_ctl_stop(&fs);
+	fs_evict_stop(&fs);
 	fs_events_stop(&fs);
 	fs_flusher_stop(&fs);
 	if (tcfs_store_sync(fs.store) < 0)
 		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
+	fs_evict_free(&fs);
 	/* Only with every thread joined and the last commit made is it
 	 * known whether the index lost changes. */
 	if (fs.failed)
@@ -429,6 +453,7 @@ out:
 	fs_views_free(fs.views);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
+	free(own.max_size);
 	return rc;
 }
 

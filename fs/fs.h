@@ -28,4 +28,14 @@ struct tcfs_fs_opts {
  * (naming the mount point or the store and the cause). */
 int tcfs_fs_mount(const struct tcfs_fs_opts *o);
 
+struct cJSON;
+
+/* Sends req to the daemon that serves store (its control socket,
+ * fs/ctl.c) and waits for the answer: *resp is owned by the caller
+ * (cJSON_Delete).  An answer {"error": MSG} is the daemon's failure.
+ * 0, or -errno with a message (tcfs_err_msg): -ECONNREFUSED or -ENOENT
+ * when no daemon listens. */
+int tcfs_fs_ctl_call(const char *store, const struct cJSON *req,
+		     struct cJSON **resp);
+
 #endif

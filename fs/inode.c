@@ -98,3 +98,14 @@ void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
 	if (gone)
 		tcfs_ns_forget(fs->store, ino);
 }
+
+int fs_inode_known(struct tcfs_fs *fs, uint64_t ino)
+{
+	struct fs_inodes *t = fs->inodes;
+	int yes;
+
+	pthread_mutex_lock(&t->mu);
+	yes = *find(t, ino) != NULL;
+	pthread_mutex_unlock(&t->mu);
+	return yes;
+}

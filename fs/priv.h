@@ -6,7 +6,8 @@
  * it is read), probe.c (hit/miss per probe), events.c (the log writer),
  * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts),
  * view.c (by-name/, by-arch/, .tcfs/), report.c (.tcfs/ files' bytes),
- * thread.c (the mount's own threads).
+ * thread.c (the mount's own threads), evict.c (the size limit, and
+ * kernels removed while mounted), ctl.c (the control socket).
  */
 #ifndef TCFS_FS_PRIV_H
 #define TCFS_FS_PRIV_H
@@ -34,6 +35,10 @@ struct fs_flusher;
 struct fs_busypoll;
 struct fs_checked;
 struct fs_views;
+struct fs_evict;
+struct fs_ctl;
+struct tcfs_prune_victim;
+struct tcfs_prune_report;
 
 struct tcfs_fs {
 	struct tcfs_store *store;
@@ -51,6 +56,8 @@ struct tcfs_fs {
 	struct fs_busypoll *busypoll;
 	struct fs_checked *checked;	/* key dirs whose blobs are checked */
 	struct fs_views *views;		/* inodes that are not rows */
+	struct fs_evict *evict;		/* the size limit, and prunes */
+	struct fs_ctl *ctl;		/* the control socket */
 	int binary_only;		/* -o binary_only: the root is the
 					 * binary-only view */
 	int store_binary_only;		/* -o store_binary_only: IR written
@@ -133,6 +140,8 @@ int fs_inodes_new(struct fs_inodes **out);
 void fs_inodes_free(struct fs_inodes *t);
 void fs_inode_ref(struct tcfs_fs *fs, uint64_t ino);
 void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
+/* Whether the kernel holds ino (a row's number). */
+int fs_inode_known(struct tcfs_fs *fs, uint64_t ino);
 
 /* lookup.c: attributes as the kernel sees them.  size is the rendered
  * size for a group template (fs_render), the stored size otherwise. */
@@ -309,5 +318,22 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi);
+
+/* evict.c: the size limit.  max_size: -o max_size, or -1 to follow the
+ * store's setting (config max-size).  0 or -errno. */
+int fs_evict_start(struct tcfs_fs *fs, int64_t max_size);
+/* Stops the thread; fs_evict_free, once every write is committed, frees
+ * what evictions left for later, and the state. */
+void fs_evict_stop(struct tcfs_fs *fs);
+void fs_evict_free(struct tcfs_fs *fs);
+/* Removes kernels while mounted (index/prune.h), telling the kernel's
+ * caches; *r as tcfs_prune_run fills it. */
+int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
+		   size_t n, int how, struct tcfs_prune_report *r);
+
+/* ctl.c: STORE/ctl.sock, where tcfs commands ask the mount to do what
+ * only the store's writer may (tcfs prune).  0 or -errno. */
+int fs_ctl_start(struct tcfs_fs *fs);
+void fs_ctl_stop(struct tcfs_fs *fs);
 
 #endif
