@@ -139,12 +139,21 @@ static const char schema_v4[] =
 static const char schema_v5[] =
 	"ALTER TABLE events ADD COLUMN view TEXT NOT NULL DEFAULT '';";
 
+/*
+ * Version 6.
+ *
+ * nodes_parent: kids of a dir in inode order, for readdir pages.
+ */
+static const char schema_v6[] =
+	"CREATE INDEX nodes_parent ON nodes(parent, ino);";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
 	{ 3, schema_v3 },
 	{ 4, schema_v4 },
 	{ 5, schema_v5 },
+	{ 6, schema_v6 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
