@@ -220,28 +220,17 @@ static int check_mountpoint(const char *mp, const char *store, char *root,
  * nobody can finish them, and nothing half-written may stay visible. */
 static void recover(struct tcfs_fs *fs)
 {
-	struct tcfs_node *top = NULL, *kids = NULL;
-	size_t ntop = 0, nk = 0;
+	struct tcfs_node *temps = NULL;
+	size_t n = 0;
 
-	if (tcfs_ns_list(fs->store, TCFS_ROOT_INO, 0, 0, &top, &ntop) < 0)
+	if (tcfs_ns_temps(fs->store, &temps, &n) < 0)
 		return;
-	for (size_t i = 0; i < ntop; i++) {
-		if (tcfs_name_is_temp(top[i].name, 1)) {
-			tcfs_ns_remove_tree(fs->store, TCFS_ROOT_INO,
-					    top[i].name);
-			continue;
-		}
-		if (top[i].kind != TCFS_DIR ||
-		    tcfs_ns_list(fs->store, top[i].ino, 0, 0, &kids, &nk) < 0)
-			continue;
-		for (size_t j = 0; j < nk; j++)
-			if (tcfs_name_is_temp(kids[j].name, 0))
-				tcfs_ns_remove_tree(fs->store, top[i].ino,
-						    kids[j].name);
-		free(kids);
-		kids = NULL;
-	}
-	free(top);
+	for (size_t i = 0; i < n; i++)
+		if (tcfs_name_is_temp(temps[i].name,
+				      temps[i].parent == TCFS_ROOT_INO))
+			tcfs_ns_remove_tree(fs->store, temps[i].parent,
+					    temps[i].name);
+	free(temps);
 }
 
 static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,

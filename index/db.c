@@ -92,7 +92,12 @@ static int db_pragmas(struct tcfs_db *db)
 		"PRAGMA journal_mode=WAL;"
 		"PRAGMA synchronous=NORMAL;"
 		"PRAGMA foreign_keys=ON;"
-		"PRAGMA busy_timeout=10000;";
+		"PRAGMA busy_timeout=10000;"
+		/* A savepoint inside a batch (the mount's deferred commits,
+		 * an import's) journals each page it changes, for its
+		 * rollback: in temp files, 200,000 writes of 4 KiB for an
+		 * import of 3,000 kernels.  In memory they cost nothing. */
+		"PRAGMA temp_store=MEMORY;";
 	int src = sqlite3_exec(db->conn, sql, NULL, NULL, NULL);
 
 	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);

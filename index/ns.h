@@ -116,6 +116,11 @@ int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
 int tcfs_ns_unlink_tree(struct tcfs_store *s, uint64_t parent,
 			const char *name);
 
+/* The entries that tcfs_name_is_temp calls temp, at the root and in the
+ * dirs at the root: puts cut off by a stop.  *out is owned by the caller
+ * (free()). */
+int tcfs_ns_temps(struct tcfs_store *s, struct tcfs_node **out, size_t *n);
+
 /* Up to max (0: all) children of dir with inode numbers above after, in
  * inode order, so that a listing resumed from the last inode seen is stable
  * while entries come and go.  *out is owned by the caller (free()). */

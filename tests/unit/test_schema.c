@@ -1,6 +1,8 @@
 /* schema: versioned migrations, atomic steps, foreign and newer files refused. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "index/db.h"
@@ -32,6 +34,24 @@ static int count_rows(struct tcfs_db *db, const char *sql)
 		v = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	return v;
+}
+
+/* 1 if SQLite's plan for sql sorts its rows itself (a temp b-tree). */
+static int plan_sorts(struct tcfs_db *db, const char *sql)
+{
+	char eqp[256];
+	sqlite3_stmt *st;
+	int sorts = 0;
+
+	snprintf(eqp, sizeof(eqp), "EXPLAIN QUERY PLAN %s", sql);
+	if (sqlite3_prepare_v2(tcfs_db_handle(db), eqp, -1, &st, NULL))
+		return -1;
+	while (sqlite3_step(st) == SQLITE_ROW)
+		if (strstr((const char *)sqlite3_column_text(st, 3),
+			   "TEMP B-TREE"))
+			sorts = 1;
+	sqlite3_finalize(st);
+	return sorts;
 }
 
 int main(void)
@@ -101,6 +121,7 @@ int main(void)
 	sqlite3_exec(tcfs_db_handle(db),
 		     "DROP TABLE probe_counts; DROP TABLE config;"
 		     "DROP TABLE counters; DROP INDEX kernels_target;"
+		     "DROP INDEX nodes_parent;"
 		     "ALTER TABLE events DROP COLUMN view;"
 		     "PRAGMA user_version = 2;"
 		     "INSERT INTO events (time, pid, comm, key, name, kind, hit)"
@@ -120,6 +141,28 @@ int main(void)
 			  " key = 'K2' AND hits = 0 AND misses = 1"
 			  " AND last_hit = 0"),
 	       1, "a module never hit has last_hit 0");
+	tcfs_db_close(db);
+
+	/* Version 6 indexes a directory's kids by inode, so a readdir
+	 * page is a range, not a sort of the whole directory. */
+	snprintf(path, sizeof(path), "%s/v5.db", dir);
+	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	sqlite3_exec(tcfs_db_handle(db),
+		     "DROP INDEX nodes_parent; PRAGMA user_version = 5;"
+		     "INSERT INTO nodes (parent, name, kind, mode, mtime)"
+		     " VALUES (1, 'a', 'd', 493, 0);",
+		     NULL, NULL, NULL);
+	tap_eq(tcfs_schema_upgrade(db), 0, "an index at version 5 upgrades");
+	tap_eq(user_version(db), tcfs_schema_version(), "to this version");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+			  " type = 'index' AND name = 'nodes_parent'"),
+	       1, "with nodes_parent");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes WHERE parent = 1"
+			  " AND name = 'a'"),
+	       1, "and its rows kept");
+	tap_eq(plan_sorts(db, "SELECT ino FROM nodes WHERE parent = 1"
+			  " AND ino > 0 ORDER BY ino LIMIT 10"),
+	       0, "a readdir page sorts nothing");
 	tcfs_db_close(db);
 
 	/* Some other program's database. */

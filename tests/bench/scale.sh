@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# A store of N kernels (100,000: about 800,000 files) against one of 1,000,
+# both made by gen_kernels.py --full (variants of the fixture's kernels,
+# every file Triton writes).  For each size, in the same run, it measures:
+#   mount      wall time of `tcfs mount` until it serves (median of 3)
+#   rss        the daemon's resident memory after every kernel was probed
+#   hit, miss  median latency of one probe (a stat of KEY/__grp__NAME.json)
+#   info, list, stats, prune --dry-run --unused-since 1d (mounted)
+#   import     throughput against `cp -a` (+ sync) of the same tree
+#   gc, fsck   time per file
+#   ls         `ls` of the mount's root against `ls` of the same N key
+#              dirs on plain disk (the cp -a copy)
+# and prints each figure with its target and whether it is met.
+#
+#   tests/bench/scale.sh [TCFS_BINARY] [N]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tcfs=${1:-$top/build-release/tools/tcfs}
+big=${2:-100000}
+fixtures=${FIXTURES:-$top/../shared/fixtures}
+[ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
+tcfs=$(cd "$(dirname "$tcfs")" && pwd)/$(basename "$tcfs")
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/tcfs-bench.XXXXXX")
+trap 'for m in "$work"/mnt-*; do fusermount3 -uz "$m" 2>/dev/null || true; done; chmod -R u+w "$work"; rm -rf "$work"' EXIT
+tar -xzf "$fixtures/triton-3.6-multitarget.tgz" -C "$work"
+
+now() { date +%s.%N; }
+calc() { awk "BEGIN { printf \"${2:-%.6f}\", $1 }"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+# secs RUNS CMD...: the median wall time of CMD, its output dropped
+secs() {
+	local runs=$1 t=() a b
+	shift
+	for ((i = 0; i < runs; i++)); do
+		a=$(now); "$@" >/dev/null; b=$(now)
+		t+=("$(calc "$b - $a")")
+	done
+	median "${t[@]}"
+}
+# The daemon: the holder of the store's writer lock (/proc/locks).
+daemon_pid() {
+	local ino
+	ino=$(stat -c %i "$1/lock")
+	awk -v ino="$ino" '$2 == "FLOCK" { n = split($6, f, ":"); if (f[n] == ino) print $5 }' /proc/locks | head -1
+}
+prune_ok=0
+"$tcfs" prune --help >/dev/null 2>&1 && prune_ok=1
+
+declare -A T
+for n in 1000 "$big"; do
+	src=$work/src-$n plain=$work/plain-$n store=$work/store-$n m=$work/mnt-$n
+	echo "scale: $n kernels ..." >&2
+	python3 "$top/tests/bench/gen_kernels.py" --full "$work/big" "$n" "$src"
+	T[$n,files]=$(find "$src" -type f | wc -l)
+	a=$(now); cp -a "$src" "$plain"; sync -f "$plain"; b=$(now)
+	T[$n,cp]=$(calc "$b - $a")
+	a=$(now); "$tcfs" import -q --store "$store" "$src"; b=$(now)
+	T[$n,import]=$(calc "$b - $a")
+	T[$n,import_r]=$(calc "${T[$n,cp]} / ${T[$n,import]}" %.2f)
+	rm -rf "$src"
+	T[$n,gc]=$(calc "$(secs 1 "$tcfs" gc --store "$store") / ${T[$n,files]} * 1e6" %.2f)
+	T[$n,fsck]=$(calc "$(secs 1 "$tcfs" fsck --store "$store") / ${T[$n,files]} * 1e6" %.2f)
+	T[$n,plain_ls]=$(secs 3 ls "$plain")
+	mkdir -p "$m"
+	t=()
+	for ((i = 0; i < 3; i++)); do
+		a=$(now); "$tcfs" mount --store "$store" "$m"; b=$(now)
+		t+=("$(calc "$b - $a")")
+		[ $i = 2 ] || "$tcfs" umount "$m"
+	done
+	T[$n,mount]=$(median "${t[@]}")
+	python3 "$top/tests/bench/probe_scale.py" all "$m" "$plain"
+	pid=$(daemon_pid "$store")
+	T[$n,rss]=$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")
+	read -r T[$n,hit] T[$n,miss] < <(python3 "$top/tests/bench/probe_scale.py" time "$m" "$plain" 2000)
+	T[$n,ls]=$(secs 3 ls "$m")
+	T[$n,ls_r]=$(calc "${T[$n,ls]} / ${T[$n,plain_ls]}" %.2f)
+	T[$n,info]=$(secs 3 "$tcfs" info --store "$store")
+	T[$n,list]=$(secs 3 "$tcfs" list --store "$store")
+	T[$n,stats]=$(secs 3 "$tcfs" stats --store "$store")
+	if [ $prune_ok = 1 ]; then
+		T[$n,prune]=$(secs 3 "$tcfs" prune --dry-run --unused-since 1d --store "$store")
+	fi
+	"$tcfs" umount "$m"
+	chmod -R u+w "$store"
+	rm -rf "$store" "$plain"
+done
+
+printf 'scale: %d kernels (%d files) against 1000 (%d files)\n' "$big" "${T[$big,files]}" "${T[1000,files]}"
+printf '  %-26s %11s %11s %8s  %-22s %s\n' "" 1000 "$big" ratio target met
+# row LABEL FIELD UNIT TARGET_TEXT AWK_TEST: AWK_TEST sees a (1k) and b (N)
+row() {
+	local a=${T[1000,$2]} b=${T[$big,$2]} ok
+	ok=$(awk -v a="$a" -v b="$b" "BEGIN { print (($5) ? \"yes\" : \"NO\") }")
+	printf '  %-26s %10s%-1s %10s%-1s %7.2fx  %-22s %s\n' "$1" "$a" "$3" "$b" "$3" \
+		"$(calc "$b / $a")" "$4" "$ok"
+}
+row "mount" mount s "<= 1 s" "b <= 1"
+row "daemon RSS, all probed" rss M "<= 256 MB" "b <= 256"
+row "probe, hit (us)" hit "" "<= 1.5x of 1000" "b <= 1.5 * a"
+row "probe, miss (us)" miss "" "<= 1.5x of 1000" "b <= 1.5 * a"
+row "tcfs info" info s "<= 2 s" "b <= 2"
+row "tcfs list" list s "<= 2 s" "b <= 2"
+row "tcfs stats" stats s "<= 2 s" "b <= 2"
+if [ $prune_ok = 1 ]; then
+	row "tcfs prune --dry-run" prune s "<= 2 s" "b <= 2"
+else
+	echo "  prune: n/a"
+fi
+row "import / cp -a (throughput)" import_r "" ">= 0.8" "b >= 0.8"
+row "gc (us per file)" gc "" "<= 1.5x of 1000" "b <= 1.5 * a"
+row "fsck (us per file)" fsck "" "<= 1.5x of 1000" "b <= 1.5 * a"
+row "ls / (tcfs over ext4)" ls_r "" "<= 2x plain ls" "b <= 2"
+printf '  (import %ss and cp -a %ss at %d; ls of the root %ss, plain %ss)\n' \
+	"${T[$big,import]}" "${T[$big,cp]}" "$big" "${T[$big,ls]}" "${T[$big,plain_ls]}"
