@@ -445,8 +445,8 @@ static int drop_name(struct tcfs_store *s, const struct tcfs_node *n,
 		     int keep, int64_t now)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
-	char name[TCFS_NAME_MAX + 1];
-	uint64_t row, parent;
+	char name[TCFS_NAME_MAX + 1] = "";
+	uint64_t row = 0, parent = 0;
 	int rc;
 
 	if (n->entry != n->ino) {
