@@ -37,6 +37,71 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_changed(fs, fs_row(parent), bin, name);
 }
 
+/* Replies with a new entry; its name is never cached if it could become a
+ * probe by a rename (see fs_op_create). */
+static void reply_new(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      const struct tcfs_node *n, int rc)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	int bin = fs_bin_ino(parent);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_reply_entry(req, n, bin, fs_probe_name(name) ? 0 : FS_TTL);
+	fs_changed(fs, fs_row(parent), bin, name);
+}
+
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		   const char *name)
+{
+	fs_count(req);
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node n;
+	int rc = fs_view_reserved(fs, parent, name)
+			 ? -EROFS
+			 : tcfs_ns_symlink(fs->store, fs_row(parent), name,
+					   link, tcfs_ns_now(), &n);
+
+	reply_new(req, parent, name, &n, rc);
+}
+
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		const char *newname)
+{
+	fs_count(req);
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node n;
+	int rc = fs_view_ino(ino) || fs_view_reserved(fs, newparent, newname)
+			 ? -EROFS
+			 : tcfs_ns_link(fs->store, fs_row(ino),
+					fs_row(newparent), newname, &n);
+
+	reply_new(req, newparent, newname, &n, rc);
+}
+
+/* Only regular files: the store keeps no device numbers, and a fifo or
+ * socket would have to be served by this daemon. */
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, dev_t rdev)
+{
+	fs_count(req);
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
+	struct tcfs_node n;
+	int rc = -EPERM;
+
+	(void)rdev;
+	if (S_ISREG(mode))
+		rc = fs_view_reserved(fs, parent, name)
+			     ? -EROFS
+			     : tcfs_ns_create(fs->store, fs_row(parent), name,
+					      mode & 07777, tcfs_ns_now(), &c,
+					      &n);
+	reply_new(req, parent, name, &n, rc);
+}
+
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_count(req);
@@ -212,8 +277,9 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 }
 
 /*
- * Offsets: 1 after ".", 2 after "..", and ino + 2 after a child.  Children
- * come in inode order, so resuming after the last one seen neither skips
+ * Offsets: 1 after ".", 2 after "..", and entry + 2 after a child (its
+ * row's number: a hard link shows its file's inode).  Children come in
+ * entry order, so resuming after the last one seen neither skips
  * nor repeats an entry while others are added or removed meanwhile.
  */
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -271,10 +337,10 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (fs_hides(fs, bin, kids[i].name))
 			continue;
 		st.st_ino = fs_shown(kids[i].ino, bin);
-		st.st_mode = kids[i].kind == TCFS_DIR ? S_IFDIR : S_IFREG;
+		st.st_mode = fs_type(kids[i].kind);
 		len = fuse_add_direntry(req, buf + used, size - used,
 					kids[i].name, &st,
-					(off_t)kids[i].ino + 2);
+					(off_t)kids[i].entry + 2);
 		if (len > size - used)
 			goto out;
 		used += len;

@@ -75,8 +75,8 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given, int bin,
 	}
 	memset(st, 0, sizeof(*st));
 	st->st_ino = fs_shown(n->ino, bin);
-	st->st_mode = (n->kind == TCFS_DIR ? S_IFDIR : S_IFREG) | n->mode;
-	st->st_nlink = n->kind == TCFS_DIR ? 2 : 1;
+	st->st_mode = fs_type(n->kind) | n->mode;
+	st->st_nlink = n->nlink;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_size = (off_t)size;
@@ -84,7 +84,12 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given, int bin,
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 	st->st_mtim.tv_sec = mtime / 1000000000;
 	st->st_mtim.tv_nsec = mtime % 1000000000;
-	st->st_atim = st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+	/* Writes not committed yet changed the inode too. */
+	if (n->ctime_ns > mtime)
+		mtime = n->ctime_ns;
+	st->st_ctim.tv_sec = mtime / 1000000000;
+	st->st_ctim.tv_nsec = mtime % 1000000000;
 	return 0;
 }
 
@@ -181,14 +186,34 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_reply_attr(req, ino);
 }
 
-/* The store holds no symlinks: only the views have them. */
+mode_t fs_type(enum tcfs_kind kind)
+{
+	switch (kind) {
+	case TCFS_DIR:
+		return S_IFDIR;
+	case TCFS_SYMLINK:
+		return S_IFLNK;
+	default:
+		return S_IFREG;
+	}
+}
+
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	fs_count(req);
-	if (fs_view_ino(ino))
+	char target[TCFS_SYMLINK_MAX + 1];
+	int rc;
+
+	if (fs_view_ino(ino)) {
 		fs_view_readlink(req, ino);
+		return;
+	}
+	rc = tcfs_ns_readlink(fs_of(req)->store, fs_row(ino), target,
+			      sizeof(target));
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_err(req, EINVAL);
+		fuse_reply_readlink(req, target);
 }
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)

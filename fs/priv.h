@@ -1,7 +1,7 @@
 /*
  * The mount's shared state and the helpers its modules share.  Private to
- * fs/: lookup.c (lookup, getattr, statfs), dir.c (mkdir, rmdir, unlink,
- * rename, readdir), file.c (create, open, read, write, release, fsync,
+ * fs/: lookup.c (lookup, getattr, readlink, statfs), dir.c (mkdir, rmdir,
+ * unlink, rename, readdir, symlink, link, mknod), file.c (create, open, read, write, release, fsync,
  * setattr), group.c (group files rendered), damage.c (a bad blob found as
  * it is read), probe.c (hit/miss per probe), events.c (the log writer),
  * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts),
@@ -147,6 +147,8 @@ int fs_inode_known(struct tcfs_fs *fs, uint64_t ino);
  * size for a group template (fs_render), the stored size otherwise. */
 int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
 	    struct stat *st);
+/* The file type bits of a kind. */
+mode_t fs_type(enum tcfs_kind kind);
 /* Replies to a request with the attributes of ino (a number as the
  * kernel knows it: of either view). */
 void fs_reply_attr(fuse_req_t req, uint64_t ino);
@@ -299,6 +301,12 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode);
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		   const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		const char *newname);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, dev_t rdev);
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname,
 		  unsigned int flags);

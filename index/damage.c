@@ -12,7 +12,7 @@
 #include "store.h"
 
 static const char sql_users[] =
-	"SELECT parent, name FROM nodes WHERE blob = ?";
+	"SELECT parent, name FROM nodes WHERE blob = ? AND parent >= 0";
 static const char sql_groups_in[] =
 	"SELECT parent, name FROM nodes WHERE parent = ? AND kind = 'f'"
 	" AND name GLOB '__grp__*.json'";
@@ -79,11 +79,20 @@ int tcfs_damage_drop_users(struct tcfs_store *s, const struct tcfs_hash *h,
 
 	if (rc < 0)
 		return rc;
-	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*users), fill_entry,
-			     NULL, &users, &nusers, sql_users, "h", h);
-	for (size_t i = 0; rc == 0 && i < nusers; i++)
-		rc = tcfs_damage_drop_file(s, users[i].parent, users[i].name,
-					   cb, ctx, dropped);
+	/* A file with other names (hard links) moves to one of them when
+	 * the name its row has goes (ns.c): the rows are asked again until
+	 * none names the blob. */
+	do {
+		free(users);
+		users = NULL;
+		rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*users),
+				     fill_entry, NULL, &users, &nusers,
+				     sql_users, "h", h);
+		for (size_t i = 0; rc == 0 && i < nusers; i++)
+			rc = tcfs_damage_drop_file(s, users[i].parent,
+						   users[i].name, cb, ctx,
+						   dropped);
+	} while (rc == 0 && nusers > 0);
 	free(users);
 	return tcfs_store_end(s, rc);
 }

@@ -54,11 +54,13 @@ static void clear(struct tcfs_nodecache *c)
 	c->count = 0;
 }
 
+/* Rows are kept by rowid (a node's entry), the number the update hook
+ * gives: a hard link's row names its file by another number. */
 static void drop(struct tcfs_nodecache *c, uint64_t ino)
 {
 	struct entry **link = &c->by_ino[ino_bucket(ino)], *e;
 
-	while (*link && (*link)->n.ino != ino)
+	while (*link && (*link)->n.entry != ino)
 		link = &(*link)->next_ino;
 	if (!(e = *link))
 		return;
@@ -116,7 +118,7 @@ int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
 		       struct tcfs_node *out)
 {
 	for (struct entry *e = c->by_ino[ino_bucket(ino)]; e; e = e->next_ino)
-		if (e->n.ino == ino) {
+		if (e->n.entry == ino) {
 			*out = e->n;
 			return 1;
 		}
@@ -141,14 +143,14 @@ void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n)
 	struct entry *e;
 	size_t b;
 
-	drop(c, n->ino);
+	drop(c, n->entry);
 	if (c->count >= NODECACHE_MAX)
 		clear(c);
 	e = malloc(sizeof(*e));
 	if (!e)
 		return;		/* a cache may always forget */
 	e->n = *n;
-	b = ino_bucket(n->ino);
+	b = ino_bucket(n->entry);
 	e->next_ino = c->by_ino[b];
 	c->by_ino[b] = e;
 	b = name_bucket(n->parent, n->name);

@@ -31,13 +31,14 @@ struct tcfs_nodecache;
 int tcfs_nodecache_attach(struct tcfs_db *db, struct tcfs_nodecache **out);
 void tcfs_nodecache_free(struct tcfs_nodecache *c);
 
-/* 1 with *out filled when the node is kept, else 0. */
+/* 1 with *out filled when the node is kept, else 0.  Nodes are rows as
+ * they are (a hard link's too), kept by their entry: get takes a rowid. */
 int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
 		       struct tcfs_node *out);
 int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
 			  const char *name, struct tcfs_node *out);
 
-/* Keeps a node just read from the index. */
+/* Keeps a row just read from the index, as it is (not resolved). */
 void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n);
 
 #endif

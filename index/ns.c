@@ -1,6 +1,8 @@
-/* ns: the namespace, one row per directory entry. */
+/* ns: the namespace, one row per directory entry; files, dirs, symlinks
+ * and the names that files have beside their own (hard links). */
 #include "ns.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,28 +16,43 @@
 #include "nodecache.h"
 #include "store.h"
 
-#define NODE_COLS "ino, parent, name, kind, mode, size, mtime, blob, fmt"
+#define NODE_COLS                                                           \
+	"ino, parent, name, kind, mode, size, mtime, blob, fmt, ctime, nlink," \
+	" inode"
 
 static const char sql_get[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE ino = ?";
 static const char sql_lookup[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE parent = ? AND name = ?";
 static const char sql_insert[] =
-	"INSERT INTO nodes (parent, name, kind, mode, size, mtime, blob, fmt)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+	"INSERT INTO nodes (parent, name, kind, mode, size, mtime, blob, fmt,"
+	" ctime, nlink, target, inode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+	" ?, ?)";
 static const char sql_touch[] =
-	"UPDATE nodes SET mtime = ? WHERE ino = ?";
+	"UPDATE nodes SET mtime = ?1, ctime = ?1 WHERE ino = ?2";
+static const char sql_set_mtime[] =
+	"UPDATE nodes SET mtime = ?, ctime = ? WHERE ino = ?";
+static const char sql_changed[] =
+	"UPDATE nodes SET ctime = ? WHERE ino = ?";
 static const char sql_content[] =
-	"UPDATE nodes SET blob = ?, size = ?, fmt = ?, mtime = ? WHERE ino = ?";
+	"UPDATE nodes SET blob = ?1, size = ?2, fmt = ?3, mtime = ?4, ctime = ?4"
+	" WHERE ino = ?5";
 static const char sql_mode[] =
-	"UPDATE nodes SET mode = ? WHERE ino = ?";
+	"UPDATE nodes SET mode = ?, ctime = ? WHERE ino = ?";
+static const char sql_nlink[] =
+	"UPDATE nodes SET nlink = nlink + ?, ctime = ? WHERE ino = ?";
+static const char sql_readlink[] =
+	"SELECT target FROM nodes WHERE ino = ? AND kind = 'l'";
+static const char sql_other_name[] =
+	"SELECT ino, parent, name FROM nodes WHERE inode = ? ORDER BY ino"
+	" LIMIT 1";
 static const char sql_move[] =
 	"UPDATE nodes SET parent = ?, name = ? WHERE ino = ?";
 static const char sql_delete[] =
 	"DELETE FROM nodes WHERE ino = ?";
 static const char sql_to_limbo[] =
-	"UPDATE nodes SET parent = -parent, name = CAST(ino AS TEXT)"
-	" WHERE ino = ?";
+	"UPDATE nodes SET parent = -parent, name = CAST(ino AS TEXT),"
+	" nlink = 0, ctime = ? WHERE ino = ?";
 static const char sql_unindex[] =
 	"DELETE FROM kernels WHERE grp_ino = ?";
 static const char sql_forget[] =
@@ -72,21 +89,38 @@ static void node_from_row(sqlite3_stmt *st, struct tcfs_node *n)
 	const char *name = tcfs_db_text(st, 2, &len);
 
 	memset(n, 0, sizeof(*n));
-	n->ino = (uint64_t)sqlite3_column_int64(st, 0);
+	n->entry = n->ino = (uint64_t)sqlite3_column_int64(st, 0);
 	n->parent = (uint64_t)sqlite3_column_int64(st, 1);
 	if (len > TCFS_NAME_MAX)
 		len = TCFS_NAME_MAX;
 	memcpy(n->name, name, len);
-	n->kind = *tcfs_db_text(st, 3, NULL) == 'd' ? TCFS_DIR : TCFS_FILE;
+	switch (*tcfs_db_text(st, 3, NULL)) {
+	case 'd':
+		n->kind = TCFS_DIR;
+		break;
+	case 'l':
+		n->kind = TCFS_SYMLINK;
+		break;
+	case 'h':
+		n->kind = TCFS_HARDLINK;
+		n->ino = (uint64_t)sqlite3_column_int64(st, 11);
+		break;
+	default:
+		n->kind = TCFS_FILE;
+		break;
+	}
 	n->mode = (unsigned)sqlite3_column_int(st, 4);
 	n->size = (uint64_t)sqlite3_column_int64(st, 5);
 	n->mtime_ns = sqlite3_column_int64(st, 6);
 	if (n->kind == TCFS_FILE)
 		tcfs_db_hash(st, 7, &n->blob);
 	n->fmt = sqlite3_column_int(st, 8) == 1 ? TCFS_FMT_GROUP : TCFS_FMT_RAW;
+	n->ctime_ns = sqlite3_column_int64(st, 9);
+	n->nlink = (uint32_t)sqlite3_column_int64(st, 10);
 }
 
-/* Runs a one-row node query; 0, -ENOENT, or an error. */
+/* Runs a one-row node query, for the row as it is (a hard link's too);
+ * 0, -ENOENT, or an error. */
 static int node_query(struct tcfs_store *s, struct tcfs_node *out,
 		      const char *sql, uint64_t a, const char *name)
 {
@@ -118,9 +152,31 @@ static int node_query(struct tcfs_store *s, struct tcfs_node *out,
 	return rc;
 }
 
+/* A hard link's row shows its file: the file's node, under the link's
+ * name.  Both rows come from the node cache on a mount's hot path. */
+static int resolve(struct tcfs_store *s, struct tcfs_node *n)
+{
+	struct tcfs_node f;
+	int rc;
+
+	if (n->kind != TCFS_HARDLINK)
+		return 0;
+	rc = node_query(s, &f, sql_get, n->ino, NULL);
+	if (rc < 0)
+		return rc == -ENOENT ? -EUCLEAN : rc;
+	assert(f.kind != TCFS_HARDLINK && f.kind != TCFS_DIR);
+	f.entry = n->entry;
+	f.parent = n->parent;
+	memcpy(f.name, n->name, sizeof(f.name));
+	*n = f;
+	return 0;
+}
+
 int tcfs_ns_get(struct tcfs_store *s, uint64_t ino, struct tcfs_node *out)
 {
-	return node_query(s, out, sql_get, ino, NULL);
+	int rc = node_query(s, out, sql_get, ino, NULL);
+
+	return rc < 0 ? rc : resolve(s, out);
 }
 
 int tcfs_ns_lookup(struct tcfs_store *s, uint64_t parent, const char *name,
@@ -130,7 +186,8 @@ int tcfs_ns_lookup(struct tcfs_store *s, uint64_t parent, const char *name,
 
 	if (rc < 0)
 		return rc == -EINVAL ? -ENOENT : rc;
-	return node_query(s, out, sql_lookup, parent, name);
+	rc = node_query(s, out, sql_lookup, parent, name);
+	return rc < 0 ? rc : resolve(s, out);
 }
 
 /* The directory an entry is added to or removed from must exist. */
@@ -141,6 +198,17 @@ static int get_dir(struct tcfs_store *s, uint64_t ino, struct tcfs_node *dir)
 	if (rc < 0)
 		return rc;
 	return dir->kind == TCFS_DIR ? 0 : -ENOTDIR;
+}
+
+/* Adds delta to ino's links (a dir's: its subdirs), a change of the
+ * inode at now. */
+static int add_links(struct tcfs_store *s, uint64_t ino, int delta,
+		     int64_t now)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_nlink, "dii", delta, now,
+			      (int64_t)ino);
+
+	return rc < 0 ? rc : 0;
 }
 
 /* An entry of a directory, of the given kind, came or went: its mtime
@@ -156,17 +224,30 @@ static int dir_changed(struct tcfs_store *s, uint64_t dir,
 	return tcfs_kernel_files_changed(s, dir);
 }
 
+/* What a new row holds beside its name. */
+struct row {
+	enum tcfs_kind kind;
+	unsigned mode;
+	int64_t mtime_ns;
+	const struct tcfs_content *c;	/* a file's */
+	const char *target;		/* a symlink's */
+	uint64_t inode;			/* a hard link's file */
+};
+
 static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
-		       enum tcfs_kind kind, unsigned mode, int64_t mtime_ns,
-		       const struct tcfs_content *c, struct tcfs_node *out)
+		       const struct row *r, struct tcfs_node *out)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
-	char kindstr[2] = { (char)kind, '\0' };
+	char kindstr[2] = { (char)r->kind, '\0' };
+	const struct tcfs_content *c = r->c;
+	uint64_t size = c ? c->size : 0;
 	struct tcfs_node dir, n;
 	int rc = tcfs_name_check(name);
 
 	if (rc < 0)
 		return rc;
+	if (r->target)
+		size = strlen(r->target);
 	rc = tcfs_db_begin(db);
 	if (rc < 0)
 		return rc;
@@ -177,17 +258,22 @@ static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 		rc = -EEXIST;
 		goto out;
 	}
-	rc = tcfs_db_exec(db, sql_insert, "ittdiihd", (int64_t)parent, name,
-			  kindstr, (int)(mode & 07777),
-			  (int64_t)(c ? c->size : 0), mtime_ns,
-			  c ? &c->blob : NULL, c ? (int)c->fmt : 0);
+	rc = tcfs_db_exec(db, sql_insert, "ittdiihdidtn", (int64_t)parent,
+			  name, kindstr, (int)(r->mode & 07777), (int64_t)size,
+			  r->mtime_ns, c ? &c->blob : NULL, c ? (int)c->fmt : 0,
+			  r->mtime_ns, r->kind == TCFS_DIR ? 2 : 1, r->target,
+			  r->inode ? (int64_t)r->inode : (int64_t)-1);
 	if (rc >= 0 && c)
 		rc = tcfs_durable_note(s, &c->blob);
+	if (rc >= 0 && r->kind == TCFS_DIR)
+		rc = add_links(s, parent, 1, r->mtime_ns);
+	if (rc >= 0 && r->inode)
+		rc = add_links(s, r->inode, 1, r->mtime_ns);
 	if (rc < 0)
 		goto out;
 	rc = tcfs_ns_get(s, (uint64_t)tcfs_db_last_rowid(db), &n);
 	if (rc == 0)
-		rc = dir_changed(s, parent, kind, mtime_ns);
+		rc = dir_changed(s, parent, r->kind, r->mtime_ns);
 	if (rc == 0 && out)
 		*out = n;
 out:
@@ -197,15 +283,80 @@ out:
 int tcfs_ns_mkdir(struct tcfs_store *s, uint64_t parent, const char *name,
 		  unsigned mode, int64_t mtime_ns, struct tcfs_node *out)
 {
-	return insert_node(s, parent, name, TCFS_DIR, mode, mtime_ns, NULL,
-			   out);
+	struct row r = { .kind = TCFS_DIR, .mode = mode, .mtime_ns = mtime_ns };
+
+	return insert_node(s, parent, name, &r, out);
 }
 
 int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 		   unsigned mode, int64_t mtime_ns,
 		   const struct tcfs_content *c, struct tcfs_node *out)
 {
-	return insert_node(s, parent, name, TCFS_FILE, mode, mtime_ns, c, out);
+	struct row r = { .kind = TCFS_FILE, .mode = mode, .mtime_ns = mtime_ns,
+			 .c = c };
+
+	return insert_node(s, parent, name, &r, out);
+}
+
+int tcfs_ns_symlink(struct tcfs_store *s, uint64_t parent, const char *name,
+		    const char *target, int64_t mtime_ns,
+		    struct tcfs_node *out)
+{
+	struct row r = { .kind = TCFS_SYMLINK, .mode = 0777,
+			 .mtime_ns = mtime_ns, .target = target };
+	size_t len = strlen(target);
+
+	if (len == 0)
+		return -ENOENT;
+	if (len > TCFS_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	return insert_node(s, parent, name, &r, out);
+}
+
+int tcfs_ns_readlink(struct tcfs_store *s, uint64_t ino, char *buf,
+		     size_t len)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	const char *target;
+	sqlite3_stmt *st;
+	size_t n = 0;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_readlink, "i", (int64_t)ino);
+	if (rc == 1) {
+		target = tcfs_db_text(st, 0, &n);
+		rc = n < len ? 0 : -ENAMETOOLONG;
+		if (rc == 0)
+			memcpy(buf, target, n + 1);
+		tcfs_db_reset(st);
+	} else if (rc == 0) {
+		rc = -EINVAL;
+	}
+	tcfs_db_unlock(db);
+	return rc;
+}
+
+int tcfs_ns_link(struct tcfs_store *s, uint64_t ino, uint64_t newparent,
+		 const char *newname, struct tcfs_node *out)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	struct row r = { .kind = TCFS_HARDLINK, .mtime_ns = tcfs_ns_now() };
+	struct tcfs_node n;
+	int rc = tcfs_db_begin(db);
+
+	if (rc < 0)
+		return rc;
+	rc = tcfs_ns_get(s, ino, &n);
+	if (rc == 0 && n.kind == TCFS_DIR)
+		rc = -EPERM;
+	if (rc == 0 && tcfs_ns_in_limbo(n.parent, NULL))
+		rc = -ENOENT;
+	if (rc == 0) {
+		r.inode = n.ino;
+		rc = insert_node(s, newparent, newname, &r, out);
+	}
+	return tcfs_db_end(db, rc);
 }
 
 int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
@@ -219,11 +370,11 @@ int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 		return rc;
 	rc = tcfs_ns_get(s, ino, &n);
 	if (rc == 0 && n.kind != TCFS_FILE)
-		rc = -EISDIR;
+		rc = n.kind == TCFS_DIR ? -EISDIR : -EINVAL;
 	if (rc == 0)
 		rc = tcfs_db_exec(db, sql_content, "hidii", &c->blob,
 				  (int64_t)c->size, (int)c->fmt, mtime_ns,
-				  (int64_t)ino);
+				  (int64_t)n.ino);
 	if (rc >= 0)
 		rc = tcfs_durable_note(s, &c->blob);
 	if (rc >= 0)
@@ -235,6 +386,7 @@ int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
 		    unsigned mode, int64_t mtime_ns)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
+	int64_t now = tcfs_ns_now();
 	struct tcfs_node n;
 	int rc = tcfs_db_begin(db);
 
@@ -242,24 +394,88 @@ int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
 		return rc;
 	rc = tcfs_ns_get(s, ino, &n);
 	if (rc == 0 && (mask & TCFS_SET_MODE))
-		rc = tcfs_db_exec(db, sql_mode, "di", (int)(mode & 07777),
-				  (int64_t)ino);
+		rc = tcfs_db_exec(db, sql_mode, "dii", (int)(mode & 07777),
+				  now, (int64_t)n.ino);
 	if (rc >= 0 && (mask & TCFS_SET_MTIME))
-		rc = tcfs_db_exec(db, sql_touch, "ii", mtime_ns, (int64_t)ino);
+		rc = tcfs_db_exec(db, sql_set_mtime, "iii", mtime_ns, now,
+				  (int64_t)n.ino);
 	return tcfs_db_end(db, rc < 0 ? rc : 0);
 }
 
 /* Takes a node out of the tree: gone, or kept in limbo for the mount. */
-static int drop_node(struct tcfs_store *s, uint64_t ino)
+static int drop_node(struct tcfs_store *s, uint64_t ino, int keep,
+		     int64_t now)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int rc;
 
-	if (!tcfs_store_keeps_unlinked(s))
+	if (!keep)
 		return tcfs_db_exec(db, sql_delete, "i", (int64_t)ino);
 	rc = tcfs_db_exec(db, sql_unindex, "i", (int64_t)ino);
 	if (rc >= 0)
-		rc = tcfs_db_exec(db, sql_to_limbo, "i", (int64_t)ino);
+		rc = tcfs_db_exec(db, sql_to_limbo, "ii", now, (int64_t)ino);
+	return rc;
+}
+
+static int move_node(struct tcfs_store *s, uint64_t ino, uint64_t parent,
+		     const char *name)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_move, "iti",
+			      (int64_t)parent, name, (int64_t)ino);
+
+	return rc < 0 ? rc : 0;
+}
+
+/* The row of another name of file (a hard link): its number and place. */
+static int other_name(struct tcfs_store *s, uint64_t file, uint64_t *row,
+		      uint64_t *parent, char *name)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_other_name, "i", (int64_t)file);
+	if (rc == 1) {
+		*row = (uint64_t)sqlite3_column_int64(st, 0);
+		*parent = (uint64_t)sqlite3_column_int64(st, 1);
+		snprintf(name, TCFS_NAME_MAX + 1, "%s",
+			 tcfs_db_text(st, 2, NULL));
+		tcfs_db_reset(st);
+	}
+	tcfs_db_unlock(db);
+	return rc == 1 ? 0 : rc == 0 ? -EUCLEAN : rc;
+}
+
+/* Takes the name n (as tcfs_ns_lookup returned it) out of the tree.  A
+ * file goes only with its last name (to limbo with keep, see drop_node);
+ * while it has others, its row takes the place of one of them, keeping
+ * its inode number, and its kernels follow it there. */
+static int drop_name(struct tcfs_store *s, const struct tcfs_node *n,
+		     int keep, int64_t now)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	char name[TCFS_NAME_MAX + 1] = "";
+	uint64_t row = 0, parent = 0;
+	int rc;
+
+	if (n->entry != n->ino) {
+		rc = tcfs_db_exec(db, sql_delete, "i", (int64_t)n->entry);
+		return rc < 0 ? rc : add_links(s, n->ino, -1, now);
+	}
+	if (n->kind == TCFS_DIR || n->nlink <= 1) {
+		rc = drop_node(s, n->ino, keep, now);
+		return rc < 0 ? rc : 0;
+	}
+	rc = other_name(s, n->ino, &row, &parent, name);
+	if (rc == 0)
+		rc = tcfs_db_exec(db, sql_delete, "i", (int64_t)row);
+	if (rc >= 0)
+		rc = move_node(s, n->ino, parent, name);
+	if (rc == 0)
+		rc = add_links(s, n->ino, -1, now);
+	if (rc == 0 && n->kind == TCFS_FILE)
+		rc = tcfs_kernel_files_changed(s, parent);
 	return rc;
 }
 
@@ -310,15 +526,6 @@ static int has_children(struct tcfs_store *s, uint64_t dir)
 	return rc;
 }
 
-static int move_node(struct tcfs_store *s, uint64_t ino, uint64_t parent,
-		     const char *name)
-{
-	int rc = tcfs_db_exec(tcfs_store_db(s), sql_move, "iti",
-			      (int64_t)parent, name, (int64_t)ino);
-
-	return rc < 0 ? rc : 0;
-}
-
 /* Whether src may take dst's place (dst may be absent: dst->ino == 0). */
 static int check_replace(struct tcfs_store *s, const struct tcfs_node *src,
 			 const struct tcfs_node *dst, uint64_t newparent)
@@ -329,7 +536,7 @@ static int check_replace(struct tcfs_store *s, const struct tcfs_node *src,
 		return -EINVAL;
 	if (dst->ino == 0)
 		return 0;
-	if (src->kind == TCFS_FILE)
+	if (src->kind != TCFS_DIR)
 		return dst->kind == TCFS_DIR ? -EISDIR : 0;
 	if (dst->kind != TCFS_DIR)
 		return -ENOTDIR;
@@ -337,8 +544,21 @@ static int check_replace(struct tcfs_store *s, const struct tcfs_node *src,
 	return rc == 1 ? -ENOTEMPTY : rc;
 }
 
+/* A dir that moves from one parent to another is a subdir less there and
+ * one more here (their nlink). */
+static int dir_moved(struct tcfs_store *s, const struct tcfs_node *n,
+		     uint64_t from, uint64_t to, int64_t now)
+{
+	int rc = 0;
+
+	if (n->kind != TCFS_DIR || from == to)
+		return 0;
+	rc = add_links(s, from, -1, now);
+	return rc < 0 ? rc : add_links(s, to, 1, now);
+}
+
 static int rename_exchange(struct tcfs_store *s, const struct tcfs_node *a,
-			   const struct tcfs_node *b)
+			   const struct tcfs_node *b, int64_t now)
 {
 	int rc;
 
@@ -347,16 +567,24 @@ static int rename_exchange(struct tcfs_store *s, const struct tcfs_node *a,
 		return -EINVAL;
 	/* UNIQUE(parent, name) forbids a direct swap: park a first under a
 	 * parent no real node has (inode numbers are positive). */
-	rc = move_node(s, a->ino, (uint64_t)-(int64_t)a->ino, a->name);
+	rc = move_node(s, a->entry, (uint64_t)-(int64_t)a->entry, a->name);
 	if (rc == 0)
-		rc = move_node(s, b->ino, a->parent, a->name);
+		rc = move_node(s, b->entry, a->parent, a->name);
 	if (rc == 0)
-		rc = move_node(s, a->ino, b->parent, b->name);
-	return rc;
+		rc = move_node(s, a->entry, b->parent, b->name);
+	if (rc == 0)
+		rc = dir_moved(s, a, a->parent, b->parent, now);
+	if (rc == 0)
+		rc = dir_moved(s, b, b->parent, a->parent, now);
+	if (rc == 0)
+		rc = tcfs_db_exec(tcfs_store_db(s), sql_changed, "ii", now,
+				  (int64_t)b->ino);
+	return rc < 0 ? rc : 0;
 }
 
 static int do_rename(struct tcfs_store *s, uint64_t parent, const char *name,
-		     uint64_t newparent, const char *newname, unsigned flags)
+		     uint64_t newparent, const char *newname, unsigned flags,
+		     int64_t now)
 {
 	struct tcfs_node src, dst = { 0 }, dir;
 	int rc;
@@ -372,17 +600,27 @@ static int do_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 		dst.ino = 0;
 	else if (rc < 0)
 		return rc;
+	/* Two names of one file: nothing to do, as rename(2) says. */
 	if (dst.ino == src.ino)
 		return 0;
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_changed, "ii", now,
+			  (int64_t)src.ino);
+	if (rc < 0)
+		return rc;
 	if (flags & RENAME_EXCHANGE)
-		return dst.ino ? rename_exchange(s, &src, &dst) : -ENOENT;
+		return dst.ino ? rename_exchange(s, &src, &dst, now) : -ENOENT;
 	if (dst.ino && (flags & RENAME_NOREPLACE))
 		return -EEXIST;
 	rc = check_replace(s, &src, &dst, newparent);
-	if (rc == 0 && dst.ino)
-		rc = drop_node(s, dst.ino);
-	if (rc >= 0)
-		rc = move_node(s, src.ino, newparent, newname);
+	if (rc == 0 && dst.ino) {
+		rc = drop_name(s, &dst, tcfs_store_keeps_unlinked(s), now);
+		if (rc == 0 && dst.kind == TCFS_DIR)
+			rc = add_links(s, newparent, -1, now);
+	}
+	if (rc == 0)
+		rc = move_node(s, src.entry, newparent, newname);
+	if (rc == 0)
+		rc = dir_moved(s, &src, parent, newparent, now);
 	return rc;
 }
 
@@ -405,10 +643,13 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 		return rc;
 	rc = tcfs_ns_lookup(s, parent, name, &moved);
 	if (rc == 0)
-		rc = do_rename(s, parent, name, newparent, newname, flags);
-	/* What comes or goes is of moved's kind (a file replaces only a file,
-	 * a dir only a dir), except in an exchange. */
-	kind = flags & RENAME_EXCHANGE ? TCFS_FILE : moved.kind;
+		rc = do_rename(s, parent, name, newparent, newname, flags, now);
+	/* What comes or goes is a dir only when a dir moves (a dir replaces
+	 * only a dir); else files may (a symlink may replace one), and the
+	 * kernels of both dirs are looked at again. */
+	kind = flags & RENAME_EXCHANGE ? TCFS_FILE
+	       : moved.kind == TCFS_DIR ? TCFS_DIR
+					: TCFS_FILE;
 	if (rc == 0)
 		rc = dir_changed(s, parent, kind, now);
 	/* A dir moved into (or out of) the root becomes (or stops being) a
@@ -425,9 +666,10 @@ int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,
 }
 
 static int remove_entry(struct tcfs_store *s, uint64_t parent,
-			const char *name, enum tcfs_kind want)
+			const char *name, int want_dir)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
+	int64_t now = tcfs_ns_now();
 	struct tcfs_node n;
 	int rc;
 
@@ -436,19 +678,21 @@ static int remove_entry(struct tcfs_store *s, uint64_t parent,
 	 * of the key dir that fails, and a failure needs no write lock. */
 	tcfs_db_lock(db);
 	rc = tcfs_ns_lookup(s, parent, name, &n);
-	if (rc == 0 && n.kind != want)
-		rc = want == TCFS_DIR ? -ENOTDIR : -EISDIR;
-	if (rc == 0 && want == TCFS_DIR) {
+	if (rc == 0 && (n.kind == TCFS_DIR) != want_dir)
+		rc = want_dir ? -ENOTDIR : -EISDIR;
+	if (rc == 0 && want_dir) {
 		rc = has_children(s, n.ino);
 		rc = rc == 1 ? -ENOTEMPTY : rc;
 	}
 	if (rc == 0) {
 		rc = tcfs_db_begin(db);
 		if (rc == 0) {
-			rc = drop_node(s, n.ino);
-			if (rc >= 0)
-				rc = dir_changed(s, parent, n.kind,
-						 tcfs_ns_now());
+			rc = drop_name(s, &n, tcfs_store_keeps_unlinked(s),
+				       now);
+			if (rc == 0 && want_dir)
+				rc = add_links(s, parent, -1, now);
+			if (rc == 0)
+				rc = dir_changed(s, parent, n.kind, now);
 			rc = tcfs_db_end(db, rc);
 		}
 	}
@@ -458,12 +702,12 @@ static int remove_entry(struct tcfs_store *s, uint64_t parent,
 
 int tcfs_ns_unlink(struct tcfs_store *s, uint64_t parent, const char *name)
 {
-	return remove_entry(s, parent, name, TCFS_FILE);
+	return remove_entry(s, parent, name, 0);
 }
 
 int tcfs_ns_rmdir(struct tcfs_store *s, uint64_t parent, const char *name)
 {
-	return remove_entry(s, parent, name, TCFS_DIR);
+	return remove_entry(s, parent, name, 1);
 }
 
 static int fill_node(void *ctx, void *elem, sqlite3_stmt *st)
@@ -473,23 +717,28 @@ static int fill_node(void *ctx, void *elem, sqlite3_stmt *st)
 	return 0;
 }
 
-/* Children first, so that a node in limbo never holds live ones. */
+/* Children first, so that a node in limbo never holds live ones.  With
+ * to_limbo, each goes as an unlink takes it (drop_name). */
 static int remove_below(struct tcfs_store *s, const struct tcfs_node *n,
-			int to_limbo)
+			int to_limbo, int64_t now)
 {
-	struct tcfs_node *kids = NULL;
+	int keep = to_limbo && tcfs_store_keeps_unlinked(s);
+	struct tcfs_node *kids = NULL, cur;
 	size_t nk = 0;
-	int rc = 0;
+	int rc;
 
-	if (n->kind == TCFS_DIR)
-		rc = tcfs_ns_list(s, n->ino, 0, 0, &kids, &nk);
+	if (n->kind != TCFS_DIR) {
+		/* Looked up again: dropping an earlier name of the same file
+		 * may have moved the file's row to this one (drop_name). */
+		rc = tcfs_ns_lookup(s, n->parent, n->name, &cur);
+		return rc < 0 ? rc : drop_name(s, &cur, keep, now);
+	}
+	rc = tcfs_ns_list(s, n->ino, 0, 0, &kids, &nk);
 	for (size_t i = 0; rc == 0 && i < nk; i++)
-		rc = remove_below(s, &kids[i], to_limbo);
+		rc = remove_below(s, &kids[i], to_limbo, now);
 	free(kids);
 	if (rc == 0)
-		rc = to_limbo ? drop_node(s, n->ino)
-			      : tcfs_db_exec(tcfs_store_db(s), sql_delete, "i",
-					     (int64_t)n->ino);
+		rc = drop_node(s, n->ino, keep, now);
 	return rc < 0 ? rc : 0;
 }
 
@@ -497,6 +746,7 @@ static int remove_tree(struct tcfs_store *s, uint64_t parent,
 		       const char *name, int to_limbo)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
+	int64_t now = tcfs_ns_now();
 	struct tcfs_node n;
 	int rc = tcfs_db_begin(db);
 
@@ -504,9 +754,11 @@ static int remove_tree(struct tcfs_store *s, uint64_t parent,
 		return rc;
 	rc = tcfs_ns_lookup(s, parent, name, &n);
 	if (rc == 0)
-		rc = remove_below(s, &n, to_limbo);
+		rc = remove_below(s, &n, to_limbo, now);
+	if (rc == 0 && n.kind == TCFS_DIR)
+		rc = add_links(s, parent, -1, now);
 	if (rc == 0)
-		rc = dir_changed(s, parent, n.kind, tcfs_ns_now());
+		rc = dir_changed(s, parent, n.kind, now);
 	return tcfs_db_end(db, rc);
 }
 
@@ -530,6 +782,13 @@ int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 				 (int64_t)after,
 				 max ? (int64_t)max : (int64_t)-1);
 
+	for (size_t i = 0; rc >= 0 && i < *n; i++)
+		rc = resolve(s, &(*out)[i]);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
 	return rc < 0 ? rc : 0;
 }
 

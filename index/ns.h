@@ -1,6 +1,11 @@
 /*
  * ns: the namespace, one row per directory entry (table nodes).
  *
+ * A file's row is also its inode; its other names (hard links) are rows
+ * that name that row (schema.c, version 7), and are shown as the file:
+ * lookups, gets and lists return the file's node, with the name it was
+ * found by (entry, parent, name).
+ *
  * Every operation that changes the tree is one transaction and answers with
  * ext4's errors: EEXIST, ENOTEMPTY, ENOENT, ENOTDIR, EISDIR, EINVAL exactly
  * where ext4 gives them.  Inode numbers are never reused; a rename keeps a
@@ -37,6 +42,10 @@ static inline int tcfs_ns_in_limbo(uint64_t parent, uint64_t *was_in)
 enum tcfs_kind {
 	TCFS_DIR = 'd',
 	TCFS_FILE = 'f',
+	TCFS_SYMLINK = 'l',
+	/* Another name of a file: ns.c and nodecache.c see such rows; every
+	 * node returned is the file's instead. */
+	TCFS_HARDLINK = 'h',
 };
 
 /* How a file's blob becomes its bytes. */
@@ -47,12 +56,17 @@ enum tcfs_fmt {
 
 struct tcfs_node {
 	uint64_t ino;
+	uint64_t entry;		/* the row of the name found: ino, but for
+				 * a file's other names */
 	uint64_t parent;
 	char name[TCFS_NAME_MAX + 1];
 	enum tcfs_kind kind;
 	unsigned mode;		/* permission bits */
-	uint64_t size;		/* as written; see schema.c for group files */
+	uint64_t size;		/* as written; see schema.c for group files;
+				 * a symlink's target length */
 	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint32_t nlink;		/* names; 2 + subdirs for a dir; 0 in limbo */
 	struct tcfs_hash blob;	/* files only */
 	enum tcfs_fmt fmt;
 };
@@ -83,6 +97,20 @@ int tcfs_ns_mkdir(struct tcfs_store *s, uint64_t parent, const char *name,
 int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 		   unsigned mode, int64_t mtime_ns,
 		   const struct tcfs_content *c, struct tcfs_node *out);
+/* target: 1 to TCFS_SYMLINK_MAX bytes, no NUL (else -ENOENT,
+ * -ENAMETOOLONG). */
+#define TCFS_SYMLINK_MAX 4095
+int tcfs_ns_symlink(struct tcfs_store *s, uint64_t parent, const char *name,
+		    const char *target, int64_t mtime_ns,
+		    struct tcfs_node *out);
+/* A symlink's target into buf (len bytes, NUL included): 0, -EINVAL for
+ * a node that is no symlink, -ENAMETOOLONG when it does not fit. */
+int tcfs_ns_readlink(struct tcfs_store *s, uint64_t ino, char *buf,
+		     size_t len);
+/* Another name for the file or symlink ino: -EPERM for a directory (as
+ * ext4), -ENOENT for one that has no name left (in limbo). */
+int tcfs_ns_link(struct tcfs_store *s, uint64_t ino, uint64_t newparent,
+		 const char *newname, struct tcfs_node *out);
 /* New content for an existing file, keeping its inode number. */
 int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 			const struct tcfs_content *c, int64_t mtime_ns);
@@ -121,8 +149,8 @@ int tcfs_ns_unlink_tree(struct tcfs_store *s, uint64_t parent,
  * (free()). */
 int tcfs_ns_temps(struct tcfs_store *s, struct tcfs_node **out, size_t *n);
 
-/* Up to max (0: all) children of dir with inode numbers above after, in
- * inode order, so that a listing resumed from the last inode seen is stable
+/* Up to max (0: all) children of dir with entry rows above after, in
+ * entry order, so that a listing resumed from the last inode seen is stable
  * while entries come and go.  *out is owned by the caller (free()). */
 int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 		 size_t max, struct tcfs_node **out, size_t *n);
@@ -131,7 +159,7 @@ int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
  * -ENAMETOOLONG when it does not fit. */
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
 
-/* Current time in nanoseconds, the unit of mtime_ns. */
+/* Current time in nanoseconds, the unit of mtime_ns and ctime_ns. */
 int64_t tcfs_ns_now(void);
 
 #endif

@@ -148,6 +148,57 @@ static const char schema_v6[] =
 	"CREATE INDEX nodes_parent ON nodes(parent, ino);";
 
 /*
+ * Version 7: a plain file system for the other caches beside Triton's.
+ *
+ * nodes is rebuilt, as its CHECKs change (SQLite alters no CHECK), with
+ * two more kinds: 'l', a symlink, whose target holds what it points to
+ * (size is its length); and 'h', another name of a file (a hard link),
+ * whose inode is the row that holds the file.  That row is one of the
+ * file's names itself, so a file with one name, the common case, is one
+ * row and a lookup one read; the file moves to another of its names when
+ * its row's name goes.  nlink is kept, never counted at a stat: the names
+ * of a file or symlink, 2 + the subdirs of a dir, 0 in limbo.  ctime
+ * (ns) is the last change of the inode: content, mode, times, a name.
+ */
+static const char schema_v7[] =
+	"CREATE TABLE nodes_v7 ("
+	"  ino    INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  parent INTEGER NOT NULL,"
+	"  name   TEXT NOT NULL,"
+	"  kind   TEXT NOT NULL CHECK (kind IN ('d', 'f', 'l', 'h')),"
+	"  mode   INTEGER NOT NULL,"
+	"  size   INTEGER NOT NULL DEFAULT 0,"
+	"  mtime  INTEGER NOT NULL,"
+	"  blob   TEXT,"
+	"  fmt    INTEGER NOT NULL DEFAULT 0,"
+	"  ctime  INTEGER NOT NULL,"
+	"  nlink  INTEGER NOT NULL DEFAULT 1,"
+	"  target TEXT,"
+	"  inode  INTEGER,"
+	"  UNIQUE (parent, name),"
+	"  CHECK ((kind = 'f') = (blob IS NOT NULL)),"
+	"  CHECK ((kind = 'l') = (target IS NOT NULL)),"
+	"  CHECK ((kind = 'h') = (inode IS NOT NULL))"
+	");"
+	"INSERT INTO nodes_v7"
+	"  (ino, parent, name, kind, mode, size, mtime, blob, fmt, ctime, nlink)"
+	"  SELECT ino, parent, name, kind, mode, size, mtime, blob, fmt, mtime,"
+	"    CASE WHEN parent < 0 THEN 0"
+	"         WHEN kind = 'd' THEN 2 + (SELECT count(*) FROM nodes c"
+	"                                   WHERE c.parent = n.ino"
+	"                                   AND c.kind = 'd')"
+	"         ELSE 1 END"
+	"  FROM nodes n;"
+	/* Inode numbers are never reused: the old high-water mark stays. */
+	"UPDATE sqlite_sequence SET seq = max(seq, (SELECT seq FROM"
+	"  sqlite_sequence WHERE name = 'nodes')) WHERE name = 'nodes_v7';"
+	"DROP TABLE nodes;"
+	"ALTER TABLE nodes_v7 RENAME TO nodes;"
+	"CREATE INDEX nodes_blob ON nodes(blob) WHERE blob IS NOT NULL;"
+	"CREATE INDEX nodes_parent ON nodes(parent, ino);"
+	"CREATE INDEX nodes_inode ON nodes(inode) WHERE inode IS NOT NULL;";
+
+/*
  * Version 8.
  *
  * evicted: kernels the size limit evicted (config max-size), by key, until
@@ -182,7 +233,8 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 4, schema_v4 },
 	{ 5, schema_v5 },
 	{ 6, schema_v6 },
-	{ 8, schema_v8 },	/* FIXME(merge): 7 is the posix branch's */
+	{ 7, schema_v7, 1 },
+	{ 8, schema_v8 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
@@ -190,6 +242,12 @@ static const struct tcfs_migration schema_steps[] = {
 int tcfs_schema_version(void)
 {
 	return schema_steps[SCHEMA_NSTEPS - 1].version;
+}
+
+const struct tcfs_migration *tcfs_schema_steps(int *n)
+{
+	*n = SCHEMA_NSTEPS;
+	return schema_steps;
 }
 
 static int pragma_int(struct tcfs_db *db, const char *sql, int *out)
@@ -207,7 +265,33 @@ static int pragma_int(struct tcfs_db *db, const char *sql, int *out)
 	return src == SQLITE_ROW ? 0 : tcfs_db_error(db, src);
 }
 
-static int apply_step(struct tcfs_db *db, const struct tcfs_migration *m)
+/* A rebuilt table is dropped, and with foreign keys on a DROP deletes
+ * its rows first, cascading to the kernels that name them: SQLite's own
+ * recipe turns them off around the step (outside its transaction, where
+ * alone the pragma works) and checks them before the commit. */
+static int set_foreign_keys(struct tcfs_db *db, int on)
+{
+	int src = sqlite3_exec(tcfs_db_handle(db),
+			       on ? "PRAGMA foreign_keys=ON"
+				  : "PRAGMA foreign_keys=OFF",
+			       NULL, NULL, NULL);
+
+	return src == SQLITE_OK ? 0 : tcfs_db_error(db, src);
+}
+
+static int foreign_keys_hold(struct tcfs_db *db)
+{
+	int bad = 0, rc;
+
+	rc = pragma_int(db, "SELECT count(*) FROM pragma_foreign_key_check",
+			&bad);
+	if (rc == 0 && bad)
+		rc = tcfs_err_set(-EUCLEAN, "%s: %d rows name rows that are "
+				  "gone", tcfs_db_path(db), bad);
+	return rc;
+}
+
+static int run_step(struct tcfs_db *db, const struct tcfs_migration *m)
 {
 	sqlite3 *conn = tcfs_db_handle(db);
 	char bump[96];
@@ -217,6 +301,11 @@ static int apply_step(struct tcfs_db *db, const struct tcfs_migration *m)
 	if (rc < 0)
 		return rc;
 	src = sqlite3_exec(conn, m->sql, NULL, NULL, NULL);
+	if (src == SQLITE_OK && m->rebuilds) {
+		rc = foreign_keys_hold(db);
+		if (rc < 0)
+			return tcfs_db_end(db, rc);
+	}
 	if (src == SQLITE_OK) {
 		snprintf(bump, sizeof(bump),
 			 "PRAGMA user_version=%d; PRAGMA application_id=%d;",
@@ -226,6 +315,21 @@ static int apply_step(struct tcfs_db *db, const struct tcfs_migration *m)
 	if (src != SQLITE_OK)
 		rc = tcfs_db_error(db, src);
 	return tcfs_db_end(db, rc);
+}
+
+static int apply_step(struct tcfs_db *db, const struct tcfs_migration *m)
+{
+	int rc;
+
+	if (!m->rebuilds)
+		return run_step(db, m);
+	rc = set_foreign_keys(db, 0);
+	if (rc == 0)
+		rc = run_step(db, m);
+	if (set_foreign_keys(db, 1) < 0 && rc == 0)
+		rc = tcfs_err_set(-EIO, "%s: foreign keys not back on",
+				  tcfs_db_path(db));
+	return rc;
 }
 
 /* A database is ours if it carries our application_id, or is brand new

@@ -16,10 +16,16 @@ struct tcfs_db;
 struct tcfs_migration {
 	int version;		/* the version this step produces */
 	const char *sql;	/* statements, run as one script */
+	int rebuilds;		/* drops a table that others refer to: runs
+				 * with foreign keys off (checked at its end) */
 };
 
 /* The version this build writes. */
 int tcfs_schema_version(void);
+
+/* This build's steps (*n of them; static, not to be freed), for tests that
+ * make an index of an older version. */
+const struct tcfs_migration *tcfs_schema_steps(int *n);
 
 /* Checks, reading only, that an existing database is a tcfs index with a
  * schema: -EUCLEAN for an empty or foreign file, which must never be

@@ -122,24 +122,32 @@ static int refuse_symlink(struct export *ex, int dirfd, const char *name,
 	return 0;
 }
 
-/* Creates a temp file for name's bytes in dirfd, exclusively and under a
- * name nobody can guess, so nothing planted there is ever opened.  The
- * name is one Triton's tools and tcfs import skip. */
-static int create_temp(int dirfd, char *tmp, size_t len)
+/* A temp name nobody can guess, so nothing planted there is ever opened:
+ * one that Triton's tools and tcfs import skip.  0 or -errno. */
+static int temp_name(char *tmp, size_t len)
 {
 	unsigned char r[8];
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return -errno;
+	snprintf(tmp, len, "tmp.pid_%ld_%02x%02x%02x%02x%02x%02x%02x%02x",
+		 (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+		 r[7]);
+	return 0;
+}
+
+/* Creates a temp file for name's bytes in dirfd, exclusively. */
+static int create_temp(int dirfd, char *tmp, size_t len)
+{
 	int fd;
 
 	do {
-		if (getrandom(r, sizeof(r), 0) != sizeof(r))
-			return -errno;
-		snprintf(tmp, len, "tmp.pid_%ld_%02x%02x%02x%02x%02x%02x%02x%02x",
-			 (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5],
-			 r[6], r[7]);
-		fd = tcfs_io_open_beneath(dirfd, tmp,
-					  O_WRONLY | O_CREAT | O_EXCL |
-						  O_NOFOLLOW,
-					  1);
+		fd = temp_name(tmp, len);
+		if (fd == 0)
+			fd = tcfs_io_open_beneath(dirfd, tmp,
+						  O_WRONLY | O_CREAT | O_EXCL |
+							  O_NOFOLLOW,
+						  1);
 	} while (fd == -EEXIST);
 	return fd;
 }
@@ -183,6 +191,32 @@ static int export_file(struct export *ex, int dirfd, const struct tcfs_node *n,
 	return 0;
 }
 
+/* A symlink is written as one: made under a temp name, exclusively (a
+ * symlink is never followed by its own creation), then renamed over
+ * name, which replaces whatever was there without writing through it. */
+static int export_symlink(struct export *ex, int dirfd,
+			  const struct tcfs_node *n, const char *path)
+{
+	char target[TCFS_SYMLINK_MAX + 1], tmp[64];
+	int rc = tcfs_ns_readlink(ex->s, n->ino, target, sizeof(target));
+
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s", path);
+	do {
+		rc = temp_name(tmp, sizeof(tmp));
+		if (rc == 0 && symlinkat(target, dirfd, tmp) < 0)
+			rc = -errno;
+	} while (rc == -EEXIST);
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, n->name) < 0) {
+		rc = -errno;
+		unlinkat(dirfd, tmp, 0);
+	}
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/%s", ex->root, path);
+	ex->files++;
+	return 0;
+}
+
 static int export_dir(struct export *ex, int parentfd,
 		      const struct tcfs_node *dir, const char *key,
 		      const char *path, int depth);
@@ -223,6 +257,8 @@ static int export_children(struct export *ex, int fd,
 			if (kids[i].kind == TCFS_DIR)
 				rc = export_dir(ex, fd, &kids[i], key, sub,
 						depth + 1);
+			else if (kids[i].kind == TCFS_SYMLINK)
+				rc = export_symlink(ex, fd, &kids[i], sub);
 			else
 				rc = export_file(ex, fd, &kids[i], key, sub);
 			if (rc < 0) {
@@ -278,6 +314,8 @@ static void export_top(struct export *ex, int destfd, const struct tcfs_node *n)
 	tcfs_err_clear();
 	if (n->kind == TCFS_DIR)
 		rc = export_dir(ex, destfd, n, n->name, n->name, 1);
+	else if (n->kind == TCFS_SYMLINK)
+		rc = export_symlink(ex, destfd, n, n->name);
 	else
 		rc = export_file(ex, destfd, n, "", n->name);
 	if (rc < 0) {

@@ -1049,6 +1049,125 @@ EOF
 	unmount_checked biggroup-elsewhere
 }
 
+# --- a plain file system for the caches beside Triton's -----------------
+# Inductor's and vLLM's caches live in the same root: symlinks, hard links,
+# ctime and nlink as on ext4; owners, devices, fifos and sockets refused.
+
+mount_fresh plain && {
+	pycheck "plain-before" <<'EOF'
+import socket
+d = os.path.join(M, "inductor")
+os.mkdir(d)
+os.symlink("../target/x", d + "/ln")
+check("symlink: readlink gives the target", os.readlink(d + "/ln") == "../target/x")
+st = os.lstat(d + "/ln")
+check("lstat: S_IFLNK, size = the target's length",
+      stat.S_ISLNK(st.st_mode) and st.st_size == len("../target/x"), st)
+check("ls shows it as a symlink (DT_LNK)",
+      [e.is_symlink() for e in os.scandir(d) if e.name == "ln"] == [True])
+os.symlink("real", d + "/rl")
+write(d + "/real", b"via link")
+check("a relative symlink is followed", read(d + "/rl") == b"via link")
+os.rename(d + "/rl", d + "/rl2")
+check("rename a symlink", os.readlink(d + "/rl2") == "real" and not os.path.lexists(d + "/rl"))
+os.unlink(d + "/rl2")
+check("unlink a symlink leaves its target",
+      not os.path.lexists(d + "/rl2") and read(d + "/real") == b"via link")
+check_errno("readlink of a file: EINVAL", errno.EINVAL, os.readlink, d + "/real")
+
+write(d + "/a", b"one")
+os.link(d + "/a", d + "/b")
+a, b = os.stat(d + "/a"), os.stat(d + "/b")
+check("hard link: both names have one st_ino and st_nlink 2",
+      a.st_ino == b.st_ino and a.st_nlink == 2 and b.st_nlink == 2, (a, b))
+with open(d + "/b", "r+b") as f:
+    f.write(b"TWO")
+check("a write through one name is seen through the other", read(d + "/a") == b"TWO")
+os.mkdir(d + "/sub")
+check_errno("a hard link of a directory: EPERM", errno.EPERM, os.link, d + "/sub", d + "/sub2")
+os.link(d + "/a", d + "/c")
+os.unlink(d + "/a")
+c = os.stat(d + "/c")
+check("unlink of one name leaves the others, same inode, nlink 2",
+      c.st_ino == a.st_ino and c.st_nlink == 2 and read(d + "/c") == b"TWO", c)
+
+f = d + "/real"
+t0 = os.stat(f).st_ctime_ns
+time.sleep(0.02)
+os.chmod(f, 0o600)
+t1 = os.stat(f).st_ctime_ns
+check("chmod changes st_ctime", t1 > t0, (t0, t1))
+time.sleep(0.02)
+os.rename(f, d + "/real2")
+t2 = os.stat(d + "/real2").st_ctime_ns
+check("rename changes st_ctime", t2 > t1, (t1, t2))
+time.sleep(0.02)
+with open(d + "/real2", "ab") as w:
+    w.write(b"!")
+t3 = os.stat(d + "/real2").st_ctime_ns
+check("a write changes st_ctime", t3 > t2, (t2, t3))
+time.sleep(0.02)
+os.link(d + "/real2", d + "/real3")
+t4 = os.stat(d + "/real2").st_ctime_ns
+check("link changes st_ctime", t4 > t3, (t3, t4))
+time.sleep(0.02)
+os.unlink(d + "/real3")
+t5 = os.stat(d + "/real2").st_ctime_ns
+check("unlink of another name changes st_ctime", t5 > t4, (t4, t5))
+
+write(d + "/gone", b"open")
+with open(d + "/gone", "rb") as g:
+    os.unlink(d + "/gone")
+    st = os.fstat(g.fileno())
+    check("fstat of an unlinked open file: st_nlink 0", st.st_nlink == 0, st)
+    check("... and it still reads", g.read() == b"open")
+
+n0 = os.stat(d).st_nlink
+os.mkdir(d + "/sub2")
+check("a dir's st_nlink is 2 + its subdirs", n0 == 3 and os.stat(d).st_nlink == 4,
+      (n0, os.stat(d).st_nlink))
+os.rmdir(d + "/sub2")
+check("... and follows an rmdir", os.stat(d).st_nlink == 3)
+check("the root's counts its dirs", os.stat(M).st_nlink == 3, os.stat(M).st_nlink)
+
+check_errno("mkfifo: EPERM", errno.EPERM, os.mkfifo, d + "/fifo")
+check_errno("mknod of a char device: EPERM", errno.EPERM, os.mknod, d + "/null",
+            0o600 | stat.S_IFCHR, os.makedev(1, 3))
+check_errno("mknod of a block device: EPERM", errno.EPERM, os.mknod, d + "/blk",
+            0o600 | stat.S_IFBLK, os.makedev(7, 0))
+os.mknod(d + "/reg", 0o644 | stat.S_IFREG)
+check("mknod of a regular file makes one", stat.S_ISREG(os.stat(d + "/reg").st_mode))
+check_errno("chown to another uid: EPERM", errno.EPERM, os.chown, d + "/reg", 12345, -1)
+check_errno("chown to another gid: EPERM", errno.EPERM, os.chown, d + "/reg", -1, 12345)
+check_errno("chown to the owner it has works", 0, os.chown, d + "/reg",
+            os.getuid(), os.getgid())
+so = socket.socket(socket.AF_UNIX)
+check_errno("bind of a unix socket: EPERM", errno.EPERM, so.bind, d + "/sock")
+so.close()
+check("nothing refused was made",
+      not any(os.path.lexists(d + "/" + n) for n in ("fifo", "null", "blk", "sock")))
+EOF
+	unmount_checked plain
+	tcfs mount -o noviews --store "$S" "$M"
+	check_rc "plain: the store mounts again" 0
+	pycheck "plain-after" <<'EOF'
+d = os.path.join(M, "inductor")
+check("after a remount the symlink is there", os.readlink(d + "/ln") == "../target/x")
+b, c = os.stat(d + "/b"), os.stat(d + "/c")
+check("and the hard links: one inode, nlink 2, the same bytes",
+      b.st_ino == c.st_ino and b.st_nlink == 2 and read(d + "/b") == b"TWO", (b, c))
+check("and the dir's nlink", os.stat(d).st_nlink == 3, os.stat(d).st_nlink)
+EOF
+	tcfs fsck --store "$S"
+	check_rc "plain: tcfs fsck of a store with symlinks and hard links is clean" 0
+	tcfs export --store "$S" "$T_TMP/plain/out"
+	check_rc "plain: tcfs export exits 0" 0
+	check_eq "... and writes the symlink as a symlink" "../target/x" \
+		"$(readlink "$T_TMP/plain/out/inductor/ln")"
+	check_eq "... and each hard link's bytes" "TWO" "$(cat "$T_TMP/plain/out/inductor/c")"
+	unmount_checked plain
+}
+
 # --- tcfs mount: errors ---------------------------------------------------
 
 E=$T_TMP/errors

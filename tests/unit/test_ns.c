@@ -304,6 +304,137 @@ static void test_threads(void)
 	free(v);
 }
 
+static void test_symlinks(void)
+{
+	char buf[TCFS_SYMLINK_MAX + 1], big[TCFS_SYMLINK_MAX + 2];
+	uint64_t d = mkdir_(TCFS_ROOT_INO, "sl");
+	struct tcfs_node n;
+
+	tap_eq(tcfs_ns_symlink(s, d, "l", "../target", 5, &n), 0, "symlink");
+	tap_ok(n.kind == TCFS_SYMLINK && n.size == 9 && n.nlink == 1 &&
+		       n.mode == 0777,
+	       "a symlink: its size is its target's length");
+	tap_eq(tcfs_ns_readlink(s, n.ino, buf, sizeof(buf)), 0, "readlink");
+	tap_ok(strcmp(buf, "../target") == 0, "gives the target");
+	tap_eq(tcfs_ns_readlink(s, n.ino, buf, 4), -ENAMETOOLONG,
+	       "readlink into too small a buffer: ENAMETOOLONG");
+	tap_eq(tcfs_ns_readlink(s, d, buf, sizeof(buf)), -EINVAL,
+	       "readlink of a dir: EINVAL");
+	tap_eq(tcfs_ns_symlink(s, d, "l", "x", 5, NULL), -EEXIST,
+	       "symlink over a name: EEXIST");
+	tap_eq(tcfs_ns_symlink(s, d, "e", "", 5, NULL), -ENOENT,
+	       "an empty target: ENOENT");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	tap_eq(tcfs_ns_symlink(s, d, "b", big, 5, NULL), -ENAMETOOLONG,
+	       "a 4096-byte target: ENAMETOOLONG");
+	tap_eq(tcfs_ns_set_content(s, n.ino, &(struct tcfs_content){ 0 }, 5),
+	       -EINVAL, "a symlink takes no content");
+	tap_eq(tcfs_ns_rename(s, d, "l", d, "m", 0), 0, "rename a symlink");
+	tap_eq(ino_of(d, "m"), n.ino, "it keeps its inode");
+	tap_eq(tcfs_ns_rmdir(s, d, "m"), -ENOTDIR, "rmdir of it: ENOTDIR");
+	tap_eq(tcfs_ns_unlink(s, d, "m"), 0, "unlink it");
+	tap_eq(ino_of(d, "m"), 0, "gone");
+}
+
+static void test_hard_links(void)
+{
+	uint64_t d = mkdir_(TCFS_ROOT_INO, "hl"), e = mkdir_(d, "e");
+	uint64_t f = mkfile(d, "a", "one");
+	struct tcfs_content c = content("two!");
+	struct tcfs_node n, m, *v = NULL;
+	size_t nv = 0;
+
+	tap_eq(tcfs_ns_link(s, f, e, "b", &n), 0, "link");
+	tap_ok(n.ino == f && n.entry != f && n.nlink == 2 &&
+		       strcmp(n.name, "b") == 0 && n.parent == e,
+	       "the new name shows the file, under its own name");
+	tap_ok(tcfs_ns_get(s, f, &m) == 0 && m.nlink == 2,
+	       "the file counts 2 names");
+	tap_eq(tcfs_ns_link(s, f, e, "b", NULL), -EEXIST,
+	       "link onto a name: EEXIST");
+	tap_eq(tcfs_ns_link(s, e, d, "e2", NULL), -EPERM,
+	       "link of a dir: EPERM");
+	tap_eq(tcfs_ns_link(s, 999999, d, "z", NULL), -ENOENT,
+	       "link of a missing inode: ENOENT");
+	tap_eq(tcfs_ns_set_content(s, f, &c, 7), 0, "new content");
+	tap_ok(tcfs_ns_lookup(s, e, "b", &n) == 0 && n.size == 4 &&
+		       tcfs_hash_equal(&n.blob, &c.blob) && n.ctime_ns == 7,
+	       "seen through the other name, with its ctime");
+	tcfs_ns_list(s, e, 0, 0, &v, &nv);
+	tap_ok(nv == 1 && v[0].ino == f && v[0].kind == TCFS_FILE &&
+		       v[0].entry != f,
+	       "a listing shows the file under the link's entry");
+	free(v);
+	tap_eq(tcfs_ns_rename(s, d, "a", e, "b", 0), 0,
+	       "rename onto another name of the same file");
+	tap_ok(ino_of(d, "a") == f && ino_of(e, "b") == f,
+	       "does nothing, as rename(2)");
+	tap_eq(tcfs_ns_unlink(s, d, "a"), 0, "unlink the first name");
+	tap_ok(tcfs_ns_lookup(s, e, "b", &n) == 0 && n.ino == f &&
+		       n.entry == f && n.nlink == 1,
+	       "the file lives on under the other, same inode, 1 name");
+	tap_eq(tcfs_ns_link(s, f, d, "c", NULL), 0, "link again");
+	tap_eq(tcfs_ns_unlink(s, d, "c"), 0, "unlink the link's name");
+	tap_ok(tcfs_ns_get(s, f, &n) == 0 && n.nlink == 1 &&
+		       ino_of(e, "b") == f,
+	       "the file keeps its own name, 1 name");
+	tap_eq(tcfs_ns_link(s, f, d, "c", NULL), 0, "link again");
+	tap_eq(tcfs_ns_remove_tree(s, TCFS_ROOT_INO, "hl"), 0,
+	       "remove a tree that holds both names");
+	tap_eq(ino_of(TCFS_ROOT_INO, "hl"), 0, "gone");
+	tap_eq(tcfs_ns_get(s, f, &n), -ENOENT, "the file too");
+}
+
+static void test_counts(void)
+{
+	uint64_t d = mkdir_(TCFS_ROOT_INO, "nl"), a, f;
+	struct tcfs_node n;
+	int64_t before;
+
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 2, "a new dir: 2");
+	a = mkdir_(d, "a");
+	mkdir_(d, "b");
+	f = mkfile(d, "f", "x");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 4,
+	       "2 subdirs and a file: 4");
+	tap_eq(tcfs_ns_rename(s, d, "b", a, "b", 0), 0, "move a subdir down");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 3 &&
+		       tcfs_ns_get(s, a, &n) == 0 && n.nlink == 3,
+	       "one less here, one more there");
+	mkdir_(d, "c");
+	tap_eq(tcfs_ns_rename(s, d, "c", a, "b", 0), 0,
+	       "a dir over an empty dir");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 3 &&
+		       tcfs_ns_get(s, a, &n) == 0 && n.nlink == 3,
+	       "counts as one move");
+	mkdir_(d, "x");
+	tap_eq(tcfs_ns_rename(s, d, "x", a, "b", RENAME_EXCHANGE), 0,
+	       "exchange two dirs");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 4,
+	       "both still counted");
+	tap_eq(tcfs_ns_rename(s, d, "f", a, "b", RENAME_EXCHANGE), 0,
+	       "exchange a file and a dir");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 5 &&
+		       tcfs_ns_get(s, a, &n) == 0 && n.nlink == 2,
+	       "the dir counted where it went");
+	tap_eq(tcfs_ns_rmdir(s, d, "f"), 0, "rmdir");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 4, "one less");
+	tap_eq(tcfs_ns_remove_tree(s, d, "a"), 0, "remove a tree");
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.nlink == 3, "one less");
+	f = mkfile(d, "h", "y");
+	tcfs_ns_get(s, f, &n);
+	before = n.ctime_ns;
+	tap_eq(tcfs_ns_setattr(s, f, TCFS_SET_MODE, 0600, 0), 0, "chmod");
+	tap_ok(tcfs_ns_get(s, f, &n) == 0 && n.ctime_ns > before &&
+		       n.mode == 0600,
+	       "changes ctime");
+	before = n.ctime_ns;
+	tap_eq(tcfs_ns_rename(s, d, "h", d, "g", 0), 0, "rename");
+	tap_ok(tcfs_ns_get(s, f, &n) == 0 && n.ctime_ns > before,
+	       "changes ctime");
+}
+
 int main(void)
 {
 	char *dir = tap_tmpdir();
@@ -319,6 +450,9 @@ int main(void)
 	test_list();
 	test_kernels();
 	test_threads();
+	test_symlinks();
+	test_hard_links();
+	test_counts();
 	tcfs_store_close(s);
 	tap_rmtree(dir);
 	return tap_done();

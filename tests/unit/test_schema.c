@@ -54,6 +54,75 @@ static int plan_sorts(struct tcfs_db *db, const char *sql)
 	return sorts;
 }
 
+/* Empties a fresh index and makes it anew with this build's first
+ * `version` steps: an index as an older tcfs left it. */
+static int at_version(struct tcfs_db *db, int version)
+{
+	int n;
+	const struct tcfs_migration *steps = tcfs_schema_steps(&n);
+
+	sqlite3_exec(tcfs_db_handle(db),
+		     "DROP TABLE events; DROP TABLE kernels; DROP TABLE nodes;"
+		     "DROP TABLE unsynced; DROP TABLE probe_counts;"
+		     "DROP TABLE config; DROP TABLE counters; DROP TABLE evicted;"
+		     "DELETE FROM sqlite_sequence; PRAGMA user_version = 0;",
+		     NULL, NULL, NULL);
+	return tcfs_schema_apply(db, steps, version);
+}
+
+/* Version 7 rebuilds nodes: rows, kernels, inode numbers and counts. */
+static void test_v7(const char *dir)
+{
+	char path[512];
+	struct tcfs_db *db;
+
+	snprintf(path, sizeof(path), "%s/v5.db", dir);
+	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 5), 0, "made again at version 5");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO nodes (ino, parent, name, kind, mode,"
+			    " mtime, blob) VALUES"
+			    " (2, 1, 'K', 'd', 493, 5, NULL),"
+			    " (3, 2, '__grp__a.json', 'f', 292, 6, 'h1'),"
+			    " (4, 2, 'sub', 'd', 493, 7, NULL),"
+			    " (5, 1, 'L', 'd', 493, 8, NULL),"
+			    " (6, -2, '6', 'f', 292, 9, 'h2'),"
+			    " (50, 1, 'gone', 'd', 493, 9, NULL);"
+			    "DELETE FROM nodes WHERE ino = 50;"
+			    "INSERT INTO kernels (grp_ino, name, meta,"
+			    " total_bytes, binary_bytes, ir_bytes, created)"
+			    " VALUES (3, 'a', 'ok', 1, 1, 0, 6);",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "with a tree, a kernel and a node in limbo");
+	tap_eq(tcfs_schema_upgrade(db), 0, "upgrades to this version");
+	tap_eq(user_version(db), tcfs_schema_version(), "at this version");
+	tap_eq(count_rows(db, "SELECT count(*) FROM kernels WHERE grp_ino = 3"),
+	       1, "the kernel survived the rebuild (no cascade)");
+	tap_eq(count_rows(db, "PRAGMA foreign_keys"), 1,
+	       "foreign keys are on again");
+	tap_eq(count_rows(db, "SELECT nlink FROM nodes WHERE ino = 1"), 4,
+	       "the root's nlink: 2 + its 2 subdirs");
+	tap_eq(count_rows(db, "SELECT nlink FROM nodes WHERE ino = 2"), 3,
+	       "a key dir's: 2 + 1");
+	tap_eq(count_rows(db, "SELECT nlink FROM nodes WHERE ino = 3"), 1,
+	       "a file's: 1");
+	tap_eq(count_rows(db, "SELECT nlink FROM nodes WHERE ino = 6"), 0,
+	       "a node in limbo's: 0");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes WHERE ctime = mtime"),
+	       6, "ctime starts as mtime");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+			  " name IN ('nodes_parent', 'nodes_blob',"
+			  " 'nodes_inode')"),
+	       3, "with its indexes");
+	sqlite3_exec(tcfs_db_handle(db),
+		     "INSERT INTO nodes (parent, name, kind, mode, mtime,"
+		     " ctime, target) VALUES (1, 'ln', 'l', 511, 1, 1, 'K');",
+		     NULL, NULL, NULL);
+	tap_eq(count_rows(db, "SELECT ino FROM nodes WHERE name = 'ln'"), 51,
+	       "no inode number is used again, and symlinks go in");
+	tcfs_db_close(db);
+}
+
 int main(void)
 {
 	static const struct tcfs_migration v1[] = {
@@ -118,12 +187,8 @@ int main(void)
 	/* Version 3 counts the probes of an older log per kernel. */
 	snprintf(path, sizeof(path), "%s/v2.db", dir);
 	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 2), 0, "made again at version 2");
 	sqlite3_exec(tcfs_db_handle(db),
-		     "DROP TABLE probe_counts; DROP TABLE config;"
-		     "DROP TABLE counters; DROP INDEX kernels_target;"
-		     "DROP INDEX nodes_parent;"
-		     "ALTER TABLE events DROP COLUMN view;"
-		     "PRAGMA user_version = 2;"
 		     "INSERT INTO events (time, pid, comm, key, name, kind, hit)"
 		     " VALUES (10, 1, 'p', 'K1', 'add', 'kernel', 0),"
 		     " (20, 1, 'p', 'K1', 'add', 'kernel', 1),"
@@ -145,10 +210,10 @@ int main(void)
 
 	/* Version 6 indexes a directory's kids by inode, so a readdir
 	 * page is a range, not a sort of the whole directory. */
-	snprintf(path, sizeof(path), "%s/v5.db", dir);
+	snprintf(path, sizeof(path), "%s/v5b.db", dir);
 	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 5), 0, "made again at version 5");
 	sqlite3_exec(tcfs_db_handle(db),
-		     "DROP INDEX nodes_parent; PRAGMA user_version = 5;"
 		     "INSERT INTO nodes (parent, name, kind, mode, mtime)"
 		     " VALUES (1, 'a', 'd', 493, 0);",
 		     NULL, NULL, NULL);
@@ -164,6 +229,7 @@ int main(void)
 			  " AND ino > 0 ORDER BY ino LIMIT 10"),
 	       0, "a readdir page sorts nothing");
 	tcfs_db_close(db);
+	test_v7(dir);
 
 	/* Some other program's database. */
 	snprintf(path, sizeof(path), "%s/other.db", dir);
