@@ -27,6 +27,7 @@
 #include "index/cas.h"
 #include "index/err.h"
 #include "index/group.h"
+#include "index/kernel.h"
 #include "index/store.h"
 #include "index/utf8.h"
 #include "priv.h"
@@ -215,32 +216,43 @@ static int check_mountpoint(const char *mp, const char *store, char *root,
 	return 0;
 }
 
+/* Cache roots below the mount are this deep at most (vLLM's are 4). */
+#define RECOVER_DEPTH 16
+
+/* Removes the temp entries in dir: in a key dir, those of Triton's puts;
+ * in a cache root (the mount root, or a dir holding key dirs), Inductor's
+ * tmp.* dirs.  Other dirs are searched for cache roots below. */
+static void recover_dir(struct tcfs_fs *fs, uint64_t dir, int key, int depth)
+{
+	struct tcfs_node *kids = NULL;
+	size_t nk = 0;
+	int root = dir == TCFS_ROOT_INO, *keys;
+
+	if (tcfs_ns_list(fs->store, dir, 0, 0, &kids, &nk) < 0)
+		return;
+	keys = calloc(nk ? nk : 1, sizeof(*keys));
+	for (size_t i = 0; keys && !key && i < nk; i++) {
+		if (kids[i].kind == TCFS_DIR &&
+		    tcfs_kernel_key_dir_at(fs->store, dir, kids[i].name,
+					   &keys[i]) < 0)
+			keys[i] = 0;
+		root |= keys[i];
+	}
+	for (size_t i = 0; keys && i < nk; i++) {
+		if ((key || root) && tcfs_name_is_temp(kids[i].name, !key))
+			tcfs_ns_remove_tree(fs->store, dir, kids[i].name);
+		else if (!key && kids[i].kind == TCFS_DIR && depth < RECOVER_DEPTH)
+			recover_dir(fs, kids[i].ino, keys[i], depth + 1);
+	}
+	free(keys);
+	free(kids);
+}
+
 /* Temp entries of puts cut off when the last daemon stopped or died:
  * nobody can finish them, and nothing half-written may stay visible. */
 static void recover(struct tcfs_fs *fs)
 {
-	struct tcfs_node *top = NULL, *kids = NULL;
-	size_t ntop = 0, nk = 0;
-
-	if (tcfs_ns_list(fs->store, TCFS_ROOT_INO, 0, 0, &top, &ntop) < 0)
-		return;
-	for (size_t i = 0; i < ntop; i++) {
-		if (tcfs_name_is_temp(top[i].name, 1)) {
-			tcfs_ns_remove_tree(fs->store, TCFS_ROOT_INO,
-					    top[i].name);
-			continue;
-		}
-		if (top[i].kind != TCFS_DIR ||
-		    tcfs_ns_list(fs->store, top[i].ino, 0, 0, &kids, &nk) < 0)
-			continue;
-		for (size_t j = 0; j < nk; j++)
-			if (tcfs_name_is_temp(kids[j].name, 0))
-				tcfs_ns_remove_tree(fs->store, top[i].ino,
-						    kids[j].name);
-		free(kids);
-		kids = NULL;
-	}
-	free(top);
+	recover_dir(fs, TCFS_ROOT_INO, 0, 0);
 }
 
 static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
