@@ -180,17 +180,18 @@ check_rc "--busy-poll 0: tcfs umount" 0
 # every later probe still reaches the daemon.
 echo "# --- a probe name reached from a cached name"
 mount_fresh mv
-mkdir "$M/KEYMV"
-echo '{}' >"$M/KEYMV/staged.json"
-stat "$M/KEYMV/staged.json" >/dev/null
-mv "$M/KEYMV/staged.json" "$M/KEYMV/__grp__mv.json"
+KEYMV=MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2MV2M	# a key's shape
+mkdir "$M/$KEYMV"
+echo '{}' >"$M/$KEYMV/staged.json"
+stat "$M/$KEYMV/staged.json" >/dev/null
+mv "$M/$KEYMV/staged.json" "$M/$KEYMV/__grp__mv.json"
 for _ in 1 2; do
-	python3 -c 'import os, sys; os.stat(sys.argv[1])' "$M/KEYMV/__grp__mv.json"
+	python3 -c 'import os, sys; os.stat(sys.argv[1])' "$M/$KEYMV/__grp__mv.json"
 done
 tcfs umount "$M"
 tcfs log --store "$S"
 check_eq "after the rename, each of 2 processes probing it logs a hit" 2 \
-	"$(grep -c ' hit  kernel KEYMV/mv$' "$OUT")"
+	"$(grep -c " hit  kernel $KEYMV/mv\$" "$OUT")"
 
 S=$T_TMP/ind-store
 M=$T_TMP/ind-mnt
