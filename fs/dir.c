@@ -14,6 +14,7 @@
 #include "index/cas.h"
 #include "index/group.h"
 #include "index/io.h"
+#include "index/kernel.h"
 #include "index/store.h"
 #include "priv.h"
 
@@ -135,8 +136,11 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 			    const struct tcfs_node *kids, size_t nk)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(fs->store);
+	int key;
 
-	if (dir->parent != TCFS_ROOT_INO)
+	if (tcfs_kernel_key_dir_at(fs->store, dir->parent, dir->name, &key) <
+		    0 ||
+	    !key)
 		return;
 	for (size_t i = 0; i < nk; i++) {
 		const struct tcfs_node *g = &kids[i];
@@ -177,6 +181,7 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
 {
 	struct tcfs_node n, *kids = NULL;
 	size_t nk = 0;
+	int key;
 
 	if (tcfs_ns_lookup(fs->store, dir, name, &n) < 0)
 		return;
@@ -193,7 +198,9 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
 		return;
 	relocate_groups(fs, &n, kids, nk);
 	/* A key dir moved into place keeps no IR it was given. */
-	for (size_t i = 0; dir == TCFS_ROOT_INO && i < nk; i++)
+	if (tcfs_kernel_key_dir_at(fs->store, dir, name, &key) < 0)
+		key = 0;
+	for (size_t i = 0; key && i < nk; i++)
 		if (kids[i].kind == TCFS_FILE && fs_drops(fs, kids[i].name))
 			tcfs_ns_unlink(fs->store, n.ino, kids[i].name);
 	free(kids);

@@ -316,7 +316,8 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 		       struct tcfs_cas_stage *stage, struct tcfs_content *c)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(fs->store);
-	char key[TCFS_NAME_MAX + 1], *raw = NULL;
+	struct fs_keydir k;
+	char *raw = NULL;
 	uint64_t size = 0;
 	size_t len = 0;
 	int rc;
@@ -331,9 +332,9 @@ static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 	}
 	if (tcfs_cas_stage_size(stage, &size) == 0 &&
 	    tcfs_group_candidate(n->name, size) &&
-	    fs_key_of(fs, n, key, sizeof(key)) == 0 &&
+	    fs_key_of(fs, n, &k) == 0 &&
 	    stage_bytes(stage, size, &raw, &len) == 0) {
-		rc = tcfs_group_put(cas, key, raw, len, fs_store_filter(fs), c,
+		rc = tcfs_group_put(cas, k.key, raw, len, fs_store_filter(fs), c,
 				    NULL);
 		if (rc == 0)
 			tcfs_cas_stage_abort(stage);

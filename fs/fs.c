@@ -28,6 +28,7 @@
 #include "index/config.h"
 #include "index/err.h"
 #include "index/group.h"
+#include "index/kernel.h"
 #include "index/store.h"
 #include "index/utf8.h"
 #include "priv.h"
@@ -219,6 +220,29 @@ static int check_mountpoint(const char *mp, const char *store, char *root,
 	return 0;
 }
 
+/* Whether a temp name in dir is a put cut off: Triton's tmp.pid_* in a
+ * key dir, or Inductor's tmp.* in a cache root (the mount root, or a dir
+ * holding key dirs). */
+static int cut_off(struct tcfs_fs *fs, const struct tcfs_node *t)
+{
+	struct tcfs_node dir, *kids = NULL;
+	int key = 0, root = t->parent == TCFS_ROOT_INO;
+	size_t nk = 0;
+
+	if (!root && tcfs_ns_get(fs->store, t->parent, &dir) == 0 &&
+	    tcfs_kernel_key_dir_at(fs->store, dir.parent, dir.name, &key) < 0)
+		key = 0;
+	if (key)
+		return tcfs_name_is_temp(t->name, 0);
+	/* A few kids tell a cache root: its key dirs sort among them. */
+	if (!root && tcfs_ns_list(fs->store, t->parent, 0, 64, &kids, &nk) == 0)
+		for (size_t i = 0; !root && i < nk; i++)
+			root = kids[i].kind == TCFS_DIR &&
+			       tcfs_name_is_key(kids[i].name);
+	free(kids);
+	return root && tcfs_name_is_temp(t->name, 1);
+}
+
 /* Temp entries of puts cut off when the last daemon stopped or died:
  * nobody can finish them, and nothing half-written may stay visible. */
 static void recover(struct tcfs_fs *fs)
@@ -229,8 +253,7 @@ static void recover(struct tcfs_fs *fs)
 	if (tcfs_ns_temps(fs->store, &temps, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (tcfs_name_is_temp(temps[i].name,
-				      temps[i].parent == TCFS_ROOT_INO))
+		if (cut_off(fs, &temps[i]))
 			tcfs_ns_remove_tree(fs->store, temps[i].parent,
 					    temps[i].name);
 	free(temps);

@@ -2,6 +2,10 @@
  * group: group files as this mount shows them, rendered from their
  * key-relative templates with the mount point as root.
  *
+ * A key dir may lie at any depth (a cache root below the mount, as
+ * Inductor's triton/DEVICE/): its group files are stored relative to it
+ * and rendered with the mount's path to it.
+ *
  * Every probe looks a group file up twice and then opens it, and each of
  * those needs its rendered size or bytes: renderings are kept, by inode,
  * and used only while the inode still has the same blob and key dir.
@@ -20,6 +24,7 @@
 #include "index/cas.h"
 #include "index/group.h"
 #include "index/io.h"
+#include "index/kernel.h"
 #include "index/store.h"
 #include "index/vec.h"
 #include "priv.h"
@@ -29,7 +34,7 @@
 struct rendering {
 	uint64_t ino;		/* as shown (fs_shown); 0: empty slot */
 	struct tcfs_hash blob;
-	char key[TCFS_NAME_MAX + 1];
+	char *path;		/* its key dir's (struct fs_keydir) */
 	char *bytes;
 	size_t len;
 };
@@ -54,35 +59,70 @@ void fs_groups_free(struct fs_groups *g)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < CACHE_SLOTS; i++)
+	for (size_t i = 0; i < CACHE_SLOTS; i++) {
 		free(g->slot[i].bytes);
+		free(g->slot[i].path);
+	}
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 }
 
-int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
-	      size_t len)
+int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n,
+	      struct fs_keydir *k)
 {
-	struct tcfs_node a = *n;
-	int rc;
+	struct tcfs_node a = *n, own = { 0 };
+	uint64_t up, own_up = 0;
+	size_t used;
+	int rc, key = 0;
 
-	while (a.parent != TCFS_ROOT_INO) {
-		uint64_t up = a.parent;
-
+	for (;;) {
+		up = a.parent;
 		/* A replaced group file still being read renders as it was. */
 		tcfs_ns_in_limbo(a.parent, &up);
 		if (up == 0)
 			return -ENOENT;
+		if (a.kind == TCFS_DIR) {
+			rc = tcfs_kernel_key_dir_at(fs->store, up, a.name, &key);
+			if (rc < 0)
+				return rc;
+			if (!key && !own.ino) {
+				own = a;
+				own_up = up;
+			}
+		}
+		if (key)
+			break;
+		/* In no key dir: its own dir, where a group file naming
+		 * another dir (Inductor's tmp.<uuid>) stays raw until it
+		 * lands in its key dir (dir.c, relocate_groups). */
+		if (up == TCFS_ROOT_INO) {
+			if (own.ino) {
+				a = own;
+				up = own_up;
+			}
+			break;
+		}
 		rc = tcfs_ns_get(fs->store, up, &a);
 		if (rc < 0)
 			return rc;
 	}
-	snprintf(key, len, "%s", a.name);
+	rc = tcfs_ns_path(fs->store, up, k->path, sizeof(k->path));
+	if (rc < 0)
+		return rc;
+	used = strlen(k->path);
+	if (used && used + 1 < sizeof(k->path))
+		k->path[used++] = '/';
+	if (used + strlen(a.name) >= sizeof(k->path))
+		return -ENAMETOOLONG;
+	memcpy(k->path + used, a.name, strlen(a.name) + 1);
+	k->key = k->path + used;
+	k->ino = a.ino;
+	k->found = key;
 	return 0;
 }
 
 static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
-		  const char *key, int bin, char **out, size_t *len)
+		  const char *path, int bin, char **out, size_t *len)
 {
 	char *tmpl = NULL;
 	size_t tlen = 0;
@@ -91,7 +131,7 @@ static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
 	rc = tcfs_group_load(tcfs_store_cas(fs->store), &n->blob, &tmpl, &tlen);
 	if (rc < 0)
 		return rc == -EUCLEAN ? rc : fs_blob_failed(fs, &n->blob, rc);
-	rc = tcfs_group_render(tmpl, tlen, bin ? fs->bin_root : fs->root, key,
+	rc = tcfs_group_render(tmpl, tlen, bin ? fs->bin_root : fs->root, path,
 			       fs_filter(fs, bin), out, len);
 	free(tmpl);
 	return rc;
@@ -105,14 +145,14 @@ static struct rendering *slot_of(struct fs_groups *g, uint64_t shown)
 
 /* Copies a kept rendering out; 0, or -ENOENT when none fits. */
 static int lookup(struct fs_groups *g, const struct tcfs_node *n,
-		  const char *key, char **out, size_t *len)
+		  const char *path, char **out, size_t *len)
 {
 	struct rendering *r = slot_of(g, n->ino);
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&g->mu);
 	if (r->ino == n->ino && tcfs_hash_equal(&r->blob, &n->blob) &&
-	    strcmp(r->key, key) == 0) {
+	    strcmp(r->path, path) == 0) {
 		char *copy = malloc(r->len ? r->len : 1);
 
 		rc = copy ? 0 : -ENOMEM;
@@ -127,19 +167,23 @@ static int lookup(struct fs_groups *g, const struct tcfs_node *n,
 }
 
 static void keep(struct fs_groups *g, const struct tcfs_node *n,
-		 const char *key, const char *bytes, size_t len)
+		 const char *path, const char *bytes, size_t len)
 {
 	struct rendering *r = slot_of(g, n->ino);
-	char *copy = malloc(len ? len : 1);
+	char *copy = malloc(len ? len : 1), *p = strdup(path);
 
-	if (!copy)
+	if (!copy || !p) {
+		free(copy);
+		free(p);
 		return;
+	}
 	memcpy(copy, bytes, len);
 	pthread_mutex_lock(&g->mu);
 	free(r->bytes);
+	free(r->path);
 	r->ino = n->ino;
 	r->blob = n->blob;
-	snprintf(r->key, sizeof(r->key), "%s", key);
+	r->path = p;
 	r->bytes = copy;
 	r->len = len;
 	pthread_mutex_unlock(&g->mu);
@@ -149,34 +193,19 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
 	      char **out, size_t *len)
 {
 	struct tcfs_node shown = *n;
-	char key[TCFS_NAME_MAX + 1];
-	int rc = fs_key_of(fs, n, key, sizeof(key));
+	struct fs_keydir k;
+	int rc = fs_key_of(fs, n, &k);
 
 	if (rc < 0)
 		return rc;
 	/* Each view's rendering is kept apart, by the inode it shows. */
 	shown.ino = fs_shown(n->ino, bin);
-	if (lookup(fs->groups, &shown, key, out, len) == 0)
+	if (lookup(fs->groups, &shown, k.path, out, len) == 0)
 		return 0;
-	rc = render(fs, n, key, bin, out, len);
+	rc = render(fs, n, k.path, bin, out, len);
 	if (rc == 0)
-		keep(fs->groups, &shown, key, *out, *len);
+		keep(fs->groups, &shown, k.path, *out, *len);
 	return rc;
-}
-
-/* The key dir an entry named name in dir lies in: itself at the root. */
-static int key_at(struct tcfs_fs *fs, uint64_t dir, const char *name,
-		  char *key, size_t len)
-{
-	struct tcfs_node d;
-	int rc;
-
-	if (dir == TCFS_ROOT_INO) {
-		snprintf(key, len, "%s", name);
-		return 0;
-	}
-	rc = tcfs_ns_get(fs->store, dir, &d);
-	return rc < 0 ? rc : fs_key_of(fs, &d, key, len);
 }
 
 struct pins {
@@ -228,15 +257,27 @@ int fs_groups_pins(struct tcfs_fs *fs, const struct tcfs_node *moved,
 		   uint64_t newparent, const char *newname,
 		   struct fs_pin **pins, size_t *n)
 {
-	char was[TCFS_NAME_MAX + 1], will[TCFS_NAME_MAX + 1];
+	struct tcfs_node to = *moved;
+	struct fs_keydir *was = NULL, *will = NULL;
 	struct pins p = { *pins, *n, *n };
-	int rc;
+	int rc = -ENOMEM, inside;
 
-	rc = key_at(fs, moved->parent, moved->name, was, sizeof(was));
+	to.parent = newparent;
+	snprintf(to.name, sizeof(to.name), "%s", newname);
+	was = malloc(sizeof(*was));
+	will = malloc(sizeof(*will));
+	if (was && will)
+		rc = fs_key_of(fs, moved, was);
 	if (rc == 0)
-		rc = key_at(fs, newparent, newname, will, sizeof(will));
-	if (rc == 0 && strcmp(was, will) != 0)
+		rc = fs_key_of(fs, &to, will);
+	/* A dir that is no key dir's subdir may hold key dirs, whose group
+	 * files render for their paths, which the move changes. */
+	inside = rc == 0 && was->found && was->ino != moved->ino;
+	if (rc == 0 && (strcmp(was->path, will->path) != 0 ||
+			(moved->kind == TCFS_DIR && !inside)))
 		rc = pin_below(fs, moved, &p, 0);
+	free(was);
+	free(will);
 	*pins = p.v;
 	*n = p.n;
 	return rc;

@@ -139,7 +139,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fuse_reply_err(req, -rc);
 			return;
 		}
-		probe = fs_probe_kind(&dir, name);
+		probe = fs_probe_kind(fs, &dir, name);
 	}
 	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
 	if (probe && rc == 0)

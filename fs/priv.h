@@ -14,6 +14,7 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
@@ -164,8 +165,17 @@ int fs_groups_new(struct fs_groups **out);
 void fs_groups_free(struct fs_groups *g);
 int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
 	      char **out, size_t *len);
-int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n, char *key,
-	      size_t len);
+/* The key dir a node lies in (itself, for a key dir), for rendering its
+ * group files: the nearest by tcfs_kernel_key_dir_at, else the node's own
+ * dir. */
+struct fs_keydir {
+	uint64_t ino;
+	int found;		/* a key dir, not the node's own dir */
+	const char *key;	/* its name: the last part of path */
+	char path[PATH_MAX];	/* from the mount root: "triton/0/KEY" */
+};
+int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n,
+	      struct fs_keydir *k);
 /* A group template's bytes as they render now, stored raw, before a
  * rename would render them for another key dir. */
 struct fs_pin {
@@ -219,8 +229,8 @@ void fs_checked_free(struct fs_checked *c);
 
 /* probe.c: whether looking up name in parent is a cache probe, and
  * recording one (at most one event per process and path). */
-enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
-			      const char *name);
+enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
+			      const struct tcfs_node *parent, const char *name);
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const char *name,
 		   enum tcfs_probe kind, int hit, int bin);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "index/kernel.h"
 #include "index/name.h"
 #include "priv.h"
 
@@ -32,8 +33,9 @@ struct of_pid {
 	struct of_pid *next;
 };
 
-/* A path a process probed: "KEY/NAME".  By name, not inode: Inductor
- * replaces the key dir itself after the miss. */
+/* A path a process probed: "ROOT/KEY/NAME", ROOT the cache root's inode.
+ * The key dir by name, not inode: Inductor replaces the key dir itself
+ * after the miss; its cache root stays. */
 struct seen {
 	struct of_pid of;
 	char *path;
@@ -66,10 +68,13 @@ int fs_probe_name(const char *name)
 	}
 }
 
-enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
-			      const char *name)
+enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
+			      const struct tcfs_node *parent, const char *name)
 {
-	if (parent->parent != TCFS_ROOT_INO || tcfs_name_is_temp(parent->name, 1))
+	int key;
+
+	if (tcfs_kernel_key_dir_at(fs->store, parent->parent, parent->name,
+				   &key) < 0 || !key)
 		return 0;
 	switch (tcfs_name_artifact(name)) {
 	case TCFS_ART_GROUP:
@@ -83,16 +88,17 @@ enum tcfs_probe fs_probe_kind(const struct tcfs_node *parent,
 }
 
 /* 1 if the process had probed this path before; else remembers it. */
-static int already_seen(struct fs_probes *p, pid_t pid, const char *key,
-			const char *name)
+static int already_seen(struct fs_probes *p, pid_t pid, uint64_t root,
+			const char *key, const char *name)
 {
-	char path[2 * TCFS_NAME_MAX + 2];
+	char path[2 * TCFS_NAME_MAX + 24];
 	size_t b, len;
 	struct of_pid *o;
 	struct seen *s;
 	int seen = 0;
 
-	len = (size_t)snprintf(path, sizeof(path), "%s/%s", key, name);
+	len = (size_t)snprintf(path, sizeof(path), "%llu/%s/%s",
+			       (unsigned long long)root, key, name);
 	b = XXH3_64bits_withSeed(path, len, (uint64_t)pid) % PROBE_BUCKETS;
 	pthread_mutex_lock(&p->mu);
 	for (o = p->bucket[b]; o && !seen; o = o->next)
@@ -163,7 +169,8 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	struct timespec ts;
 
 	if (ctx->pid <= 0 ||
-	    already_seen(fs->probes, ctx->pid, parent->name, name))
+	    already_seen(fs->probes, ctx->pid, parent->parent, parent->name,
+			 name))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ev.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

@@ -1,8 +1,8 @@
 /*
  * view: the inodes that are not rows of the store, browsing views at the
  * mount root: by-name/NAME/KEY and by-arch/TARGET/NAME/KEY (symlinks to
- * the key dirs, as in /dev/disk/by-*), and .tcfs/ (reports made at read
- * time).  Every request handler asks here first (fs_view_ino); writes on
+ * the key dirs, at whatever depth, as in /dev/disk/by-*), and .tcfs/
+ * (reports made at read time).  Every request handler asks here first (fs_view_ino); writes on
  * these inodes, and on the reserved names at the root, get EROFS.
  *
  * An inode number's top bits say what it is (TAG_*), the rest which one:
@@ -14,6 +14,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,7 +255,7 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 {
 	struct fs_views *v = fs->views;
 	uint64_t val = ino & TAG_MASK;
-	int rc = 0;
+	int rc = 0, key;
 
 	memset(vn, 0, sizeof(*vn));
 	vn->tag = tag_of(ino);
@@ -277,11 +278,12 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 		break;
 	case TAG_NAMELINK:
 	case TAG_ARCHLINK:
-		/* A key dir that went, or is no more at the root, is no
+		/* A key dir that went, or moved where it is none, is no
 		 * kernel's now. */
 		rc = tcfs_ns_get(fs->store, val, &vn->keydir);
-		if (rc == 0 && (vn->keydir.parent != TCFS_ROOT_INO ||
-				vn->keydir.kind != TCFS_DIR))
+		if (rc == 0)
+			rc = tcfs_kernel_is_key_dir(fs->store, val, &key);
+		if (rc == 0 && !key)
 			rc = -ENOENT;
 		break;
 	default:
@@ -290,11 +292,17 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 	return rc;
 }
 
-static void link_target(const struct vnode *vn, char *buf, size_t len)
+/* The link's target: the key dir by its path from the mount root, which
+ * the view's entry is two (by-name/NAME/) or three levels below. */
+static int link_target(struct tcfs_fs *fs, const struct vnode *vn, char *buf,
+		       size_t len)
 {
-	snprintf(buf, len, "%s%s", vn->tag == TAG_ARCHLINK ? "../../../"
-							   : "../../",
-		 vn->keydir.name);
+	const char *up = vn->tag == TAG_ARCHLINK ? "../../../" : "../../";
+	size_t n = strlen(up);
+
+	assert(len > n);
+	memcpy(buf, up, n);
+	return tcfs_ns_path(fs->store, vn->keydir.ino, buf + n, len - n);
 }
 
 /* Renders a .tcfs/ file anew, or gives the rendering a stat just made;
@@ -357,9 +365,11 @@ static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 	st->st_mode = S_IFDIR | 0555;
 	st->st_nlink = 2;
 	if (vn->tag == TAG_NAMELINK || vn->tag == TAG_ARCHLINK) {
-		char target[TCFS_NAME_MAX + 16];
+		char target[PATH_MAX];
+		int rc = link_target(fs, vn, target, sizeof(target));
 
-		link_target(vn, target, sizeof(target));
+		if (rc < 0)
+			return rc;
 		st->st_mode = S_IFLNK | 0777;
 		st->st_nlink = 1;
 		st->st_size = (off_t)strlen(target);
@@ -434,15 +444,16 @@ int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name)
 	       (parent == TCFS_ROOT_INO && fixed_named(fs->views, 0, name));
 }
 
-/* A key dir of name (of a target) named key: the link's inode. */
+/* The key dir of name (of a target) whose view entry is entry (KEY or
+ * KEY@N, tcfs_kernel_at): the link's inode. */
 static int find_key(struct tcfs_fs *fs, const char *name,
-		    const struct tcfs_kernel_target *t, const char *key,
+		    const struct tcfs_kernel_target *t, const char *entry,
 		    uint64_t *dir)
 {
 	struct tcfs_kernel_at *at = NULL;
 	size_t n = 0;
 	int rc = tcfs_kernel_keys(fs->store, name, t ? t->backend : NULL,
-				  t ? t->arch : NULL, key, 0, 1, &at, &n);
+				  t ? t->arch : NULL, entry, 0, 1, &at, &n);
 
 	if (rc == 0 && n == 0)
 		rc = -ENOENT;
@@ -592,17 +603,18 @@ void fs_view_getattr(fuse_req_t req, uint64_t ino)
 
 void fs_view_readlink(fuse_req_t req, uint64_t ino)
 {
-	char target[TCFS_NAME_MAX + 16];
+	char target[PATH_MAX];
 	struct vnode vn;
 	int rc = resolve(fs_of(req), ino, &vn);
 
 	if (rc == 0 && vn.tag != TAG_NAMELINK && vn.tag != TAG_ARCHLINK)
 		rc = -EINVAL;
+	if (rc == 0)
+		rc = link_target(fs_of(req), &vn, target, sizeof(target));
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	link_target(&vn, target, sizeof(target));
 	fuse_reply_readlink(req, target);
 }
 
@@ -709,7 +721,7 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 				      t ? t->arch : NULL, NULL, from, want, &at,
 				      &n);
 		for (size_t i = 0; rc == 0 && i < n; i++)
-			add(pg, at[i].key,
+			add(pg, at[i].entry,
 			    ino_of(d->tag == TAG_NAME ? TAG_NAMELINK
 						      : TAG_ARCHLINK,
 				   at[i].dir_ino),

@@ -153,11 +153,12 @@ int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 }
 
 /* A kernel probe's kernel is in the cache now: a miss followed by the
- * kernel landing makes a new kernel, a miss alone does not. */
+ * kernel landing makes a new kernel, a miss alone does not.  Its key dir
+ * may be in any cache root (only key dirs have kernel rows). */
 #define LANDED(t)                                                         \
 	"EXISTS (SELECT 1 FROM kernels k JOIN nodes g ON g.ino = k.grp_ino" \
 	" JOIN nodes d ON d.ino = g.parent WHERE k.name = " t ".name"       \
-	" AND d.name = " t ".key AND d.parent = 1)"
+	" AND d.name = " t ".key)"
 
 /* Every probe ever, from the counts (tcfs_event_count with since 0). */
 static const char *const sql_count_all[] = {

@@ -1,6 +1,7 @@
 /* kernel: the kernels table, kept in step with the tree. */
 #include "kernel.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -182,14 +183,59 @@ static int fill_ino(void *ctx, void *elem, sqlite3_stmt *st)
 	return 0;
 }
 
+/*
+ * The one rule for key dirs.  A dir is one when its name is a Triton key
+ * and its parent is a cache root: the mount root, or any dir not named
+ * like a key.  So a cache at any depth counts (Inductor's triton/DEVICE/,
+ * vLLM's rank_I_J/triton_cache/), and nothing else does: temp dirs,
+ * Inductor's FX graph and AOT entries (lowercase base32) and vLLM's
+ * artifacts are never named like a Triton key.  The parent's name is
+ * checked because Triton keeps key dirs flat: a key-named dir inside one
+ * is some writer's subdir, not a kernel.  Its name, not its own rule: the
+ * probe path pays one node lookup, never a walk up the tree.
+ */
+int tcfs_kernel_key_dir_at(struct tcfs_store *s, uint64_t parent,
+			   const char *name, int *yes)
+{
+	struct tcfs_node p;
+	int rc;
+
+	*yes = 0;
+	if (!tcfs_name_is_key(name))
+		return 0;
+	if (parent == TCFS_ROOT_INO) {
+		*yes = 1;
+		return 0;
+	}
+	rc = tcfs_ns_get(s, parent, &p);
+	if (rc == 0)
+		*yes = p.kind == TCFS_DIR && !tcfs_name_is_key(p.name);
+	return rc;
+}
+
 int tcfs_kernel_is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes)
 {
 	struct tcfs_node d;
 	int rc = tcfs_ns_get(s, dir, &d);
 
-	*yes = rc == 0 && d.parent == TCFS_ROOT_INO &&
-	       !tcfs_name_is_temp(d.name, 1);
-	return rc;
+	*yes = 0;
+	if (rc < 0 || d.kind != TCFS_DIR)
+		return rc;
+	return tcfs_kernel_key_dir_at(s, d.parent, d.name, yes);
+}
+
+int tcfs_kernel_root(struct tcfs_store *s, uint64_t dir, char *buf,
+		     size_t len)
+{
+	struct tcfs_node d;
+	int rc = tcfs_ns_get(s, dir, &d);
+
+	assert(len > 0);
+	if (rc < 0)
+		return rc;
+	buf[0] = '\0';
+	return d.parent == TCFS_ROOT_INO ? 0
+					 : tcfs_ns_path(s, d.parent, buf, len);
 }
 
 /* Recomputes the rows of the group files in dir, a key dir. */
@@ -372,17 +418,19 @@ static const char sql_targets[] =
 	"SELECT DISTINCT backend, arch FROM kernels"
 	" WHERE backend IS NOT NULL AND arch IS NOT NULL"
 	" ORDER BY backend, arch LIMIT ? OFFSET ?";
-static const char sql_keys[] =
-	"SELECT d.ino, d.name FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"
-	" JOIN nodes d ON d.ino = g.parent WHERE k.name = ?"
-	" AND (?2 IS NULL OR d.name = ?2)"
-	" GROUP BY d.ino ORDER BY d.name LIMIT ? OFFSET ?";
+/* The key dirs of kernels named ?5 (of target ?6, ?7), each with its rank
+ * among the dirs of its key by inode (tcfs_kernel_at's entry); with a key
+ * ?1, only its ?2-th dir. */
+#define KEYS_WHERE(cond)                                                    \
+	"SELECT ino, key, nth FROM (SELECT d.ino AS ino, d.name AS key,"     \
+	" row_number() OVER (PARTITION BY d.name ORDER BY d.ino) AS nth"     \
+	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
+	" JOIN nodes d ON d.ino = g.parent WHERE " cond " GROUP BY d.ino)"   \
+	" WHERE ?1 IS NULL OR (key = ?1 AND nth = ?2)"                       \
+	" ORDER BY key, nth LIMIT ?3 OFFSET ?4"
+static const char sql_keys[] = KEYS_WHERE("k.name = ?5");
 static const char sql_keys_of[] =
-	"SELECT d.ino, d.name FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"
-	" JOIN nodes d ON d.ino = g.parent"
-	" WHERE k.backend = ? AND k.arch = ? AND k.name = ?"
-	" AND (?4 IS NULL OR d.name = ?4)"
-	" GROUP BY d.ino ORDER BY d.name LIMIT ? OFFSET ?";
+	KEYS_WHERE("k.name = ?5 AND k.backend = ?6 AND k.arch = ?7");
 
 /* SQLite's LIMIT is signed: "no limit" is its largest value. */
 static int64_t page(size_t limit)
@@ -441,28 +489,67 @@ int tcfs_kernel_targets(struct tcfs_store *s, uint64_t offset, size_t limit,
 static int fill_at(void *ctx, void *elem, sqlite3_stmt *st)
 {
 	struct tcfs_kernel_at *a = elem;
+	int64_t nth = sqlite3_column_int64(st, 2);
 
 	(void)ctx;
 	a->dir_ino = (uint64_t)sqlite3_column_int64(st, 0);
 	snprintf(a->key, sizeof(a->key), "%s", tcfs_db_text(st, 1, NULL));
+	if (nth > 1)
+		snprintf(a->entry, sizeof(a->entry), "%s@%lld", a->key,
+			 (long long)nth);
+	else
+		snprintf(a->entry, sizeof(a->entry), "%s", a->key);
+	return 0;
+}
+
+/* "KEY" into KEY and 1, "KEY@N" into KEY and N (N >= 2, no leading
+ * zeros: each dir has one entry name); -ENOENT for any other name. */
+static int parse_entry(const char *entry, char *key, size_t len,
+		       int64_t *nth)
+{
+	const char *at = strrchr(entry, '@');
+	char *end;
+	long long v;
+
+	if (!at) {
+		*nth = 1;
+		return snprintf(key, len, "%s", entry) < (int)len ? 0 : -ENOENT;
+	}
+	if (at[1] < '1' || at[1] > '9' || (size_t)(at - entry) >= len)
+		return -ENOENT;
+	errno = 0;
+	v = strtoll(at + 1, &end, 10);
+	if (*end || errno || v < 2)
+		return -ENOENT;
+	memcpy(key, entry, (size_t)(at - entry));
+	key[at - entry] = '\0';
+	*nth = v;
 	return 0;
 }
 
 int tcfs_kernel_keys(struct tcfs_store *s, const char *name,
-		     const char *backend, const char *arch, const char *key,
+		     const char *backend, const char *arch, const char *entry,
 		     uint64_t offset, size_t limit, struct tcfs_kernel_at **out,
 		     size_t *n)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
+	char key[TCFS_NAME_MAX + 1];
+	int64_t nth = 0;
 	int rc;
 
+	if (entry && parse_entry(entry, key, sizeof(key), &nth) < 0) {
+		*out = NULL;
+		*n = 0;
+		return 0;
+	}
 	if (backend)
 		rc = tcfs_db_collect(db, sizeof(**out), fill_at, NULL, out, n,
-				     sql_keys_of, "ttttii", backend, arch, name,
-				     key, page(limit), (int64_t)offset);
+				     sql_keys_of, "tiiittt", entry ? key : NULL,
+				     nth, page(limit), (int64_t)offset, name,
+				     backend, arch);
 	else
 		rc = tcfs_db_collect(db, sizeof(**out), fill_at, NULL, out, n,
-				     sql_keys, "ttii", name, key, page(limit),
-				     (int64_t)offset);
+				     sql_keys, "tiiit", entry ? key : NULL, nth,
+				     page(limit), (int64_t)offset, name);
 	return rc < 0 ? rc : 0;
 }

@@ -52,13 +52,22 @@ struct tcfs_kernel_filter {
 	const char *arch;
 };
 
-/* *yes = whether dir is a key dir: directly under the root, and not a temp
- * dir.  Kernels live only there; a group file still in a temp dir
- * (Inductor's tmp.*, Triton's tmp.pid_*) is not a kernel yet. */
+/* *yes = whether an entry named name in dir parent is a key dir, by the
+ * one rule (kernel.c): named like a Triton key, in a cache root (the mount
+ * root, or a dir not named like a key), at any depth.  Kernels live only
+ * there; a group file still in a temp dir (Inductor's tmp.*, Triton's
+ * tmp.pid_*) is not a kernel yet, as temp names are never keys. */
+int tcfs_kernel_key_dir_at(struct tcfs_store *s, uint64_t parent,
+			   const char *name, int *yes);
+/* The same for the dir dir (a file is none). */
 int tcfs_kernel_is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes);
 
-/* Recomputes the rows of every group file in dir, a key dir directly under
- * the root; for any other dir, drops its rows.  Cheap when dir has none. */
+/* The cache root of key dir dir: its parent's path from the mount root
+ * ("triton/0"), "" for a key dir at the top. */
+int tcfs_kernel_root(struct tcfs_store *s, uint64_t dir, char *buf,
+		     size_t len);
+
+/* Recomputes the rows of every group file in dir, a key dir; for any other dir, drops its rows.  Cheap when dir has none. */
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
 /* The same after a file of dir changed: only a key dir has rows to
  * recompute (a dir stops being one only by moving), so any other dir,
@@ -118,9 +127,14 @@ struct tcfs_kernel_target {
 	char backend[32];
 	char arch[32];
 };
+/* Caches at several roots may hold the same key (one per vLLM rank): in
+ * a view, the first of its key dirs by inode is named KEY and the N-th
+ * KEY@N, so every entry has a name of its own, and the oldest the plain
+ * key. */
 struct tcfs_kernel_at {
 	uint64_t dir_ino;	/* the key dir */
 	char key[TCFS_NAME_MAX + 1];
+	char entry[TCFS_NAME_MAX + 24];	/* KEY, or KEY@N */
 };
 
 /* The names of kernels (of a target). */
@@ -130,10 +144,10 @@ int tcfs_kernel_names(struct tcfs_store *s, const char *backend,
 /* The targets that kernels were compiled for (with metadata naming one). */
 int tcfs_kernel_targets(struct tcfs_store *s, uint64_t offset, size_t limit,
 			struct tcfs_kernel_target **out, size_t *n);
-/* The key dirs of kernels named name (of a target); with key, only the
- * one of that name (*n 0 or 1). */
+/* The key dirs of kernels named name (of a target), by key then inode;
+ * with entry, only the one of that entry name (*n 0 or 1). */
 int tcfs_kernel_keys(struct tcfs_store *s, const char *name,
-		     const char *backend, const char *arch, const char *key,
+		     const char *backend, const char *arch, const char *entry,
 		     uint64_t offset, size_t limit, struct tcfs_kernel_at **out,
 		     size_t *n);
 

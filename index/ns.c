@@ -68,12 +68,8 @@ static const char sql_list[] =
  * one statement, since a query per key dir made a mount of 100,000
  * kernels take a second. */
 static const char sql_temps[] =
-	"SELECT " NODE_COLS " FROM nodes WHERE parent = 1 AND name GLOB 'tmp.*'"
-	" UNION ALL"
-	" SELECT k.ino, k.parent, k.name, k.kind, k.mode, k.size, k.mtime,"
-	" k.blob, k.fmt FROM nodes d JOIN nodes k ON k.parent = d.ino"
-	" WHERE d.parent = 1 AND d.kind = 'd'"
-	" AND (k.name GLOB 'tmp.pid_*' OR k.name GLOB '*.tmp.pid_*')";
+	"SELECT " NODE_COLS " FROM nodes WHERE parent > 0"
+	" AND (name GLOB 'tmp.*' OR name GLOB '*.tmp.pid_*')";
 
 int64_t tcfs_ns_now(void)
 {

@@ -144,9 +144,10 @@ int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
 int tcfs_ns_unlink_tree(struct tcfs_store *s, uint64_t parent,
 			const char *name);
 
-/* The entries that tcfs_name_is_temp calls temp, at the root and in the
- * dirs at the root: puts cut off by a stop.  *out is owned by the caller
- * (free()). */
+/* The entries anywhere in the tree named as temps may be (tmp.*,
+ * *.tmp.pid_*): in one scan, not one query per dir.  Whether each is
+ * one where it lies is the caller's to say (tcfs_name_is_temp).  *out is
+ * owned by the caller (free()). */
 int tcfs_ns_temps(struct tcfs_store *s, struct tcfs_node **out, size_t *n);
 
 /* Up to max (0: all) children of dir with entry rows above after, in

@@ -74,31 +74,24 @@ static int compare(const cJSON *a, const cJSON *b, cJSON *diff)
 	return n;
 }
 
-/* The first kernel (by name) of key dir key. */
+/* The first kernel (by name) of key dir key, the first of that name (by
+ * inode) where several cache roots hold it. */
 static int find(struct tcfs_store *s, const char *key, struct tcfs_kernel *k)
 {
-	struct tcfs_node dir, *kids = NULL;
-	char best[TCFS_NAME_MAX + 1] = "";
-	size_t n = 0;
-	int rc;
+	struct tcfs_kernel *all = NULL;
+	size_t n = 0, best = SIZE_MAX;
+	int rc = tcfs_kernel_list(s, NULL, &all, &n);
 
-	rc = tcfs_ns_lookup(s, TCFS_ROOT_INO, key, &dir);
+	/* Listed by key and name: the first of each dir is its first. */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (strcmp(all[i].key, key) == 0 &&
+		    (best == SIZE_MAX || all[i].dir_ino < all[best].dir_ino))
+			best = i;
+	if (rc == 0 && best == SIZE_MAX)
+		rc = -ENOENT;
 	if (rc == 0)
-		rc = tcfs_ns_list(s, dir.ino, 0, 0, &kids, &n);
-	if (rc < 0)
-		return rc;
-	rc = -ENOENT;
-	for (size_t i = 0; i < n; i++) {
-		if (kids[i].kind != TCFS_FILE ||
-		    tcfs_name_artifact(kids[i].name) != TCFS_ART_GROUP ||
-		    (rc == 0 && strcmp(kids[i].name, best) > 0))
-			continue;
-		if (tcfs_kernel_get(s, kids[i].ino, k) == 0) {
-			snprintf(best, sizeof(best), "%s", kids[i].name);
-			rc = 0;
-		}
-	}
-	free(kids);
+		*k = all[best];
+	free(all);
 	return rc;
 }
 

@@ -2,6 +2,7 @@
  * tcfs list: one row per kernel, with its use as the mount saw it.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,9 @@ static const char *const help =
 	"One row per kernel in the store: name, key, target (BACKEND-ARCH),\n"
 	"warps, stages, size (every file of its key dir), files, hits and\n"
 	"misses (every probe the mount logged of it, ever), when it was last\n"
-	"hit and when it was created (its group file landed).\n"
+	"hit and when it was created (its group file landed), and the cache\n"
+	"root its key dir is in: its path from the mount root, '.' for the\n"
+	"top (a cache below it: triton/0 in TORCHINDUCTOR_CACHE_DIR).\n"
 	"\n"
 	"Options:\n"
 	"  -s, --store DIR      the store (default as for tcfs import)\n"
@@ -32,9 +35,9 @@ static const char *const help =
 	"                       misses, last-hit or created, most first\n"
 	"      --json           print a JSON array of {name, key, target,\n"
 	"                       backend, arch, num_warps, num_stages, size,\n"
-	"                       files, hits, misses, last_hit, created} (times\n"
-	"                       in seconds since the epoch; last_hit null when\n"
-	"                       never hit)\n"
+	"                       files, hits, misses, last_hit, created, root}\n"
+	"                       (times in seconds since the epoch; last_hit\n"
+	"                       null when never hit; root \"\" for the top)\n"
 	"  -h, --help           show this help\n"
 	"\n"
 	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n";
@@ -93,16 +96,26 @@ static void target(const struct tcfs_kernel *k, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
-static int print_json(const struct tcfs_kernel_use *u, size_t n)
+/* The kernel's cache root ("" for the top); "?" if it cannot be read. */
+static void root_of(struct tcfs_store *s, const struct tcfs_kernel *k,
+		    char *buf, size_t len)
+{
+	if (tcfs_kernel_root(s, k->dir_ino, buf, len) < 0)
+		snprintf(buf, len, "?");
+}
+
+static int print_json(struct tcfs_store *s, const struct tcfs_kernel_use *u,
+		      size_t n)
 {
 	cJSON *a = cJSON_CreateArray();
 
 	for (size_t i = 0; a && i < n; i++) {
 		const struct tcfs_kernel *k = &u[i].k;
 		cJSON *o = cJSON_CreateObject();
-		char t[80];
+		char t[80], root[PATH_MAX];
 
 		target(k, t, sizeof(t));
+		root_of(s, k, root, sizeof(root));
 		cJSON_AddStringToObject(o, "name", k->name);
 		cJSON_AddStringToObject(o, "key", k->key);
 		cJSON_AddStringToObject(o, "target", t);
@@ -121,29 +134,33 @@ static int print_json(const struct tcfs_kernel_use *u, size_t n)
 			cJSON_AddNullToObject(o, "last_hit");
 		cJSON_AddNumberToObject(o, "created",
 					(double)k->created_ns / 1e9);
+		cJSON_AddStringToObject(o, "root", root);
 		cJSON_AddItemToArray(a, o);
 	}
 	return cli_print_json(a);
 }
 
-static void print_text(const struct tcfs_kernel_use *u, size_t n)
+static void print_text(struct tcfs_store *s,
+		       const struct tcfs_kernel_use *u, size_t n)
 {
-	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %s\n", "NAME",
-	       "KEY", "TARGET", "WARPS", "STAGES", "SIZE", "FILES", "HITS",
-	       "MISSES", "LAST HIT", "CREATED");
+	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %-19s %s\n",
+	       "NAME", "KEY", "TARGET", "WARPS", "STAGES", "SIZE", "FILES",
+	       "HITS", "MISSES", "LAST HIT", "CREATED", "ROOT");
 	for (size_t i = 0; i < n; i++) {
 		const struct tcfs_kernel *k = &u[i].k;
 		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
-		char shown[TCFS_UTF8_SHOW_MAX];
+		char shown[TCFS_UTF8_SHOW_MAX], root[PATH_MAX];
+		char rshown[4 * PATH_MAX];
 		char t[80], size[32], last[32], made[32];
 
 		target(k, t, sizeof(t));
+		root_of(s, k, root, sizeof(root));
 		if (u[i].last_hit_ns)
 			cli_time(u[i].last_hit_ns, last, sizeof(last));
 		else
 			snprintf(last, sizeof(last), "never");
 		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
-		       "%-19s %s\n",
+		       "%-19s %-19s %s\n",
 		       tcfs_utf8_printable(k->name, name, sizeof(name)),
 		       tcfs_utf8_printable(k->key, key, sizeof(key)),
 		       tcfs_utf8_printable(t, shown, sizeof(shown)),
@@ -152,7 +169,9 @@ static void print_text(const struct tcfs_kernel_use *u, size_t n)
 		       (unsigned long long)u[i].files,
 		       (unsigned long long)u[i].hits,
 		       (unsigned long long)u[i].misses, last,
-		       cli_time(k->created_ns, made, sizeof(made)));
+		       cli_time(k->created_ns, made, sizeof(made)),
+		       root[0] ? tcfs_utf8_printable(root, rshown, sizeof(rshown))
+			       : ".");
 	}
 }
 
@@ -229,9 +248,9 @@ int cmd_list(int argc, char **argv)
 	if (n > 1)
 		qsort_r(u, n, sizeof(*u), cmp, &sort_by);
 	if (co.json)
-		rc = print_json(u, n) == CLI_OK ? 0 : -1;
+		rc = print_json(s, u, n) == CLI_OK ? 0 : -1;
 	else
-		print_text(u, n);
+		print_text(s, u, n);
 	free(u);
 	tcfs_store_close(s);
 	return rc < 0 ? CLI_FAIL : CLI_OK;

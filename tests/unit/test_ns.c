@@ -256,6 +256,80 @@ static void test_kernels(void)
 	free(k);
 }
 
+/* Key dirs at any depth (Inductor's triton/0/KEY, vLLM's per-rank
+ * caches), by one rule: a key's name, in a dir not named like a key. */
+static void test_nested(void)
+{
+	uint64_t tri = mkdir_(TCFS_ROOT_INO, "triton"), dev = mkdir_(tri, "0");
+	uint64_t a = mkdir_(dev, KEY), r1 = mkdir_(TCFS_ROOT_INO, "rank_0_1");
+	uint64_t b = mkdir_(r1, KEY), inner = mkdir_(a, KEY2);
+	uint64_t fx = mkdir_(dev, "fabcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrs");
+	struct tcfs_kernel_at *at = NULL;
+	struct tcfs_kernel *k = NULL;
+	char root[256];
+	size_t n = 0;
+	int yes = -1;
+
+	tap_eq(tcfs_kernel_is_key_dir(s, a, &yes), 0, "rule: nested dir read");
+	tap_eq(yes, 1, "a key-named dir in triton/0 is a key dir");
+	tcfs_kernel_is_key_dir(s, dev, &yes);
+	tap_eq(yes, 0, "its cache root is not");
+	tcfs_kernel_is_key_dir(s, inner, &yes);
+	tap_eq(yes, 0, "a key-named dir inside a key dir is not");
+	tcfs_kernel_is_key_dir(s, fx, &yes);
+	tap_eq(yes, 0, "an FX graph entry (lowercase base32) is not");
+	tcfs_kernel_key_dir_at(s, TCFS_ROOT_INO, "triton", &yes);
+	tap_eq(yes, 0, "a dir at the top not named like a key is not");
+	tcfs_kernel_key_dir_at(s, TCFS_ROOT_INO, KEY3, &yes);
+	tap_eq(yes, 1, "a key-named dir at the top is");
+	tap_eq(tcfs_kernel_key_dir_at(s, 999999, KEY3, &yes), -ENOENT,
+	       "rule: a parent that is gone is an error");
+	tap_eq(tcfs_kernel_is_key_dir(s, 999999, &yes), -ENOENT,
+	       "rule: a dir that is gone is an error");
+	tap_eq(yes, 0, "and no key dir");
+
+	mkfile(a, "k.json", "{\"num_warps\": 8}");
+	mkfile(a, "__grp__k.json", "{}");
+	mkfile(b, "k.json", "{\"num_warps\": 8}");
+	mkfile(b, "__grp__k.json", "{}");
+	mkfile(inner, "__grp__k.json", "{}");
+	tcfs_kernel_list(s, NULL, &k, &n);
+	tap_eq(n, 3, "nested key dirs are indexed; one inside a key dir not");
+	free(k);
+	tap_eq(tcfs_kernel_root(s, a, root, sizeof(root)), 0, "root of a");
+	tap_ok(!strcmp(root, "triton/0"), "a's cache root is triton/0");
+	tcfs_kernel_root(s, ino_of(TCFS_ROOT_INO, KEY3), root, sizeof(root));
+	tap_ok(!strcmp(root, ""), "a key dir at the top has root \"\"");
+	tap_eq(tcfs_kernel_root(s, 999999, root, sizeof(root)), -ENOENT,
+	       "root of a dir that is gone");
+
+	tap_eq(tcfs_kernel_keys(s, "k", NULL, NULL, NULL, 0, 10, &at, &n), 0,
+	       "keys of k");
+	tap_ok(n == 3 && !strcmp(at[0].entry, KEY3) &&
+		       !strcmp(at[1].entry, KEY) && at[1].dir_ino == a &&
+		       !strcmp(at[2].entry, KEY "@2") && at[2].dir_ino == b,
+	       "the same key twice: KEY (first by inode), then KEY@2");
+	free(at);
+	tcfs_kernel_keys(s, "k", NULL, NULL, KEY "@2", 0, 1, &at, &n);
+	tap_ok(n == 1 && at[0].dir_ino == b, "KEY@2 resolves to the second");
+	free(at);
+	tcfs_kernel_keys(s, "k", NULL, NULL, KEY, 0, 1, &at, &n);
+	tap_ok(n == 1 && at[0].dir_ino == a, "KEY resolves to the first");
+	free(at);
+	static const char *const bad[] = { KEY "@1", KEY "@3", KEY "@02",
+					   KEY "@", KEY "@2x", KEY "@-2" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		tcfs_kernel_keys(s, "k", NULL, NULL, bad[i], 0, 1, &at, &n);
+		tap_eq(n, 0, "no entry named %s", bad[i] + 52);
+		free(at);
+	}
+	tap_eq(tcfs_ns_rename(s, r1, KEY, fx, KEY, 0), 0,
+	       "a key dir moved into another key dir's root");
+	tcfs_kernel_keys(s, "k", NULL, NULL, NULL, 0, 10, &at, &n);
+	tap_eq(n, 3, "is still a kernel there");
+	free(at);
+}
+
 struct worker {
 	int id;
 	int errors;
@@ -449,6 +523,7 @@ int main(void)
 	test_rename_rules();
 	test_list();
 	test_kernels();
+	test_nested();
 	test_threads();
 	test_symlinks();
 	test_hard_links();
