@@ -20,9 +20,10 @@ tcfs_deps() {
 			--no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What building tcfs needs.
+# What building tcfs needs: scdoc makes the man page; bash-completion's
+# pkg-config file says where completions go.
 TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
-	libxxhash-dev libcjson-dev libfuse3-dev)
+	libxxhash-dev libcjson-dev libfuse3-dev scdoc bash-completion)
 # What running it needs: fusermount3 mounts and unmounts without root.
 TCFS_RUN_DEPS=(sqlite3 fuse3)
 # What the tests need on top: clang to check the build is warning-free
