@@ -45,11 +45,11 @@ progress() {	# reads ninja's output, shows [N/M] as it goes
 	echo
 }
 
-missing=$(tcfs_missing "${TCFS_BUILD_DEPS[@]}" "${TCFS_RUN_DEPS[@]}")
-missing=${missing% }
-step 1 "installing Debian packages: ${missing:-none missing}"
+need=$(tcfs_missing "${TCFS_BUILD_DEPS[@]}" "${TCFS_RUN_DEPS[@]}")
+need=${need% }
+step 1 "installing Debian packages: ${need:-none missing}"
 # shellcheck disable=SC2086 # one word per package
-[ -z "$missing" ] || tcfs_deps $missing >>"$log" 2>&1 || failed
+[ -z "$need" ] || tcfs_deps $need >>"$log" 2>&1 || failed
 
 step 2 "building in build/"
 if [ ! -f build/build.ninja ]; then

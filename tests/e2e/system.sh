@@ -25,6 +25,8 @@ UNIT=$(installed '*/systemd/user/tcfs.service')
 for f in BIN MAN COMP UNIT; do
 	check "meson install installs $f (${!f#"$DEST"})" test -n "${!f}"
 done
+run "$BIN" --version
+check_rc "the installed tcfs runs" 0
 
 # --- the man page, the completion, --help and README agree -----------------
 
