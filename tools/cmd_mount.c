@@ -1,6 +1,4 @@
-/*
- * tcfs mount / tcfs umount.
- */
+/* tcfs mount and tcfs umount, and mount(8)'s helper form (fstab). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -38,12 +36,20 @@ static const char *const mount_help =
 	".ptx .amdgcn), writable, for TRITON_CACHE_DIR=MOUNT/binary-only; and\n"
 	".tcfs/ with stats, stats.json and metrics.prom, made at read time.\n"
 	"\n"
+	"As mount(8)'s helper (an fstab line 'STORE MOUNTPOINT fuse.tcfs\n"
+	"defaults,allow_other 0 0', run through mount.fuse3), tcfs is called\n"
+	"as 'tcfs STORE MOUNTPOINT -o OPT,...' (STORE a path with a '/'),\n"
+	"which is 'tcfs mount --store STORE -o OPT,... MOUNTPOINT'.  -o drops\n"
+	"the generic options FUSE does not take (defaults, auto, noauto, user,\n"
+	"nouser, users, owner, group, nofail, _netdev, x-*, comment=*).\n"
+	"\n"
 	"Options:\n"
 	"  -s, --store DIR   the store (default as for tcfs import); created if\n"
 	"                    missing\n"
 	"  -f, --foreground  stay in the foreground until unmounted\n"
 	"  -d, --debug       foreground, single-threaded, every request on stderr\n"
-	"  -o OPT[,OPT...]   FUSE mount options (allow_other, nonempty, ...),\n"
+	"  -o OPT[,OPT...]   FUSE mount options (allow_other, nonempty, ...;\n"
+	"                    -o may be given more than once),\n"
 	"                    and tcfs's own: noviews (the root lists only the\n"
 	"                    cache's own entries; .tcfs/ still answers),\n"
 	"                    binary_only (the root is the binary-only view),\n"
@@ -92,6 +98,48 @@ static int fsname_opt(const char *store, char *buf, size_t len)
 	return used + 3 < len ? 0 : -ENAMETOOLONG;
 }
 
+/* Options that mount(8), fstab lines and mount.fuse3 may hand on and that
+ * mean nothing to FUSE: libfuse refuses an option it does not know, so
+ * without this an fstab line that works for other file systems fails. */
+static int generic_opt(const char *opt, size_t len)
+{
+	static const char *const generic[] = {
+		"defaults", "auto", "noauto", "user", "nouser", "users",
+		"owner", "group", "nofail", "_netdev",
+	};
+
+	for (size_t i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+		if (strlen(generic[i]) == len && !memcmp(opt, generic[i], len))
+			return 1;
+	return (len >= 2 && !memcmp(opt, "x-", 2)) ||
+	       (len >= 8 && !memcmp(opt, "comment=", 8));
+}
+
+/* Appends arg's options, each after a comma, to the string in buf, less
+ * the generic ones.  A comma escaped with a backslash (as libfuse reads
+ * them) does not end an option. */
+static int add_opts(char *buf, size_t size, const char *arg)
+{
+	size_t used = strlen(buf);
+
+	while (*arg) {
+		size_t len = 0;
+
+		while (arg[len] && arg[len] != ',')
+			len += arg[len] == '\\' && arg[len + 1] ? 2 : 1;
+		if (len && !generic_opt(arg, len)) {
+			if (used + 1 + len >= size)
+				return -E2BIG;
+			buf[used++] = ',';
+			memcpy(buf + used, arg, len);
+			used += len;
+			buf[used] = '\0';
+		}
+		arg += len + (arg[len] == ',');
+	}
+	return 0;
+}
+
 /* A whole number of microseconds up to a second, or -1. */
 static long parse_us(const char *arg)
 {
@@ -121,8 +169,8 @@ int cmd_mount(int argc, char **argv)
 	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_fs_opts fo = { .busy_poll_us = TCFS_FS_BUSY_POLL_US };
-	char store[PATH_MAX], real[PATH_MAX], fsopts[2 * PATH_MAX + 64];
-	char *user = NULL;
+	char store[PATH_MAX], real[PATH_MAX], fsopts[3 * PATH_MAX + 64];
+	char user[PATH_MAX] = "";
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "fdo:",
@@ -141,7 +189,9 @@ int cmd_mount(int argc, char **argv)
 			fo.foreground = fo.debug = 1;
 			break;
 		case 'o':
-			user = optarg;
+			if (add_opts(user, sizeof(user), optarg) < 0)
+				return cli_usage_err("mount", "-o: options too "
+						     "long");
 			break;
 		case 'N':
 			fo.no_fsync = 1;
@@ -190,14 +240,33 @@ int cmd_mount(int argc, char **argv)
 		return cli_usage_err("mount", "store path too long");
 	if (fsname_opt(fo.store, fsopts, sizeof(fsopts)) < 0)
 		return cli_usage_err("mount", "store path too long");
-	if (user) {
-		strcat(fsopts, ",");
-		strncat(fsopts, user, sizeof(fsopts) - strlen(fsopts) - 1);
-	}
+	strcat(fsopts, user);	/* each option comes with its comma */
 	fo.mountpoint = argv[optind];
 	fo.fuse_opts = fsopts;
 	fo.wait_s = co.store.wait_s;
 	return tcfs_fs_mount(&fo) == 0 ? CLI_OK : CLI_FAIL;
+}
+
+int cmd_mount_fstab(int argc, char **argv)
+{
+	char **args = calloc((size_t)argc + 3, sizeof(*args));
+	int n = 0, rc;
+
+	if (!args) {
+		cli_err("mount", "out of memory");
+		return CLI_FAIL;
+	}
+	/* The options first: cmd_mount's getopt stops at the mount point. */
+	args[n++] = "mount";
+	args[n++] = "--store";
+	args[n++] = argv[0];
+	for (int i = 2; i < argc; i++)
+		args[n++] = argv[i];
+	args[n++] = "--";
+	args[n++] = argv[1];
+	rc = cmd_mount(n, args);
+	free(args);
+	return rc;
 }
 
 /* The daemon's pid, which it wrote into STORE/lock as the writer; -1 if

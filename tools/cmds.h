@@ -13,6 +13,9 @@ int cmd_gc(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+/* mount(8)'s helper form, tcfs SOURCE MOUNTPOINT [-o OPTS]...: here argv[0]
+ * is SOURCE, the store. */
+int cmd_mount_fstab(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_config(int argc, char **argv);

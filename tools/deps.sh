@@ -1,11 +1,18 @@
 # Sourced by tools/setup.sh and tests/run.sh: installs the Debian 12
 # packages tcfs needs that are not there yet.  Usage: tcfs_deps PKG...
-tcfs_deps() {
-	local missing=() p sudo=
+
+# tcfs_missing PKG...: prints those of the packages not installed.
+tcfs_missing() {
+	local p
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-			grep -q 'install ok installed' || missing+=("$p")
+			grep -q 'install ok installed' || printf '%s ' "$p"
 	done
+}
+
+tcfs_deps() {
+	local missing=() sudo=
+	read -ra missing <<<"$(tcfs_missing "$@")"
 	((${#missing[@]})) || return 0
 	if [ "$(id -u)" -ne 0 ]; then
 		command -v sudo >/dev/null || {
@@ -20,9 +27,10 @@ tcfs_deps() {
 			--no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What building tcfs needs.
+# What building tcfs needs: scdoc makes the man page; bash-completion's
+# pkg-config file says where completions go.
 TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
-	libxxhash-dev libcjson-dev libfuse3-dev)
+	libxxhash-dev libcjson-dev libfuse3-dev scdoc bash-completion)
 # What running it needs: fusermount3 mounts and unmounts without root.
 TCFS_RUN_DEPS=(sqlite3 fuse3)
 # What the tests need on top: clang to check the build is warning-free

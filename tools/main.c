@@ -1,6 +1,4 @@
-/*
- * tcfs: the command.  Dispatches to one subcommand per file (cmds.h).
- */
+/* tcfs: the command; dispatches to one subcommand per file (cmds.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +49,10 @@ static void usage(FILE *f)
 		"$XDG_DATA_HOME/tcfs,\nelse ~/.local/share/tcfs.  "
 		"'tcfs COMMAND --help' describes a command.\n"
 		"\n"
+		"'tcfs STORE MOUNTPOINT [-o OPT,...]' (STORE a path with a '/')\n"
+		"is 'tcfs mount --store STORE', as mount(8) runs it for fstab's\n"
+		"type fuse.tcfs.\n"
+		"\n"
 		"Exit status: 0 success, 1 failure (fsck: damage found), "
 		"2 usage error.\n");
 }
@@ -81,6 +83,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
+	/* mount(8) runs a file system's helper as PROG SOURCE MOUNTPOINT -o
+	 * OPTS (for fuse.tcfs in fstab, through mount.fuse3): a path where
+	 * the command goes.  A '/' tells it from a mistyped command. */
+	if (argc >= 3 && strchr(cmd, '/'))
+		return cmd_mount_fstab(argc - 1, argv + 1);
 	fprintf(stderr, "tcfs: '%s' is not a tcfs command\n", cmd);
 	usage(stderr);
 	return CLI_USAGE;
