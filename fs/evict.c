@@ -205,6 +205,19 @@ struct pass {
 	struct tcfs_prune_report *r;
 };
 
+static void release(void *ctx)
+{
+	fs_probe_unlock(((struct pass *)ctx)->fs);
+}
+
+/* A prune asked for: every kernel chosen, each alone with the probes. */
+static int take(void *ctx, const struct tcfs_prune_victim *v)
+{
+	(void)v;
+	fs_probe_lock(((struct pass *)ctx)->fs, 1);
+	return 1;
+}
+
 /* The kernel drops the key dir's entry (in both views); nodes it never
  * held go now. */
 static void removed(void *ctx, const struct tcfs_prune_victim *v,
@@ -270,7 +283,7 @@ int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r)
 {
 	struct pass p = { fs, { 0 }, 0, r };
-	struct tcfs_prune_hooks hooks = { NULL, removed, &p };
+	struct tcfs_prune_hooks hooks = { take, release, removed, &p };
 	struct fs_evict *e = fs->evict;
 	int rc;
 
@@ -323,11 +336,19 @@ static int want(void *ctx, const struct tcfs_prune_victim *v)
 {
 	struct pass *p = ctx;
 
+	int64_t since = tcfs_ns_now() - EVICT_GRACE_NS;
+
 	if (p->over <= 0)
 		return -1;
-	if (tcfs_ns_now() - v->last_used_ns < EVICT_GRACE_NS ||
-	    held_by(p->fs, &p->held, v))
+	if (v->last_used_ns >= since || held_by(p->fs, &p->held, v))
 		return 0;
+	/* Held until release: no probe can hit it between this look and its
+	 * removal. */
+	fs_probe_lock(p->fs, 1);
+	if (fs_probe_recent(p->fs, v->dir_ino, since)) {
+		fs_probe_unlock(p->fs);
+		return 0;
+	}
 	/* Counted before it goes: what it frees is known only after. */
 	p->over -= (int64_t)v->total_bytes;
 	return 1;
@@ -340,7 +361,7 @@ static void evict_pass(struct tcfs_fs *fs, int64_t limit)
 	struct tcfs_prune_victim *v = NULL;
 	struct tcfs_prune_report r;
 	struct pass p = { fs, { 0 }, 0, &r };
-	struct tcfs_prune_hooks hooks = { want, removed, &p };
+	struct tcfs_prune_hooks hooks = { want, release, removed, &p };
 	int64_t now = stored(fs);
 	uint64_t freed;
 	size_t n = 0;

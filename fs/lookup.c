@@ -141,11 +141,15 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		}
 		probe = fs_probe_kind(fs, &dir, name);
 	}
+	if (probe)
+		fs_probe_lock(fs, 0);
 	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
 	if (probe && rc == 0)
 		rc = fs_probe_whole(fs, &dir, &n, probe);
 	if (probe && (rc == 0 || rc == -ENOENT))
 		fs_probe_seen(fs, req, &dir, name, probe, rc == 0, bin);
+	if (probe)
+		fs_probe_unlock(fs);
 	if (rc == -ENOENT) {
 		/* A negative entry: a cached miss costs the kernel nothing. */
 		miss.entry_timeout = ttl;

@@ -238,6 +238,13 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
  * (a temp name): such entries are never cached by the kernel, wherever
  * they are created or moved to. */
 int fs_probe_name(const char *name);
+/* A probe holds the lock shared from finding its file to noting it; a
+ * removal of kernels holds it alone (alone 1), so that no kernel goes
+ * between a probe's hit and the note that it is in use. */
+void fs_probe_lock(struct tcfs_fs *fs, int alone);
+void fs_probe_unlock(struct tcfs_fs *fs);
+/* Whether the key dir dir was probed since since_ns. */
+int fs_probe_recent(struct tcfs_fs *fs, uint64_t dir, int64_t since_ns);
 int fs_probes_new(struct fs_probes **out);
 void fs_probes_free(struct fs_probes *p);
 /* Forgets processes that have exited (a tick). */

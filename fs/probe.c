@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -47,7 +48,21 @@ struct proc {
 	char comm[sizeof(((struct tcfs_event *)0)->comm)];
 };
 
+/* Key dirs probed lately, by inode number (a slot each, the last one
+ * probed in it): a kernel probed is being loaded, and must not be evicted
+ * meanwhile (fs_probe_recent). */
+#define RECENT_SLOTS 16384
+
+struct recent {
+	_Atomic uint64_t ino;
+	_Atomic int64_t at_ns;
+};
+
 struct fs_probes {
+	/* Probes hold it shared from finding the group file to noting the
+	 * probe; a removal of kernels (evict.c) holds it alone. */
+	pthread_rwlock_t evict_lock;
+	struct recent recent[RECENT_SLOTS];
 	pthread_mutex_t mu;
 	struct of_pid *bucket[PROBE_BUCKETS];	/* struct seen */
 	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
@@ -168,11 +183,15 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	struct tcfs_event ev = { 0 };
 	struct timespec ts;
 
+	struct recent *r = &fs->probes->recent[parent->ino % RECENT_SLOTS];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	atomic_store(&r->ino, parent->ino);
+	atomic_store(&r->at_ns, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 	if (ctx->pid <= 0 ||
 	    already_seen(fs->probes, ctx->pid, parent->parent, parent->name,
 			 name))
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	ev.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	ev.pid = ctx->pid;
 	comm_of(fs->probes, ctx->pid, ev.comm, sizeof(ev.comm));
@@ -187,12 +206,33 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	fs_events_add(fs, &ev);
 }
 
+void fs_probe_lock(struct tcfs_fs *fs, int alone)
+{
+	if (alone)
+		pthread_rwlock_wrlock(&fs->probes->evict_lock);
+	else
+		pthread_rwlock_rdlock(&fs->probes->evict_lock);
+}
+
+void fs_probe_unlock(struct tcfs_fs *fs)
+{
+	pthread_rwlock_unlock(&fs->probes->evict_lock);
+}
+
+int fs_probe_recent(struct tcfs_fs *fs, uint64_t dir, int64_t since_ns)
+{
+	struct recent *r = &fs->probes->recent[dir % RECENT_SLOTS];
+
+	return atomic_load(&r->ino) == dir && atomic_load(&r->at_ns) >= since_ns;
+}
+
 int fs_probes_new(struct fs_probes **out)
 {
 	struct fs_probes *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
+	pthread_rwlock_init(&p->evict_lock, NULL);
 	pthread_mutex_init(&p->mu, NULL);
 	*out = p;
 	return 0;
@@ -279,5 +319,6 @@ void fs_probes_free(struct fs_probes *p)
 		return;
 	drop_if(p, 0);
 	pthread_mutex_destroy(&p->mu);
+	pthread_rwlock_destroy(&p->evict_lock);
 	free(p);
 }

@@ -325,23 +325,28 @@ int tcfs_prune_run(struct tcfs_store *s,
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const struct tcfs_prune_victim *v = &victims[i];
 		struct tcfs_prune_done d;
-		int want = hooks && hooks->want ? hooks->want(hooks->ctx, v) : 1;
+		int want;
 
-		if (want < 0)
-			break;
 		if (how == TCFS_PRUNE_IR && v->ir_bytes == 0)
 			continue;	/* nothing to drop */
+		want = hooks && hooks->want ? hooks->want(hooks->ctx, v) : 1;
+		if (want < 0)
+			break;
 		if (want == 0) {
 			r->skipped++;
 			continue;
 		}
 		if (dry_run) {
+			if (hooks && hooks->release)
+				hooks->release(hooks->ctx);
 			r->bytes += how == TCFS_PRUNE_IR ? v->ir_bytes
 							 : v->total_bytes;
 			rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(*v), v);
 			continue;
 		}
 		rc = tcfs_prune_remove(s, v, how, &d);
+		if (hooks && hooks->release)
+			hooks->release(hooks->ctx);
 		if (rc == -ENOENT || rc == -EUCLEAN) {
 			r->skipped++;
 			rc = 0;

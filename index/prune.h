@@ -85,6 +85,8 @@ struct tcfs_prune_hooks {
 	/* 1: take v; 0: skip it (the mount: a process holds its files);
 	 * negative: stop before it. */
 	int (*want)(void *ctx, const struct tcfs_prune_victim *v);
+	/* After each v that want took, removed or not. */
+	void (*release)(void *ctx);
 	/* v is out of the tree (committed); its blobs are freed next. */
 	void (*removed)(void *ctx, const struct tcfs_prune_victim *v,
 			const struct tcfs_prune_done *d);
