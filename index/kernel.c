@@ -391,6 +391,33 @@ int tcfs_kernel_uses(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 	return rc < 0 ? rc : 0;
 }
 
+struct each_use {
+	const struct tcfs_kernel_filter *f;
+	int (*cb)(void *ctx, const struct tcfs_kernel_use *u);
+	void *ctx;
+};
+
+static int each_use_row(void *ctx, sqlite3_stmt *st)
+{
+	struct each_use *e = ctx;
+	struct tcfs_kernel_use u;
+
+	memset(&u, 0, sizeof(u));
+	return fill_use((void *)e->f, &u, st) == 0 ? e->cb(e->ctx, &u) : 0;
+}
+
+int tcfs_kernel_each_use(struct tcfs_store *s,
+			 const struct tcfs_kernel_filter *f,
+			 int (*cb)(void *ctx, const struct tcfs_kernel_use *u),
+			 void *ctx)
+{
+	struct each_use e = { f, cb, ctx };
+	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql_uses,
+			      "");
+
+	return rc < 0 ? rc : 0;
+}
+
 int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u)
 {
 	return u->last_hit_ns ? u->last_hit_ns : u->k.created_ns;

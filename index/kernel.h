@@ -99,6 +99,14 @@ struct tcfs_kernel_use {
 	int64_t last_hit_ns;	/* 0: never hit */
 };
 
+/* The same, one at a time: cb (a negative return stops the walk and is
+ * returned) sees each, owned by the walk; for callers that keep little of
+ * each of 100,000 kernels. */
+int tcfs_kernel_each_use(struct tcfs_store *s,
+			 const struct tcfs_kernel_filter *f,
+			 int (*cb)(void *ctx, const struct tcfs_kernel_use *u),
+			 void *ctx);
+
 /* When a kernel was last of use: its last hit, else (never hit) its
  * creation. */
 int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u);

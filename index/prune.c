@@ -44,57 +44,56 @@ static int by_last_use(const void *a, const void *b)
 	return x->dir_ino < y->dir_ino ? -1 : x->dir_ino > y->dir_ino;
 }
 
+struct picking {
+	const struct tcfs_prune_select *sel;
+	struct tcfs_prune_victim *v;
+	size_t n, cap;
+};
+
+/* Rows come by key dir: a dir with two kernels is one victim, as recent
+ * as the more recent of them. */
+static int pick_one(void *ctx, const struct tcfs_kernel_use *u)
+{
+	struct picking *p = ctx;
+	const struct tcfs_kernel *k = &u->k;
+	int64_t last = tcfs_kernel_last_use(u);
+	struct tcfs_prune_victim *w = p->n ? &p->v[p->n - 1] : NULL;
+
+	if (p->sel->unused_since_ns >= 0 && last >= p->sel->unused_since_ns)
+		return 0;
+	if (w && w->dir_ino == k->dir_ino) {
+		if (last > w->last_used_ns)
+			w->last_used_ns = last;
+		return 0;
+	}
+	w = tcfs_vec_push(&p->v, &p->n, &p->cap, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->dir_ino = k->dir_ino;
+	snprintf(w->key, sizeof(w->key), "%s", k->key);
+	snprintf(w->name, sizeof(w->name), "%s", k->name);
+	snprintf(w->backend, sizeof(w->backend), "%s", k->backend);
+	snprintf(w->arch, sizeof(w->arch), "%s", k->arch);
+	w->total_bytes = k->total_bytes;
+	w->ir_bytes = k->ir_bytes;
+	w->last_used_ns = last;
+	return 0;
+}
+
 int tcfs_prune_pick(struct tcfs_store *s, const struct tcfs_prune_select *sel,
 		    struct tcfs_prune_victim **out, size_t *n)
 {
-	struct tcfs_kernel_use *u = NULL;
-	struct tcfs_prune_victim *v = NULL;
-	size_t nu = 0, nv = 0;
-	int rc;
+	struct picking p = { sel, NULL, 0, 0 };
+	int rc = tcfs_kernel_each_use(s, &sel->filter, pick_one, &p);
 
-	*out = NULL;
-	*n = 0;
-	rc = tcfs_kernel_uses(s, &sel->filter, &u, &nu);
-	if (rc < 0)
+	if (rc < 0) {
+		free(p.v);
 		return rc;
-	if (sel->unused_since_ns >= 0)
-		nu = tcfs_kernel_unused_since(u, nu, sel->unused_since_ns);
-	v = nu ? calloc(nu, sizeof(*v)) : NULL;
-	if (nu && !v) {
-		free(u);
-		return -ENOMEM;
 	}
-	/* Rows come by key dir: a dir with two kernels is one victim, as
-	 * recent as the more recent of them. */
-	for (size_t i = 0; i < nu; i++) {
-		const struct tcfs_kernel *k = &u[i].k;
-		int64_t last = tcfs_kernel_last_use(&u[i]);
-		struct tcfs_prune_victim *w = nv ? &v[nv - 1] : NULL;
-
-		if (w && w->dir_ino == k->dir_ino) {
-			if (last > w->last_used_ns)
-				w->last_used_ns = last;
-			continue;
-		}
-		w = &v[nv++];
-		w->dir_ino = k->dir_ino;
-		snprintf(w->key, sizeof(w->key), "%s", k->key);
-		snprintf(w->name, sizeof(w->name), "%s", k->name);
-		snprintf(w->backend, sizeof(w->backend), "%s", k->backend);
-		snprintf(w->arch, sizeof(w->arch), "%s", k->arch);
-		w->total_bytes = k->total_bytes;
-		w->ir_bytes = k->ir_bytes;
-		w->last_used_ns = last;
-	}
-	free(u);
-	if (nv)
-		qsort(v, nv, sizeof(*v), by_last_use);
-	else {
-		free(v);
-		v = NULL;
-	}
-	*out = v;
-	*n = nv;
+	if (p.n)
+		qsort(p.v, p.n, sizeof(*p.v), by_last_use);
+	*out = p.v;
+	*n = p.n;
 	return 0;
 }
 

@@ -168,6 +168,13 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	rc = tcfs_db_open(dbpath, fresh, &s->db);
 	if (rc < 0)
 		goto fail;
+	/* A reader (list, info, stats) reads much of the index once: mapped,
+	 * its pages cost no read() each.  Not the mount's, whose memory
+	 * would count them. */
+	if (!o->writer)
+		rc = tcfs_db_exec(s->db, "PRAGMA mmap_size=1073741824", "");
+	if (rc < 0)
+		goto fail;
 	rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer, &s->cas);
 	if (rc < 0)
 		goto fail;
