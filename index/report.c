@@ -176,7 +176,7 @@ static void print_eviction(const struct stats *st, FILE *out)
 	fprintf(out, "size limit       %s", st->max_size
 		? tcfs_config_show(tcfs_config_find(TCFS_CONFIG_MAX_SIZE),
 				   st->max_size, a, sizeof(a))
-		: "none set (tcfs config max-size)");
+		: "none in the store (-o max_size is the mount's own)");
 	fprintf(out, "; %llu kernels evicted (%s freed), %llu misses were "
 		"of evicted kernels\n",
 		(unsigned long long)st->ev.evictions,
