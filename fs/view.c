@@ -49,6 +49,7 @@ enum fixed {
 	FIX_STATS,
 	FIX_STATS_JSON,
 	FIX_METRICS,
+	FIX_SYNC,	/* empty: a stat of it commits what the mount holds */
 };
 
 /* The entries at the root and in .tcfs/, in listing order. */
@@ -65,6 +66,7 @@ static const struct {
 	{ "stats", FIX_STATS, 1, 0 },
 	{ "stats.json", FIX_STATS_JSON, 1, 0 },
 	{ "metrics.prom", FIX_METRICS, 1, 0 },
+	{ "sync", FIX_SYNC, 1, 0 },
 };
 #define NFIXED (sizeof(fixed_names) / sizeof(fixed_names[0]))
 
@@ -262,7 +264,7 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 	vn->ino = ino;
 	switch (vn->tag) {
 	case TAG_FIXED:
-		rc = val >= 1 && val <= FIX_METRICS ? 0 : -ESTALE;
+		rc = val >= 1 && val <= FIX_SYNC ? 0 : -ESTALE;
 		break;
 	case TAG_NAME:
 		rc = named(v, &v->names, val, vn->name, sizeof(vn->name));
@@ -374,6 +376,13 @@ static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 		st->st_nlink = 1;
 		st->st_size = (off_t)strlen(target);
 		t = vn->keydir.mtime_ns;
+	} else if (vn->tag == TAG_FIXED && val == FIX_SYNC) {
+		/* What tools that read the store next must see: the probes
+		 * of every process that asked, and files written in place. */
+		fs_files_flush_all(fs);
+		fs_events_sync(fs);
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
 	} else if (vn->tag == TAG_FIXED && val >= FIX_STATS) {
 		char *bytes;
 		size_t len;
@@ -625,6 +634,10 @@ void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
 	size_t len = 0, o;
 	int rc;
 
+	if (tag_of(ino) == TAG_FIXED && val == FIX_SYNC) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (tag_of(ino) != TAG_FIXED || val < FIX_STATS || val > FIX_METRICS) {
 		fuse_reply_err(req, EISDIR);
 		return;

@@ -161,9 +161,13 @@ void cli_mount_sync(struct tcfs_store *s, char *mount)
 		snprintf(mount, PATH_MAX, "%s", point);
 	if (!point[0])
 		return;
-	/* A mount that cannot (an older one) is read as it is. */
-	snprintf(path, sizeof(path), "%s/.tcfs/stats", point);
-	(void)stat(path, &st);
+	/* A stat of .tcfs/sync commits what the mount holds (an older mount,
+	 * without it, commits at a stat of .tcfs/stats, which it renders). */
+	snprintf(path, sizeof(path), "%s/.tcfs/sync", point);
+	if (stat(path, &st) < 0) {
+		snprintf(path, sizeof(path), "%s/.tcfs/stats", point);
+		(void)stat(path, &st);
+	}
 }
 
 const char *cli_time(int64_t ns, char *buf, size_t len)

@@ -221,7 +221,7 @@ check "a removed key dir leaves no dangling link" \
 check_num "the names of the other kernels stay" "$(ls "$M/by-name" | wc -l)" -ge $((N2 - 1))
 
 echo "# --- .tcfs/: reports made at read time"
-check_eq ".tcfs lists its three files" "metrics.prom stats stats.json" \
+check_eq ".tcfs lists its four files" "metrics.prom stats stats.json sync" \
 	"$(ls "$M/.tcfs" | tr '\n' ' ' | sed 's/ $//')"
 # (ls and cat above probed group files too: count from here.)
 before=$(json_eval "$M/.tcfs/stats.json" "d['hits']")
