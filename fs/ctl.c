@@ -22,6 +22,7 @@
 
 #include "fs.h"
 #include "index/err.h"
+#include "index/io.h"
 #include "index/prune.h"
 #include "index/store.h"
 #include "priv.h"
@@ -29,6 +30,8 @@
 #define CTL_NAME "ctl.sock"
 /* A request is a few filters: anything longer is not one. */
 #define CTL_REQUEST_MAX (64u << 10)
+/* A report names every kernel pruned: 100,000 of them fit. */
+#define CTL_ANSWER_MAX (256u << 20)
 /* How long a command waits for the daemon's answer. */
 #define CTL_TIMEOUT_MS (10 * 60 * 1000)
 
@@ -55,60 +58,6 @@ static int ctl_addr(const char *store, int dirfd, struct sockaddr_un *a)
 	n = snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s",
 		     dirfd, CTL_NAME);
 	return n > 0 && (size_t)n < sizeof(a->sun_path) ? 0 : -ENAMETOOLONG;
-}
-
-/* Reads until EOF, at most max bytes; *out (owned by the caller) is
- * NUL-terminated. */
-static int read_all(int fd, size_t max, char **out)
-{
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *grown = cap * 2 <= max ? realloc(buf, cap * 2 + 1)
-						     : NULL;
-
-			if (!grown) {
-				free(buf);
-				return cap * 2 > max ? -EMSGSIZE : -ENOMEM;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static const char *str_of(const cJSON *req, const char *name)
@@ -160,6 +109,7 @@ static void serve_one(struct tcfs_fs *fs, int c)
 	cJSON *req = NULL, *resp = NULL;
 	const char *op;
 	char *text = NULL;
+	size_t len_in = 0;
 	int rc;
 
 	tcfs_err_clear();
@@ -168,8 +118,11 @@ static void serve_one(struct tcfs_fs *fs, int c)
 	if (rc == 0 && cred.uid != 0 && cred.uid != fs->uid)
 		rc = tcfs_err_set(-EPERM, "not the store's owner");
 	if (rc == 0)
-		rc = read_all(c, CTL_REQUEST_MAX, &text);
-	if (rc == 0 && !(req = cJSON_Parse(text)))
+		rc = tcfs_io_read_small(c, CTL_REQUEST_MAX, &text, &len_in);
+	if (rc == -EFBIG)
+		rc = tcfs_err_set(-EMSGSIZE, "a request over %u bytes",
+				  CTL_REQUEST_MAX);
+	if (rc == 0 && !(req = cJSON_ParseWithLength(text, len_in)))
 		rc = tcfs_err_set(-EINVAL, "a request that is not JSON");
 	op = req ? str_of(req, "op") : NULL;
 	if (rc == 0 && (!op || strcmp(op, "prune") != 0))
@@ -188,7 +141,7 @@ static void serve_one(struct tcfs_fs *fs, int c)
 	}
 	free(text);
 	text = resp ? cJSON_PrintUnformatted(resp) : NULL;
-	if (text && write_all(c, text, strlen(text)) < 0)
+	if (text && tcfs_io_write_all(c, text, strlen(text)) < 0)
 		syslog(LOG_WARNING, "tcfs: %s: a command left before its "
 		       "answer", CTL_NAME);
 	free(text);
@@ -290,6 +243,7 @@ int tcfs_fs_ctl_call(const char *store, const cJSON *req, cJSON **resp)
 	struct sockaddr_un a;
 	struct pollfd p;
 	char *text = NULL;
+	size_t len = 0;
 
 	*resp = NULL;
 	rc = dirfd < 0 ? -errno : ctl_addr(store, dirfd, &a);
@@ -302,7 +256,7 @@ int tcfs_fs_ctl_call(const char *store, const cJSON *req, cJSON **resp)
 				    "daemon", store, CTL_NAME);
 	if (rc == 0) {
 		text = cJSON_PrintUnformatted(req);
-		rc = text ? write_all(fd, text, strlen(text)) : -ENOMEM;
+		rc = text ? tcfs_io_write_all(fd, text, strlen(text)) : -ENOMEM;
 		free(text);
 		text = NULL;
 	}
@@ -314,8 +268,12 @@ int tcfs_fs_ctl_call(const char *store, const cJSON *req, cJSON **resp)
 		rc = tcfs_err_set(-ETIMEDOUT, "%s/%s: no answer from the "
 				  "mount's daemon", store, CTL_NAME);
 	if (rc == 0)
-		rc = read_all(fd, SIZE_MAX / 2, &text);
-	if (rc == 0 && !(*resp = cJSON_Parse(text)))
+		rc = tcfs_io_read_small(fd, CTL_ANSWER_MAX, &text, &len);
+	if (rc == -EFBIG)
+		rc = tcfs_err_set(-EMSGSIZE, "%s/%s: the daemon's answer is "
+				  "over %u bytes", store, CTL_NAME,
+				  CTL_ANSWER_MAX);
+	if (rc == 0 && !(*resp = cJSON_ParseWithLength(text, len)))
 		rc = tcfs_err_set(-EPROTO, "%s/%s: the daemon's answer is "
 				  "not JSON", store, CTL_NAME);
 	free(text);

@@ -347,6 +347,13 @@ static void gauge(FILE *out, const char *name, const char *help, double v)
 	fprintf(out, "%s %.17g\n", name, v);
 }
 
+static void counter(FILE *out, const char *name, const char *help,
+		    uint64_t v)
+{
+	head(out, name, "counter", help);
+	fprintf(out, "%s %llu\n", name, (unsigned long long)v);
+}
+
 int tcfs_report_metrics(struct tcfs_store *s,
 			const struct tcfs_report_daemon *d, FILE *out)
 {
@@ -370,22 +377,16 @@ int tcfs_report_metrics(struct tcfs_store *s,
 		(unsigned long long)st.hits, (unsigned long long)st.misses,
 		(unsigned long long)st.mod_hits,
 		(unsigned long long)st.mod_misses);
-	head(out, "tcfs_probe_events_dropped_total", "counter",
-	     "Probe events not logged while the disk was nearly full.");
-	fprintf(out, "tcfs_probe_events_dropped_total %llu\n",
-		(unsigned long long)st.log.dropped);
-	head(out, "tcfs_evictions_total", "counter",
-	     "Kernels the size limit evicted.");
-	fprintf(out, "tcfs_evictions_total %llu\n",
-		(unsigned long long)st.ev.evictions);
-	head(out, "tcfs_evicted_bytes_total", "counter",
-	     "Bytes freed by evicting kernels.");
-	fprintf(out, "tcfs_evicted_bytes_total %llu\n",
-		(unsigned long long)st.ev.evicted_bytes);
-	head(out, "tcfs_evicted_requested_total", "counter",
-	     "Kernel misses on keys the size limit had evicted.");
-	fprintf(out, "tcfs_evicted_requested_total %llu\n",
-		(unsigned long long)st.ev.evicted_requested);
+	counter(out, "tcfs_probe_events_dropped_total",
+		"Probe events not logged while the disk was nearly full.",
+		st.log.dropped);
+	counter(out, "tcfs_evictions_total", "Kernels the size limit evicted.",
+		st.ev.evictions);
+	counter(out, "tcfs_evicted_bytes_total",
+		"Bytes freed by evicting kernels.", st.ev.evicted_bytes);
+	counter(out, "tcfs_evicted_requested_total",
+		"Kernel misses on keys the size limit had evicted.",
+		st.ev.evicted_requested);
 	gauge(out, "tcfs_max_size_bytes", "The size limit (0: none).",
 	      (double)st.max_size);
 	gauge(out, "tcfs_kernels", "Compiled kernels in the cache.",
