@@ -7,6 +7,7 @@
  * they are copied; a kernel with a damaged blob gets no group file, so
  * Triton recompiles it instead of loading wrong bytes.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,15 +28,18 @@
 #include "index/kernel.h"
 #include "index/ns.h"
 #include "index/store.h"
+#include "index/walk.h"
 
-#define DEPTH_MAX 8
+/* Dirs open at once: DEST and the walk's (walk.c) below it. */
+#define EXPORT_DEPTH_MAX 24
 
 struct export {
 	struct tcfs_store *s;
 	char root[PATH_MAX];	/* DEST made absolute: group files name it */
 	uint64_t kernels, keydirs, files, bytes, failed;
-	unsigned long seq;
 	enum tcfs_group_filter filter;	/* --binary-only: no IR */
+	int dirfd[EXPORT_DEPTH_MAX];	/* DEST, then each dir entered */
+	int depth;
 };
 
 static const char *const help =
@@ -64,47 +68,6 @@ static const char *const help =
 	"\n"
 	"Exit status: 0 all exported, 1 something was not (a damaged blob,\n"
 	"an I/O error: see the errors), 2 usage error.\n";
-
-/* Writes a blob's bytes to fd, checking them against the blob's name. */
-static int copy_blob(struct export *ex, const struct tcfs_node *n,
-		     const char *key, int out, uint64_t *written)
-{
-	struct tcfs_hash got;
-	char *buf = NULL, *r = NULL;
-	size_t len = 0, rlen = 0;
-	int fd, rc;
-
-	fd = tcfs_cas_open_blob(tcfs_store_cas(ex->s), &n->blob);
-	if (fd < 0)
-		return fd;
-	rc = tcfs_io_read_small(fd, n->fmt == TCFS_FMT_GROUP ? TCFS_GROUP_MAX
-							     : SIZE_MAX,
-				&buf, &len);
-	close(fd);
-	if (rc < 0)
-		goto out;
-	tcfs_hash_buf(buf, len, &got);
-	if (!tcfs_hash_equal(&got, &n->blob)) {
-		char hex[TCFS_HASH_HEXLEN];
-
-		tcfs_hash_hex(&n->blob, hex);
-		rc = tcfs_err_set(-EBADMSG, "blob %s is damaged (run tcfs "
-				  "fsck)", hex);
-		goto out;
-	}
-	if (n->fmt == TCFS_FMT_GROUP) {
-		rc = tcfs_group_render(buf, len, ex->root, key, ex->filter, &r,
-				       &rlen);
-		if (rc < 0)
-			goto out;
-	}
-	rc = tcfs_io_write_all(out, r ? r : buf, r ? rlen : len);
-	*written = r ? rlen : len;
-out:
-	free(r);
-	free(buf);
-	return rc;
-}
 
 /* A DEST entry that is a symlink is never written through or replaced:
  * whoever planted it meant export to write elsewhere.  -ELOOP (with a
@@ -152,24 +115,82 @@ static int create_temp(int dirfd, char *tmp, size_t len)
 	return fd;
 }
 
-static int export_file(struct export *ex, int dirfd, const struct tcfs_node *n,
-		       const char *key, const char *path)
+/* The directory being written: the innermost one entered. */
+static int cur_dir(const struct export *ex)
 {
+	assert(ex->depth > 0);
+	return ex->dirfd[ex->depth - 1];
+}
+
+static int sink_enter(void *ctx, const char *path, const struct tcfs_node *n)
+{
+	struct export *ex = ctx;
+	int parent = cur_dir(ex), fd, rc;
+
+	if (ex->depth >= EXPORT_DEPTH_MAX)
+		return tcfs_err_set(-ELOOP, "%s: nested too deep", path);
+	if (mkdirat(parent, n->name, 0700) < 0 && errno != EEXIST)
+		return tcfs_err_errno(-errno, "%s/%s", ex->root, path);
+	fd = tcfs_io_open_beneath(parent, n->name,
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 1);
+	if (fd == -ELOOP || fd == -ENOTDIR) {
+		rc = refuse_symlink(ex, parent, n->name, path);
+		if (rc < 0)
+			return rc;
+	}
+	if (fd < 0)
+		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
+	ex->dirfd[ex->depth++] = fd;
+	return 0;
+}
+
+/* The tree is written; now the directory may look as stored. */
+static int sink_leave(void *ctx, const char *path, const struct tcfs_node *n,
+		      int rc)
+{
+	struct export *ex = ctx;
 	struct timespec times[2] = { { 0, UTIME_OMIT },
 				     { n->mtime_ns / 1000000000,
 				       n->mtime_ns % 1000000000 } };
-	uint64_t written = 0;
-	char tmp[64];
-	int fd, rc;
+	int fd = ex->dirfd[--ex->depth];
 
-	tcfs_err_clear();
+	if ((fchmod(fd, tcfs_ns_portable_mode(n->mode)) < 0 ||
+	     futimens(fd, times) < 0) &&
+	    rc == 0)
+		rc = tcfs_err_errno(-errno, "%s/%s", ex->root, path);
+	close(fd);
+	return rc;
+}
+
+static int sink_file(void *ctx, const char *path, const char *keydir,
+		     const struct tcfs_node *n, const char *bytes, size_t len)
+{
+	struct export *ex = ctx;
+	struct timespec times[2] = { { 0, UTIME_OMIT },
+				     { n->mtime_ns / 1000000000,
+				       n->mtime_ns % 1000000000 } };
+	int dirfd = cur_dir(ex), fd, rc;
+	char *r = NULL;
+	size_t rlen = 0;
+	char tmp[64];
+
 	rc = refuse_symlink(ex, dirfd, n->name, path);
 	if (rc < 0)
 		return rc;
+	if (n->fmt == TCFS_FMT_GROUP) {
+		rc = tcfs_group_render(bytes, len, ex->root, keydir, ex->filter,
+				       &r, &rlen);
+		if (rc < 0)
+			return tcfs_err_errno(rc, "%s", path);
+		bytes = r;
+		len = rlen;
+	}
 	fd = create_temp(dirfd, tmp, sizeof(tmp));
-	if (fd < 0)
+	if (fd < 0) {
+		free(r);
 		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
-	rc = copy_blob(ex, n, key, fd, &written);
+	}
+	rc = tcfs_io_write_all(fd, bytes, len);
 	if (rc == 0 && (fchmod(fd, tcfs_ns_portable_mode(n->mode)) < 0 ||
 			futimens(fd, times) < 0))
 		rc = -errno;
@@ -177,31 +198,27 @@ static int export_file(struct export *ex, int dirfd, const struct tcfs_node *n,
 		rc = -errno;
 	if (rc == 0 && renameat(dirfd, tmp, dirfd, n->name) < 0)
 		rc = -errno;
+	free(r);
 	if (rc < 0) {
-		char msg[1024];
-
-		snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
 		unlinkat(dirfd, tmp, 0);
-		if (msg[0])
-			return tcfs_err_set(rc, "%s: %s", path, msg);
 		return tcfs_err_errno(rc, "%s/%s", ex->root, path);
 	}
 	ex->files++;
-	ex->bytes += written;
+	ex->bytes += len;
+	ex->kernels += tcfs_name_artifact(n->name) == TCFS_ART_GROUP;
 	return 0;
 }
 
 /* A symlink is written as one: made under a temp name, exclusively (a
  * symlink is never followed by its own creation), then renamed over
  * name, which replaces whatever was there without writing through it. */
-static int export_symlink(struct export *ex, int dirfd,
-			  const struct tcfs_node *n, const char *path)
+static int sink_symlink(void *ctx, const char *path, const struct tcfs_node *n,
+			const char *target)
 {
-	char target[TCFS_SYMLINK_MAX + 1], tmp[64];
-	int rc = tcfs_ns_readlink(ex->s, n->ino, target, sizeof(target));
+	struct export *ex = ctx;
+	int dirfd = cur_dir(ex), rc;
+	char tmp[64];
 
-	if (rc < 0)
-		return tcfs_err_errno(rc, "%s", path);
 	do {
 		rc = temp_name(tmp, sizeof(tmp));
 		if (rc == 0 && symlinkat(target, dirfd, tmp) < 0)
@@ -217,111 +234,24 @@ static int export_symlink(struct export *ex, int dirfd,
 	return 0;
 }
 
-static int export_dir(struct export *ex, int parentfd,
-		      const struct tcfs_node *dir, const char *key,
-		      const char *path, int depth);
-
-static int is_group(const struct tcfs_node *n)
+static void sink_error(void *ctx, const char *path, int rc)
 {
-	return n->kind == TCFS_FILE &&
-	       tcfs_name_artifact(n->name) == TCFS_ART_GROUP;
+	(void)ctx;
+	cli_lib_err("export", rc, path);
 }
 
-/* Exports dir's children: plain files and subdirs first, then (only if
- * all of those made it) the group files.  Returns the first error. */
-static int export_children(struct export *ex, int fd,
-			   const struct tcfs_node *dir, const char *key,
-			   const char *path, int depth)
-{
-	struct tcfs_node *kids;
-	size_t n;
-	int rc, first = 0;
-
-	rc = tcfs_ns_list(ex->s, dir->ino, 0, 0, &kids, &n);
-	if (rc < 0)
-		return rc;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < n; i++) {
-			char sub[PATH_MAX];
-
-			if (is_group(&kids[i]) != pass)
-				continue;
-			if (ex->filter == TCFS_GROUP_BINARY_ONLY &&
-			    kids[i].kind == TCFS_FILE &&
-			    tcfs_name_artifact(kids[i].name) == TCFS_ART_IR)
-				continue;
-			if (pass == 1 && first < 0)
-				break;	/* no group for a partial kernel */
-			snprintf(sub, sizeof(sub), "%s/%s", path,
-				 kids[i].name);
-			if (kids[i].kind == TCFS_DIR)
-				rc = export_dir(ex, fd, &kids[i], key, sub,
-						depth + 1);
-			else if (kids[i].kind == TCFS_SYMLINK)
-				rc = export_symlink(ex, fd, &kids[i], sub);
-			else
-				rc = export_file(ex, fd, &kids[i], key, sub);
-			if (rc < 0) {
-				cli_lib_err("export", rc, sub);
-				first = first ? first : rc;
-				continue;
-			}
-			ex->kernels += pass;
-		}
-	}
-	free(kids);
-	return first;
-}
-
-static int export_dir(struct export *ex, int parentfd,
-		      const struct tcfs_node *dir, const char *key,
-		      const char *path, int depth)
-{
-	struct timespec times[2] = { { 0, UTIME_OMIT },
-				     { dir->mtime_ns / 1000000000,
-				       dir->mtime_ns % 1000000000 } };
-	int fd, rc;
-
-	if (depth > DEPTH_MAX)
-		return tcfs_err_set(-ELOOP, "%s: nested too deep", path);
-	if (mkdirat(parentfd, dir->name, 0700) < 0 && errno != EEXIST)
-		return tcfs_err_errno(-errno, "%s/%s", ex->root, path);
-	fd = tcfs_io_open_beneath(parentfd, dir->name,
-				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 1);
-	if (fd == -ELOOP || fd == -ENOTDIR) {
-		rc = refuse_symlink(ex, parentfd, dir->name, path);
-		if (rc < 0)
-			return rc;
-	}
-	if (fd < 0)
-		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
-	rc = export_children(ex, fd, dir, key, path, depth);
-	/* The tree is written; now the directory may look as stored. */
-	if (fchmod(fd, tcfs_ns_portable_mode(dir->mode)) < 0 ||
-	    futimens(fd, times) < 0) {
-		if (rc == 0)
-			rc = tcfs_err_errno(-errno, "%s/%s", ex->root, path);
-	}
-	close(fd);
-	return rc;
-}
+static const struct tcfs_walk_sink dir_sink = {
+	sink_enter, sink_leave, sink_file, sink_symlink, sink_error,
+};
 
 /* Exports one entry of the root: a key dir (or, unfiltered, a stray file). */
 static void export_top(struct export *ex, int destfd, const struct tcfs_node *n)
 {
-	int rc;
+	struct tcfs_walk w = { ex->s, ex->filter, &dir_sink, ex };
 
-	tcfs_err_clear();
-	if (n->kind == TCFS_DIR)
-		rc = export_dir(ex, destfd, n, n->name, n->name, 1);
-	else if (n->kind == TCFS_SYMLINK)
-		rc = export_symlink(ex, destfd, n, n->name);
-	else
-		rc = export_file(ex, destfd, n, "", n->name);
-	if (rc < 0) {
-		/* Children report their own errors; this reports the dir's. */
-		if (tcfs_err_msg()[0])
-			cli_lib_err("export", rc, n->name);
+	ex->dirfd[0] = destfd;
+	ex->depth = 1;
+	if (tcfs_walk(&w, n, n->name) < 0) {
 		ex->failed++;
 		return;
 	}

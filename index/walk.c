@@ -1,0 +1,189 @@
+/*
+ * walk: reads a store tree out to a sink (walk.h), verifying every blob.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cas.h"
+#include "err.h"
+#include "hash.h"
+#include "name.h"
+#include "store.h"
+#include "walk.h"
+
+/* Key dirs are flat; Inductor's and vLLM's roots sit a few levels down. */
+#define DEPTH_MAX 16
+
+/* A blob's bytes, checked against its name: a damaged one is never
+ * handed to a sink.  *buf owned by the caller (free()). */
+static int read_verified(struct tcfs_walk *w, const struct tcfs_node *n,
+			 char **buf, size_t *len)
+{
+	struct tcfs_hash got;
+	int rc;
+
+	rc = tcfs_cas_read_checked(tcfs_store_cas(w->s), &n->blob,
+				   n->fmt == TCFS_FMT_GROUP ? TCFS_GROUP_MAX
+							    : SIZE_MAX,
+				   buf, len);
+	if (rc < 0) {
+		*buf = NULL;	/* freed by the cas */
+		return rc;
+	}
+	tcfs_hash_buf(*buf, *len, &got);
+	if (!tcfs_hash_equal(&got, &n->blob)) {
+		char hex[TCFS_HASH_HEXLEN];
+
+		free(*buf);
+		*buf = NULL;
+		tcfs_hash_hex(&n->blob, hex);
+		return tcfs_err_set(-EBADMSG, "blob %s is damaged (run tcfs "
+				    "fsck)", hex);
+	}
+	return 0;
+}
+
+static int walk_file(struct tcfs_walk *w, const struct tcfs_node *n,
+		     const char *path)
+{
+	char keydir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	snprintf(keydir, sizeof(keydir), "%.*s",
+		 slash ? (int)(slash - path) : 0, path);
+	rc = read_verified(w, n, &buf, &len);
+	if (rc < 0 && tcfs_err_msg()[0]) {
+		/* The message names the blob: say whose it is. */
+		char msg[1024];
+
+		snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
+		return tcfs_err_set(rc, "%s: %s", path, msg);
+	}
+	if (rc == 0)
+		rc = w->sink->file(w->ctx, path, keydir, n, buf, len);
+	free(buf);
+	return rc;
+}
+
+static int walk_symlink(struct tcfs_walk *w, const struct tcfs_node *n,
+			const char *path)
+{
+	char target[TCFS_SYMLINK_MAX + 1];
+	int rc = tcfs_ns_readlink(w->s, n->ino, target, sizeof(target));
+
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s", path);
+	return w->sink->symlink(w->ctx, path, n, target);
+}
+
+static int is_group(const struct tcfs_node *n)
+{
+	return n->kind != TCFS_DIR && n->kind != TCFS_SYMLINK &&
+	       tcfs_name_artifact(n->name) == TCFS_ART_GROUP;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct tcfs_node *)a)->name,
+		      ((const struct tcfs_node *)b)->name);
+}
+
+static int walk_at(struct tcfs_walk *w, const struct tcfs_node *n,
+		   const char *path, int depth);
+
+/* dir's children: everything but group files, then (only if all of
+ * those made it) the group files.  Returns the first error. */
+static int walk_children_at(struct tcfs_walk *w, uint64_t dir,
+			    const char *path, int depth)
+{
+	struct tcfs_node *kids;
+	size_t n;
+	int rc, first = 0;
+
+	rc = tcfs_ns_list(w->s, dir, 0, 0, &kids, &n);
+	if (rc < 0) {
+		w->sink->error(w->ctx, path, rc);
+		return rc;
+	}
+	qsort(kids, n, sizeof(*kids), by_name);
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			char sub[PATH_MAX];
+
+			if (is_group(&kids[i]) != pass)
+				continue;
+			if (w->filter == TCFS_GROUP_BINARY_ONLY &&
+			    kids[i].kind != TCFS_DIR &&
+			    tcfs_name_artifact(kids[i].name) == TCFS_ART_IR)
+				continue;
+			if (pass == 1 && first < 0)
+				break;	/* no group for a partial kernel */
+			if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", path,
+					     path[0] ? "/" : "",
+					     kids[i].name) >= sizeof(sub)) {
+				rc = tcfs_err_set(-ENAMETOOLONG, "%s/%s: path "
+						  "too long", path,
+						  kids[i].name);
+				w->sink->error(w->ctx, path, rc);
+			} else {
+				rc = walk_at(w, &kids[i], sub, depth + 1);
+			}
+			if (rc < 0 && !first)
+				first = rc;
+		}
+	}
+	free(kids);
+	return first;
+}
+
+static int walk_at(struct tcfs_walk *w, const struct tcfs_node *n,
+		   const char *path, int depth)
+{
+	int rc;
+
+	tcfs_err_clear();
+	if (n->kind == TCFS_DIR) {
+		if (depth > DEPTH_MAX)
+			rc = tcfs_err_set(-ELOOP, "%s: nested too deep", path);
+		else
+			rc = w->sink->enter(w->ctx, path, n);
+		if (rc < 0) {
+			w->sink->error(w->ctx, path, rc);
+			return rc;
+		}
+		rc = walk_children_at(w, n->ino, path, depth);
+		tcfs_err_clear();
+		rc = w->sink->leave(w->ctx, path, n, rc);
+		/* Children reported their own errors; this is the dir's. */
+		if (rc < 0 && tcfs_err_msg()[0])
+			w->sink->error(w->ctx, path, rc);
+		return rc;
+	}
+	if (n->kind == TCFS_SYMLINK)
+		rc = walk_symlink(w, n, path);
+	else
+		rc = walk_file(w, n, path);
+	if (rc < 0)
+		w->sink->error(w->ctx, path, rc);
+	return rc;
+}
+
+int tcfs_walk(struct tcfs_walk *w, const struct tcfs_node *n,
+	      const char *path)
+{
+	assert(w->sink && w->sink->enter && w->sink->leave &&
+	       w->sink->file && w->sink->symlink && w->sink->error);
+	return walk_at(w, n, path, 1);
+}
+
+int tcfs_walk_children(struct tcfs_walk *w, uint64_t dir, const char *path)
+{
+	return walk_children_at(w, dir, path, 0);
+}
