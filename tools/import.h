@@ -1,0 +1,70 @@
+/*
+ * import: Triton cache directories brought into the store, one key dir
+ * per transaction (tcfs import), or a whole tree in one (tcfs unpack).
+ */
+#ifndef TCFS_TOOLS_IMPORT_H
+#define TCFS_TOOLS_IMPORT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index/hash.h"
+
+struct tcfs_store;
+
+struct import_stats {
+	uint64_t kernels;	/* group files in imported key dirs */
+	uint64_t keydirs;
+	uint64_t files;		/* files now in the store from the sources */
+	uint64_t new_files;	/* of those, not there before */
+	uint64_t bytes;		/* their logical size */
+	uint64_t new_blob_bytes;	/* bytes of blobs this import added */
+	uint64_t skipped;	/* temp files, foreign entries, links out */
+	uint64_t conflicts;	/* same name, different bytes: kept stored */
+	uint64_t failed_dirs;
+};
+
+struct import_opts {
+	const char *cmd;	/* for messages: "import", "unpack" */
+	int quiet;		/* no notes, only errors */
+	int binary_only;	/* IR files stay out */
+	int progress;		/* a progress line on stderr */
+	/* The whole tree: caches at any depth (Inductor's, vLLM's) and the
+	 * files beside them, not only the key dirs at the top. */
+	int tree;
+	/* All or nothing: the first error undoes everything imported
+	 * (import_end), and nothing commits before it. */
+	int atomic;
+};
+
+struct import {
+	struct tcfs_store *s;	/* not owned */
+	struct import_opts o;
+	const char *src;	/* as given, for messages */
+	int srcfd;		/* symlinks may not lead out of it */
+	char realsrc[PATH_MAX];	/* its absolute path */
+	double last_progress;
+	struct import_stats st;
+	int fatal;		/* the store cannot take more: stop */
+	size_t batch_dirs;	/* key dirs in the batch not yet committed */
+	int lost;		/* that batch's commit failed (store_lost) */
+	/* Blobs added since the last commit point (the current key dir, or
+	 * with atomic everything); removed if it rolls back. */
+	struct tcfs_hash *added;
+	uint64_t *added_size;
+	size_t nadded;
+};
+
+/* Starts an import into s (a writer).  0 or -errno; then import_end. */
+int import_begin(struct import *im, struct tcfs_store *s,
+		 const struct import_opts *o);
+/* Imports the directory src.  0, or -errno when src itself could not be
+ * read (key dirs that fail are counted in st.failed_dirs). */
+int import_source(struct import *im, const char *src);
+/* Commits what was imported; with atomic, or when rc < 0 or anything
+ * failed, takes it all back instead.  Frees im's memory.  0 when what
+ * was imported is in the store, else -errno. */
+int import_end(struct import *im, int rc);
+
+#endif
