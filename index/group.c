@@ -331,6 +331,31 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 	return 0;
 }
 
+int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
+			   char **tmpl, size_t *tlen)
+{
+	cJSON *doc = cJSON_ParseWithLength(bytes, len);
+	cJSON *cp = (cJSON *)child_paths(doc);
+	struct out t = { 0 };
+	char *root = NULL;
+	int rc = 0;
+
+	if (cp)
+		rc = templatize(cp, key, &root);
+	if (rc == 1)
+		rc = emit(cp, NULL, TCFS_GROUP_ALL, &t);
+	if (rc == 0 && t.p) {
+		*tmpl = t.p;
+		*tlen = t.len;
+		t.p = NULL;
+		rc = 1;
+	}
+	free(t.p);
+	free(root);
+	cJSON_Delete(doc);
+	return rc;
+}
+
 int tcfs_group_root_ok(const char *root)
 {
 	struct out o = { 0 };

@@ -65,6 +65,18 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 		      const char *key, enum tcfs_group_filter f, char **out,
 		      size_t *olen);
 
+/* The root group files in an image (tcfs pack) name their children
+ * under: relative, as Red Hat's MCV sanitizes them, and replaces it with
+ * the cache dir it unpacks to.  Rendered as Triton writes them
+ * otherwise, so an unpack gives back the very bytes. */
+#define TCFS_GROUP_IMAGE_ROOT ".triton/cache"
+
+/* A template of a group file in any JSON layout (an image's, indented,
+ * with relative paths), when every child lies in a dir named key: 1 and
+ * *tmpl (owned by the caller, free()); 0 when it is not one; -ENOMEM. */
+int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
+			   char **tmpl, size_t *tlen);
+
 /* 0 when group files can name children under root (a cache dir, a
  * mount point); -EILSEQ when it is not valid UTF-8, which json.dumps
  * cannot write and so no rendering could hold. */

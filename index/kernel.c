@@ -292,6 +292,11 @@ static const char *arch_core(const char *a)
 	return a;
 }
 
+int tcfs_kernel_same_arch(const char *a, const char *b)
+{
+	return strcmp(arch_core(a), arch_core(b)) == 0;
+}
+
 int tcfs_kernel_match(const struct tcfs_kernel *k,
 		      const struct tcfs_kernel_filter *f)
 {
@@ -301,7 +306,7 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 		return 0;
 	if (f->backend && strcmp(f->backend, k->backend) != 0)
 		return 0;
-	if (f->arch && strcmp(arch_core(f->arch), arch_core(k->arch)) != 0)
+	if (f->arch && !tcfs_kernel_same_arch(f->arch, k->arch))
 		return 0;
 	return 1;
 }

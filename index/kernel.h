@@ -79,6 +79,9 @@ int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir);
 int tcfs_kernel_parse_meta(const char *json, size_t len,
 			   struct tcfs_kernel *k);
 
+/* Whether two spellings name one arch: "90", "sm90" and "sm_90" do. */
+int tcfs_kernel_same_arch(const char *a, const char *b);
+
 int tcfs_kernel_match(const struct tcfs_kernel *k,
 		      const struct tcfs_kernel_filter *f);
 

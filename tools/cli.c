@@ -269,3 +269,13 @@ int cli_find_mount(const char *want_store, const char *want_point,
 	fclose(f);
 	return rc;
 }
+
+int cli_path_join(char *buf, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= len)
+		return tcfs_err_set(-ENAMETOOLONG, "%s/%s: path too long", dir,
+				    name);
+	return 0;
+}

@@ -109,6 +109,9 @@ int cli_find_mount(const char *want_store, const char *want_point,
  * "" when not mounted) unless it is NULL. */
 void cli_mount_sync(struct tcfs_store *s, char *mount);
 
+/* dir/name into buf (len bytes): 0, or -ENAMETOOLONG with a message. */
+int cli_path_join(char *buf, size_t len, const char *dir, const char *name);
+
 /* Nanoseconds since the epoch as "2026-11-21 19:15:02" local time. */
 const char *cli_time(int64_t ns, char *buf, size_t len);
 

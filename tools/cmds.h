@@ -21,5 +21,7 @@ int cmd_log(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_why(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_unpack(int argc, char **argv);
 
 #endif

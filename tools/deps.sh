@@ -27,15 +27,19 @@ tcfs_deps() {
 			--no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What building tcfs needs: scdoc makes the man page; bash-completion's
+# What building tcfs needs: libarchive and libcrypto (libssl-dev) read and
+# write OCI images; scdoc makes the man page; bash-completion's
 # pkg-config file says where completions go.
 TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
-	libxxhash-dev libcjson-dev libfuse3-dev scdoc bash-completion)
+	libxxhash-dev libcjson-dev libfuse3-dev libarchive-dev libssl-dev scdoc
+	bash-completion)
 # What running it needs: fusermount3 mounts and unmounts without root.
-TCFS_RUN_DEPS=(sqlite3 fuse3)
+TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3)
 # What the tests need on top: clang to check the build is warning-free
 # there too, xxhsum to name blobs independently, util-linux for setpriv
 # and flock, procps for pgrep, python3 for JSON checks and the replay,
-# and its prometheus_client to parse .tcfs/metrics.prom as Prometheus would.
+# and its prometheus_client to parse .tcfs/metrics.prom as Prometheus would;
+# skopeo and umoci to check tcfs's OCI images with the tools people use,
+# zstd to make zstd layers.
 TCFS_TEST_DEPS=(clang xxhash util-linux procps python3
-	python3-prometheus-client)
+	python3-prometheus-client skopeo umoci zstd)

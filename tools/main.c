@@ -20,6 +20,8 @@ static const struct {
 	{ "log", cmd_log, "the probe log, one event per line" },
 	{ "import", cmd_import, "add existing Triton cache dirs to the store" },
 	{ "export", cmd_export, "write the store out as a plain Triton cache" },
+	{ "pack", cmd_pack, "write kernels as an OCI image (MCV's format)" },
+	{ "unpack", cmd_unpack, "add an OCI image's kernels to the store" },
 	{ "info", cmd_info, "what the store holds: kernels, files, sizes" },
 	{ "list", cmd_list, "one row per kernel, with its hits and misses" },
 	{ "why", cmd_why, "why a kernel missed: what differs from its nearest" },

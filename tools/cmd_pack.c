@@ -1,0 +1,798 @@
+/*
+ * tcfs pack: the store (or the kernels selected) as an OCI image, in the
+ * format of Red Hat's MCV: the cache under io.triton.cache/ in one layer,
+ * its manifest under io.triton.manifest/, the targets in the labels.
+ *
+ * The layer is the store walk (index/walk.h) written to a tar stream:
+ * entries sorted, times and owners fixed, gzip without a timestamp, so
+ * the same content gives the same image digest on every run.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "index/err.h"
+#include "index/event.h"
+#include "index/kernel.h"
+#include "index/name.h"
+#include "index/ns.h"
+#include "index/store.h"
+#include "index/walk.h"
+#include "layer.h"
+#include "mcv.h"
+#include "oci.h"
+
+/* What the base image of --base is allowed to expand to while read. */
+#define BASE_MAX (64ull << 30)
+
+/* A subtree of the store that goes into the layer whole. */
+struct unit {
+	char path[PATH_MAX];
+	struct tcfs_node n;
+};
+
+struct pack {
+	struct tcfs_store *s;
+	struct layer_writer *lw;
+	const char *prefix;	/* MCV_TRITON_CACHE or MCV_VLLM_CACHE */
+	enum tcfs_group_filter filter;
+	struct mcv_entry *entries;
+	size_t nentries;
+	uint64_t files, kernels, failed;
+	void *dirs;		/* dirs already in the layer (tsearch) */
+	/* --base */
+	struct oci_image base;
+	int has_base;
+	void *base_paths;	/* its files, as layer paths (tsearch) */
+	char *base_manifest;	/* its io.*.manifest/manifest.json */
+	size_t base_manifest_len;
+	/* the selection */
+	struct unit *units;
+	size_t nunits;
+};
+
+static const char *const help =
+	"Usage: tcfs pack [OPTIONS] DEST\n"
+	"\n"
+	"Writes the store, or the kernels selected, as an OCI image: DEST is\n"
+	"an image layout DIR[:TAG] (tag 'latest' when not given; other tags\n"
+	"there are kept) or oci-archive:FILE[:TAG].  The format is Red Hat\n"
+	"MCV's: the cache under io.triton.cache/ (io.vllm.cache/ for a vLLM\n"
+	"tree), io.triton.manifest/manifest.json listing every kernel, the\n"
+	"labels cache.triton.image/summary (targets), entry-count and\n"
+	"cache-size-bytes; group files name their children relative to the\n"
+	"cache.  The same content gives the same image digest.  Push it with\n"
+	"skopeo: skopeo copy oci:DIR:TAG docker://REGISTRY/NAME:TAG.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR        the store (default as for tcfs import)\n"
+	"  -n, --name GLOB        kernels whose name matches GLOB\n"
+	"  -b, --backend NAME     kernels for this backend (cuda, hip, ...)\n"
+	"  -a, --arch ARCH        kernels for this arch (90, sm90, gfx942)\n"
+	"      --used-since T     exactly the kernels and modules probed (hit\n"
+	"                         or compiled) since T: a job's working set,\n"
+	"                         from the probe log; T as 2h, 7d, 2026-11-01,\n"
+	"                         @EPOCH-SECONDS\n"
+	"      --base IMAGE       only what IMAGE lacks, as a layer on top of\n"
+	"                         IMAGE's layers (referenced, not copied into\n"
+	"                         the new layer); IMAGE as DEST, or a\n"
+	"                         docker-archive:FILE\n"
+	"      --binary-only      leave IR files out, and out of the group files\n"
+	"      --json             print the summary as JSON\n"
+	"  -q, --quiet            print nothing but errors\n"
+	"  -h, --help             show this help\n"
+	"\n"
+	"Exit status: 0 the image is written, 1 it is not (a damaged blob, an\n"
+	"I/O error: see the errors), 2 usage error.\n";
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static void free_str(void *p)
+{
+	free(p);
+}
+
+/* Adds s to a tsearch set: 1 when new, 0 when there, -ENOMEM. */
+static int set_add(void **set, const char *s)
+{
+	char *own = strdup(s), **got;
+
+	got = own ? tsearch(own, set, cmp_str) : NULL;
+	if (!got) {
+		free(own);
+		return -ENOMEM;
+	}
+	if (*got != own) {
+		free(own);
+		return 0;
+	}
+	return 1;
+}
+
+/* A dir of the layer, and the dirs above it, each once. */
+static int add_dirs(struct pack *p, const char *path)
+{
+	char buf[PATH_MAX];
+	int rc;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *c = strchr(buf, '/'); c; c = strchr(c + 1, '/')) {
+		*c = '\0';
+		rc = set_add(&p->dirs, buf);
+		if (rc > 0)
+			rc = layer_add_dir(p->lw, buf);
+		*c = '/';
+		if (rc < 0)
+			return rc;
+	}
+	rc = set_add(&p->dirs, buf);
+	return rc > 0 ? layer_add_dir(p->lw, buf) : rc;
+}
+
+static int sink_enter(void *ctx, const char *path, const struct tcfs_node *n)
+{
+	struct pack *p = ctx;
+	char full[PATH_MAX];
+
+	(void)n;
+	snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+	return add_dirs(p, full);
+}
+
+static int sink_leave(void *ctx, const char *path, const struct tcfs_node *n,
+		      int rc)
+{
+	(void)ctx;
+	(void)path;
+	(void)n;
+	return rc;
+}
+
+/* A kernel's NAME.json (beside its group file) goes into the manifest,
+ * as MCV lists every metadata file with a hash. */
+static int note_meta(struct pack *p, const struct tcfs_node *n,
+		     const char *bytes, size_t len)
+{
+	struct mcv_entry e, *nv;
+	size_t nl = strlen(n->name);
+
+	if (nl < 6 || strcmp(n->name + nl - 5, ".json") != 0 ||
+	    tcfs_name_artifact(n->name) == TCFS_ART_GROUP ||
+	    !mcv_entry_of_meta(bytes, len, &e))
+		return 0;
+	nv = realloc(p->entries, (p->nentries + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	p->entries = nv;
+	p->entries[p->nentries++] = e;
+	return 0;
+}
+
+static int sink_file(void *ctx, const char *path, const char *keydir,
+		     const struct tcfs_node *n, const char *bytes, size_t len)
+{
+	struct pack *p = ctx;
+	char full[PATH_MAX], *r = NULL;
+	size_t rlen = 0;
+	int rc;
+
+	if (n->fmt == TCFS_FMT_GROUP) {
+		rc = tcfs_group_render(bytes, len, TCFS_GROUP_IMAGE_ROOT, keydir,
+				       p->filter, &r, &rlen);
+		if (rc < 0)
+			return tcfs_err_errno(rc, "%s", path);
+		bytes = r;
+		len = rlen;
+	}
+	snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+	rc = layer_add_file(p->lw, full, n->mode, bytes, len);
+	if (rc == 0)
+		rc = note_meta(p, n, bytes, len);
+	free(r);
+	p->files += rc == 0;
+	p->kernels += rc == 0 && tcfs_name_artifact(n->name) == TCFS_ART_GROUP;
+	return rc;
+}
+
+static int sink_symlink(void *ctx, const char *path, const struct tcfs_node *n,
+			const char *target)
+{
+	struct pack *p = ctx;
+	char full[PATH_MAX];
+
+	(void)n;
+	snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+	p->files++;
+	return layer_add_symlink(p->lw, full, target);
+}
+
+static void sink_error(void *ctx, const char *path, int rc)
+{
+	struct pack *p = ctx;
+
+	p->failed++;
+	cli_lib_err("pack", rc, path);
+}
+
+static const struct tcfs_walk_sink tar_sink = {
+	sink_enter, sink_leave, sink_file, sink_symlink, sink_error,
+};
+
+/* ---- the selection ---- */
+
+static int add_unit(struct pack *p, const struct tcfs_node *n,
+		    const char *path)
+{
+	struct unit *nv = realloc(p->units, (p->nunits + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	p->units = nv;
+	snprintf(nv[p->nunits].path, sizeof(nv[p->nunits].path), "%s", path);
+	nv[p->nunits++].n = *n;
+	return 0;
+}
+
+static int add_unit_ino(struct pack *p, uint64_t ino)
+{
+	char path[PATH_MAX];
+	struct tcfs_node n;
+	int rc = tcfs_ns_get(p->s, ino, &n);
+
+	if (rc == 0)
+		rc = tcfs_ns_path(p->s, ino, path, sizeof(path));
+	return rc < 0 ? rc : add_unit(p, &n, path);
+}
+
+/* Whether every file of the tree at n (path below the cache) is in the
+ * base already: then the base has it, and the delta leaves it out. */
+static int in_base(struct pack *p, const struct tcfs_node *n,
+		   const char *path)
+{
+	struct tcfs_node *kids;
+	char full[PATH_MAX];
+	size_t nk;
+	int rc, yes = 1;
+
+	if (n->kind != TCFS_DIR) {
+		if (p->filter == TCFS_GROUP_BINARY_ONLY &&
+		    tcfs_name_artifact(n->name) == TCFS_ART_IR)
+			return 1;
+		snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+		return tfind(full, &p->base_paths, cmp_str) != NULL;
+	}
+	rc = tcfs_ns_list(p->s, n->ino, 0, 0, &kids, &nk);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; yes == 1 && i < nk; i++) {
+		snprintf(full, sizeof(full), "%s/%s", path, kids[i].name);
+		yes = in_base(p, &kids[i], full);
+	}
+	free(kids);
+	return yes;
+}
+
+/* Everything below dir, less what the base holds: whole key dirs (a
+ * kernel is never split between layers), else entry by entry. */
+static int select_tree(struct pack *p, uint64_t dir, const char *path)
+{
+	struct tcfs_node *kids;
+	size_t n;
+	int rc = tcfs_ns_list(p->s, dir, 0, 0, &kids, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char sub[PATH_MAX];
+		int key = 0;
+
+		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "/" : "",
+			 kids[i].name);
+		rc = p->has_base ? in_base(p, &kids[i], sub) : 0;
+		if (rc != 0)
+			continue;
+		if (p->has_base && kids[i].kind == TCFS_DIR)
+			rc = tcfs_kernel_is_key_dir(p->s, kids[i].ino, &key);
+		if (rc == 0 && p->has_base && kids[i].kind == TCFS_DIR && !key)
+			rc = select_tree(p, kids[i].ino, sub);
+		else if (rc == 0)
+			rc = add_unit(p, &kids[i], sub);
+	}
+	free(kids);
+	return rc < 0 ? rc : 0;
+}
+
+struct pick {
+	struct pack *p;
+	int64_t since;		/* --used-since, or -1 */
+	void *missed;		/* keys that missed since then (tsearch) */
+};
+
+static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
+{
+	struct pick *k = ctx;
+
+	if (k->since >= 0 && u->last_hit_ns < k->since &&
+	    !tfind(u->k.key, &k->missed, cmp_str))
+		return 0;
+	return add_unit_ino(k->p, u->k.dir_ino);
+}
+
+/* The kernels selected, and with --used-since the module dirs probed
+ * since then: launchers and autotune results a job needs as much. */
+static int select_kernels(struct pack *p, const struct tcfs_kernel_filter *f,
+			  int filtered, int64_t since)
+{
+	struct pick k = { p, since, NULL };
+	struct tcfs_event *ev = NULL;
+	size_t nev = 0;
+	int rc = 0;
+
+	if (since >= 0)
+		rc = tcfs_event_list(p->s, 0, since, 0, &ev, &nev);
+	for (size_t i = 0; rc == 0 && i < nev; i++)
+		if (ev[i].kind == TCFS_PROBE_KERNEL && !ev[i].hit)
+			rc = set_add(&k.missed, ev[i].key) < 0 ? -ENOMEM : 0;
+	if (rc == 0)
+		rc = tcfs_kernel_each_use(p->s, filtered ? f : NULL,
+					  pick_kernel, &k);
+	for (size_t i = 0; rc == 0 && !filtered && i < nev; i++) {
+		struct tcfs_node d;
+
+		if (ev[i].kind != TCFS_PROBE_MODULE)
+			continue;
+		if (tcfs_ns_lookup(p->s, TCFS_ROOT_INO, ev[i].key, &d) == 0 &&
+		    d.kind == TCFS_DIR)
+			rc = add_unit(p, &d, d.name);
+	}
+	tdestroy(k.missed, free_str);
+	free(ev);
+	return rc;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct unit *)a)->path,
+		      ((const struct unit *)b)->path);
+}
+
+/* Sorted, each once, and none the base holds whole. */
+static int tidy_units(struct pack *p)
+{
+	size_t used = 0;
+
+	if (p->nunits)
+		qsort(p->units, p->nunits, sizeof(*p->units), by_path);
+	for (size_t i = 0; i < p->nunits; i++) {
+		int rc;
+
+		if (used && !strcmp(p->units[used - 1].path, p->units[i].path))
+			continue;
+		rc = p->has_base ? in_base(p, &p->units[i].n,
+					   p->units[i].path)
+				 : 0;
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			p->units[used++] = p->units[i];
+	}
+	p->nunits = used;
+	return 0;
+}
+
+/* ---- the base image ---- */
+
+struct base_scan {
+	struct pack *p;
+	const char *manifest;	/* the manifest's path in a layer */
+};
+
+static int base_entry(void *ctx, const char *path, const void *data,
+		      size_t len)
+{
+	struct base_scan *b = ctx;
+	char *copy;
+
+	if (!strcmp(path, b->manifest) && data) {
+		copy = malloc(len ? len : 1);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, data, len);
+		free(b->p->base_manifest);
+		b->p->base_manifest = copy;
+		b->p->base_manifest_len = len;
+	}
+	return set_add(&b->p->base_paths, path) < 0 ? -ENOMEM : 0;
+}
+
+static int open_base(struct pack *p, const char *arg, const char *tmpdir)
+{
+	char manifest[64];
+	struct base_scan b = { p, manifest };
+	struct oci_ref r;
+	int rc = oci_ref_parse(arg, &r);
+
+	snprintf(manifest, sizeof(manifest), "%s/manifest.json",
+		 !strcmp(p->prefix, MCV_VLLM_CACHE) ? MCV_VLLM_MANIFEST
+						    : MCV_TRITON_MANIFEST);
+	if (rc == 0)
+		rc = oci_image_open(&r, tmpdir, BASE_MAX, &p->base);
+	p->has_base = 1;
+	for (size_t i = 0; rc == 0 && i < p->base.nlayers; i++) {
+		rc = oci_image_check_layer(&p->base, i, BASE_MAX);
+		if (rc == 0)
+			rc = layer_scan(p->base.layer_path[i],
+					p->base.layers[i].digest, manifest,
+					base_entry, &b);
+	}
+	return rc;
+}
+
+/* ---- the image ---- */
+
+static const char *host_arch(void)
+{
+	struct utsname u;
+
+	if (uname(&u) == 0 && !strcmp(u.machine, "aarch64"))
+		return "arm64";
+	if (uname(&u) == 0 && !strcmp(u.machine, "ppc64le"))
+		return "ppc64le";
+	return "amd64";
+}
+
+/* The config: labels, the layers' diff_ids, the base's history kept. */
+static int put_config(struct pack *p, struct oci_out *o, const char *diff_id,
+		      uint64_t cache_bytes, struct oci_desc *d)
+{
+	cJSON *c = cJSON_CreateObject(), *cfg, *labels, *rootfs, *ids, *hist;
+	const cJSON *bc = p->has_base ? p->base.config : NULL;
+	const cJSON *bh = cJSON_GetObjectItemCaseSensitive(bc, "history");
+	const int vllm = !strcmp(p->prefix, MCV_VLLM_CACHE);
+	const char *arch = NULL, *os = NULL;
+	char *text;
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	if (bc) {
+		const cJSON *a = cJSON_GetObjectItemCaseSensitive(bc,
+								  "architecture");
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(bc, "os");
+
+		arch = cJSON_IsString(a) ? a->valuestring : NULL;
+		os = cJSON_IsString(s) ? s->valuestring : NULL;
+	}
+	cJSON_AddStringToObject(c, "architecture", arch ? arch : host_arch());
+	cJSON_AddStringToObject(c, "os", os ? os : "linux");
+	cfg = cJSON_AddObjectToObject(c, "config");
+	labels = cfg ? cJSON_AddObjectToObject(cfg, "Labels") : NULL;
+	rc = labels ? mcv_labels_add(labels,
+				     vllm ? MCV_LABELS_VLLM : MCV_LABELS_TRITON,
+				     p->entries, p->nentries, cache_bytes)
+		    : -ENOMEM;
+	rootfs = cJSON_AddObjectToObject(c, "rootfs");
+	if (rootfs)
+		cJSON_AddStringToObject(rootfs, "type", "layers");
+	ids = rootfs ? cJSON_AddArrayToObject(rootfs, "diff_ids") : NULL;
+	for (size_t i = 0; ids && bc && i < p->base.nlayers; i++)
+		cJSON_AddItemToArray(ids,
+				     cJSON_CreateString(p->base.diff_id[i]));
+	if (ids)
+		cJSON_AddItemToArray(ids, cJSON_CreateString(diff_id));
+	hist = cJSON_IsArray(bh) ? cJSON_Duplicate(bh, 1)
+				 : cJSON_CreateArray();
+	if (hist) {
+		cJSON *h = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(h, "created_by", "tcfs pack");
+		cJSON_AddItemToArray(hist, h);
+		cJSON_AddItemToObject(c, "history", hist);
+	}
+	text = rc == 0 && ids && hist ? cJSON_PrintUnformatted(c) : NULL;
+	cJSON_Delete(c);
+	if (!text)
+		return rc < 0 ? rc : -ENOMEM;
+	rc = oci_out_put_buf(o, OCI_MT_CONFIG, text, strlen(text), d);
+	free(text);
+	return rc;
+}
+
+static int put_manifest(struct pack *p, struct oci_out *o,
+			const struct oci_desc *config,
+			const struct oci_desc *layer, struct oci_desc *d)
+{
+	cJSON *m = cJSON_CreateObject(), *layers;
+	char *text;
+	int rc = 0;
+
+	if (!m)
+		return -ENOMEM;
+	cJSON_AddNumberToObject(m, "schemaVersion", 2);
+	cJSON_AddStringToObject(m, "mediaType", OCI_MT_MANIFEST);
+	cJSON_AddItemToObject(m, "config", oci_desc_json(config));
+	layers = cJSON_AddArrayToObject(m, "layers");
+	for (size_t i = 0; layers && p->has_base && i < p->base.nlayers; i++) {
+		rc = oci_out_link_blob(o, p->base.layer_path[i],
+				       &p->base.layers[i]);
+		if (rc < 0)
+			break;
+		cJSON_AddItemToArray(layers, oci_desc_json(&p->base.layers[i]));
+	}
+	if (layers)
+		cJSON_AddItemToArray(layers, oci_desc_json(layer));
+	text = rc == 0 && layers ? cJSON_PrintUnformatted(m) : NULL;
+	cJSON_Delete(m);
+	if (!text)
+		return rc < 0 ? rc : -ENOMEM;
+	rc = oci_out_put_buf(o, OCI_MT_MANIFEST, text, strlen(text), d);
+	free(text);
+	return rc;
+}
+
+/* The manifest.json of the image: the base's kernels (a delta's image
+ * holds them too) and the new layer's, each hash once. */
+static int put_mcv_manifest(struct pack *p)
+{
+	const int vllm = !strcmp(p->prefix, MCV_VLLM_CACHE);
+	char path[64], *text = NULL;
+	struct mcv_entry *all = NULL;
+	size_t n = 0, len = 0, used = 0;
+	int rc = 0;
+
+	if (p->base_manifest &&
+	    mcv_manifest_read(p->base_manifest, p->base_manifest_len, &all,
+			      &n) < 0)
+		n = 0;	/* not MCV's: the delta's own entries only */
+	for (size_t i = 0; i < p->nentries; i++) {
+		size_t j;
+		struct mcv_entry *nv;
+
+		for (j = 0; j < n && strcmp(all[j].hash, p->entries[i].hash);
+		     j++)
+			;
+		if (j < n)
+			continue;
+		nv = realloc(all, (n + 1) * sizeof(*nv));
+		if (!nv) {
+			free(all);
+			return -ENOMEM;
+		}
+		all = nv;
+		all[n++] = p->entries[i];
+	}
+	used = n;
+	free(p->entries);
+	p->entries = all;
+	p->nentries = used;
+	rc = mcv_manifest_write(all, used, vllm ? "vllm" : "triton", &text,
+				&len);
+	snprintf(path, sizeof(path), "%s",
+		 vllm ? MCV_VLLM_MANIFEST : MCV_TRITON_MANIFEST);
+	if (rc == 0)
+		rc = add_dirs(p, path);
+	snprintf(path, sizeof(path), "%s/manifest.json",
+		 vllm ? MCV_VLLM_MANIFEST : MCV_TRITON_MANIFEST);
+	if (rc == 0)
+		rc = layer_add_file(p->lw, path, 0644, text, len);
+	free(text);
+	return rc;
+}
+
+/* A store holding vLLM's tree (VLLM_CACHE_ROOT) ships as MCV ships one:
+ * under io.vllm.cache/. */
+static const char *cache_prefix(struct tcfs_store *s)
+{
+	struct tcfs_node n;
+
+	return tcfs_ns_lookup(s, TCFS_ROOT_INO, "torch_compile_cache", &n) == 0
+		       ? MCV_VLLM_CACHE
+		       : MCV_TRITON_CACHE;
+}
+
+static const char *tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] ? t : "/var/tmp";
+}
+
+static int print_summary(const struct pack *p, const char *dest,
+			 const char *tag, const struct oci_desc *m,
+			 const struct oci_desc *layer, uint64_t bytes,
+			 int json)
+{
+	char b1[16], b2[16];
+
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "dest", dest);
+		cJSON_AddStringToObject(o, "tag", tag);
+		cJSON_AddStringToObject(o, "digest", m->digest);
+		cJSON_AddStringToObject(o, "layer_digest", layer->digest);
+		cJSON_AddNumberToObject(o, "layer_bytes", (double)layer->size);
+		cJSON_AddNumberToObject(o, "kernels", (double)p->kernels);
+		cJSON_AddNumberToObject(o, "files", (double)p->files);
+		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+		cJSON_AddNumberToObject(o, "manifest_entries",
+					(double)p->nentries);
+		cJSON_AddNumberToObject(o, "base_layers",
+					(double)(p->has_base ? p->base.nlayers
+							     : 0));
+		return cli_print_json(o);
+	}
+	printf("packed %llu kernels, %llu files, %s into %s:%s "
+	       "(layer %s)\n",
+	       (unsigned long long)p->kernels, (unsigned long long)p->files,
+	       cli_human(bytes, b1, sizeof(b1)), dest, tag,
+	       cli_human(layer->size, b2, sizeof(b2)));
+	if (p->has_base)
+		printf("on top of %zu base layer%s\n", p->base.nlayers,
+		       p->base.nlayers == 1 ? "" : "s");
+	printf("digest %s\n", m->digest);
+	return CLI_OK;
+}
+
+/* Writes the layer from the units, then the image around it. */
+static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
+		      struct oci_desc *layer, uint64_t *bytes)
+{
+	struct tcfs_walk w = { p->s, p->filter, &tar_sink, p };
+	char diff_id[OCI_DIGEST_LEN + 1], path[PATH_MAX];
+	struct oci_desc config;
+	int rc;
+
+	rc = layer_writer_open(o->dir, &p->lw);
+	if (rc < 0)
+		return rc;
+	rc = add_dirs(p, p->prefix);
+	for (size_t i = 0; rc == 0 && i < p->nunits; i++) {
+		const char *slash = strrchr(p->units[i].path, '/');
+
+		if (slash) {
+			char parent[PATH_MAX];
+
+			snprintf(parent, sizeof(parent), "%s/%.*s", p->prefix,
+				 (int)(slash - p->units[i].path),
+				 p->units[i].path);
+			rc = add_dirs(p, parent);
+		}
+		if (rc == 0)
+			tcfs_walk(&w, &p->units[i].n, p->units[i].path);
+	}
+	if (rc == 0 && p->failed)
+		rc = tcfs_err_set(-EIO, "%llu entries could not be read",
+				  (unsigned long long)p->failed);
+	*bytes = layer_bytes(p->lw);
+	if (rc == 0)
+		rc = put_mcv_manifest(p);
+	if (rc < 0) {
+		layer_writer_abort(p->lw);
+		p->lw = NULL;
+		return rc;
+	}
+	rc = layer_writer_close(p->lw, layer, diff_id, path);
+	p->lw = NULL;
+	if (rc == 0) {
+		rc = oci_out_put_file(o, path, layer);
+		if (rc < 0)
+			unlink(path);
+	}
+	if (rc == 0)
+		rc = put_config(p, o, diff_id, *bytes, &config);
+	if (rc == 0)
+		rc = put_manifest(p, o, &config, layer, m);
+	if (rc == 0)
+		rc = oci_out_commit(o, m);
+	return rc;
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_FILTER_LONGOPTS,
+		{ "used-since", required_argument, NULL, 'U' },
+		{ "base", required_argument, NULL, 'B' },
+		{ "binary-only", no_argument, NULL, 'I' },
+		{ "quiet", no_argument, NULL, 'q' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_kernel_filter f = { 0 };
+	struct pack p = { 0 };
+	struct oci_desc m = { 0 }, layer = { 0 };
+	struct oci_out o = { 0 };
+	struct oci_ref ref;
+	const char *base = NULL;
+	int64_t since = -1;
+	uint64_t bytes = 0;
+	int c, rc, quiet = 0, filtered = 0, opened = 0;
+
+	while ((c = getopt_long(argc, argv,
+				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS "q",
+				opts, NULL)) != -1) {
+		switch (cli_common_opt("pack", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		if (cli_filter_opt(c, &f)) {
+			filtered = 1;
+			continue;
+		}
+		switch (c) {
+		case 'U':
+			since = cli_parse_since(optarg);
+			if (since < 0)
+				return cli_usage_err("pack", "--used-since "
+						     "'%s': not a time",
+						     optarg);
+			break;
+		case 'B':
+			base = optarg;
+			break;
+		case 'I':
+			p.filter = TCFS_GROUP_BINARY_ONLY;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		default:
+			return cli_usage_err("pack", "bad option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_err("pack", optind >= argc
+						     ? "no destination given"
+						     : "one destination only");
+	if (oci_ref_parse(argv[optind], &ref) < 0)
+		return cli_usage_err("pack", "%s", tcfs_err_msg());
+	if (cli_open_store("pack", &co.store, 0, 0, &p.s) != CLI_OK)
+		return CLI_FAIL;
+	/* Probes the mount holds count: --used-since reads the log. */
+	cli_mount_sync(p.s, NULL);
+	p.prefix = cache_prefix(p.s);
+	rc = base ? open_base(&p, base, tmp_dir()) : 0;
+	if (rc == 0 && (filtered || since >= 0))
+		rc = select_kernels(&p, &f, filtered, since);
+	else if (rc == 0)
+		rc = select_tree(&p, TCFS_ROOT_INO, "");
+	if (rc == 0)
+		rc = tidy_units(&p);
+	if (rc == 0) {
+		rc = oci_out_open(&ref, tmp_dir(), &o);
+		opened = 1;
+	}
+	if (rc == 0)
+		rc = pack_image(&p, &o, &m, &layer, &bytes);
+	if (rc < 0) {
+		cli_lib_err("pack", rc, argv[optind]);
+		cli_err("pack", "%s: no image written", argv[optind]);
+	} else if (!quiet) {
+		rc = print_summary(&p, ref.path, o.ref.tag, &m, &layer, bytes,
+				   co.json) == CLI_OK ? 0 : -ENOMEM;
+	}
+	if (opened)
+		oci_out_close(&o);
+	if (p.has_base)
+		oci_image_close(&p.base);
+	tdestroy(p.dirs, free_str);
+	tdestroy(p.base_paths, free_str);
+	free(p.base_manifest);
+	free(p.entries);
+	free(p.units);
+	tcfs_store_close(p.s);
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}

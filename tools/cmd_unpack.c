@@ -1,0 +1,540 @@
+/*
+ * tcfs unpack: an OCI image's kernels added to the store: tcfs's own,
+ * MCV's (io.triton.cache/ or io.vllm.cache/ in the layer), or a "compat"
+ * image whose layer is a plain cache directory.
+ *
+ * Nothing of the image reaches the store before all of it has been read
+ * and checked: every blob against its digest, every entry against the
+ * rules of layer.c, into a staging directory.  Then it lands in one
+ * transaction, or, while the store is mounted, through the mount as
+ * Triton writes; either way a failure takes back all it added.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "gpu.h"
+#include "import.h"
+#include "index/config.h"
+#include "index/err.h"
+#include "index/group.h"
+#include "index/io.h"
+#include "index/kernel.h"
+#include "index/name.h"
+#include "index/store.h"
+#include "land.h"
+#include "layer.h"
+#include "mcv.h"
+#include "oci.h"
+
+/* Unpacked bytes an image may expand to, by default: a hundred times
+ * its compressed size (a cache compresses 3 to 10 times), at least 1 GiB.
+ * A decompression bomb is refused when it reaches that, not when the
+ * disk is full. */
+#define EXPAND_RATIO 100
+#define EXPAND_MIN (1ull << 30)
+
+struct unpack {
+	const char *src;	/* as given */
+	struct oci_image img;
+	char stage[PATH_MAX];	/* our temp dir */
+	char cache[PATH_MAX];	/* the cache within it */
+	char root[PATH_MAX];	/* what group files are to name: the mount
+				 * point, or the staged cache */
+	struct mcv_entry *entries;	/* kernels found in the cache */
+	size_t nentries;
+	uint64_t fit;		/* of those, kernels the GPUs here run */
+	int rc;			/* the first error of a tree walk */
+};
+
+static const char *const help =
+	"Usage: tcfs unpack [OPTIONS] SRC\n"
+	"\n"
+	"Adds the kernels of an OCI image to the store.  SRC is an image\n"
+	"layout DIR[:TAG], oci-archive:FILE[:TAG] or docker-archive:FILE\n"
+	"(a bare FILE is either); pull one with skopeo first (skopeo copy\n"
+	"docker://REGISTRY/NAME:TAG oci:DIR:TAG).  Images of tcfs pack and\n"
+	"of Red Hat's MCV unpack, and so does a one-layer image holding a\n"
+	"plain cache directory.  Every blob is checked against its digest\n"
+	"and every entry before anything is added; a hostile image (paths\n"
+	"leaving it, links out, devices, duplicates, a corrupt stream, a\n"
+	"decompression bomb) is refused and changes nothing.  The image's\n"
+	"targets are checked against the GPUs here (nvidia-smi, rocminfo).\n"
+	"While the store is mounted the kernels land through the mount, in\n"
+	"its views at once.  Each kernel lands whole; a failed unpack leaves\n"
+	"the store as it was.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --store DIR        the store (default as for tcfs import);\n"
+	"                         created if missing\n"
+	"      --no-gpu-check     unpack even when no kernel fits the GPUs\n"
+	"      --max-size SIZE    refuse an image that unpacks to more than\n"
+	"                         SIZE (512M, 20G; default 100 times its\n"
+	"                         compressed size, at least 1G)\n"
+	"      --binary-only      leave IR files out, and out of group files\n"
+	"  -w, --wait SECS        wait this long for another writer\n"
+	"      --json             print the summary as JSON\n"
+	"  -q, --quiet            print nothing but errors\n"
+	"  -h, --help             show this help\n"
+	"\n"
+	"Exit status: 0 unpacked, 1 not (see the errors; the store is as it\n"
+	"was), 2 usage error.\n";
+
+static const char *tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] ? t : "/var/tmp";
+}
+
+/* How many bytes the image may unpack to. */
+static uint64_t budget_of(const struct oci_image *img, int64_t max)
+{
+	uint64_t packed = 0;
+
+	if (max > 0)
+		return (uint64_t)max;
+	for (size_t i = 0; i < img->nlayers; i++)
+		packed += img->layers[i].size;
+	return packed * EXPAND_RATIO > EXPAND_MIN ? packed * EXPAND_RATIO
+						  : EXPAND_MIN;
+}
+
+/* The labels' targets against the GPUs here: refused when there are
+ * GPUs and none of the targets is theirs (MCV's preflight). */
+static int check_targets(const struct unpack *u, const struct mcv_target *g,
+			 size_t ng)
+{
+	struct mcv_target *t = NULL;
+	char have[256];
+	size_t nt = 0;
+	int rc = mcv_labels_targets(u->img.labels, &t, &nt), fits = 0;
+
+	for (size_t i = 0; i < nt; i++)
+		for (size_t j = 0; j < ng; j++)
+			fits |= mcv_target_fits(&t[i], &g[j]);
+	free(t);
+	if (rc < 0 || !nt || !ng || fits)
+		return rc;
+	gpu_describe(g, ng, have, sizeof(have));
+	return tcfs_err_set(-ENOEXEC, "%s: no kernel of the image is for the "
+			    "GPUs here (%s); --no-gpu-check unpacks anyway",
+			    u->src, have);
+}
+
+/* Each layer, checked, into the staging dir. */
+static int stage_layers(struct unpack *u, int64_t max)
+{
+	uint64_t budget = budget_of(&u->img, max);
+	int rc = 0;
+
+	if (!u->img.nlayers)
+		return tcfs_err_set(-EBADMSG, "%s: an image with no layers",
+				    u->src);
+	for (size_t i = 0; rc == 0 && i < u->img.nlayers; i++) {
+		char where[PATH_MAX + 96];
+
+		snprintf(where, sizeof(where), "%s: layer %zu (%s)", u->src,
+			 i + 1, u->img.layers[i].digest[0]
+					? u->img.layers[i].digest
+					: u->img.layer_path[i]);
+		rc = oci_image_check_layer(&u->img, i, budget);
+		if (rc < 0 && tcfs_err_msg()[0]) {
+			char msg[1024];
+
+			snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
+			rc = tcfs_err_set(rc, "%s: %s", u->src, msg);
+		}
+		if (rc == 0)
+			rc = layer_extract(u->img.layer_path[i], where,
+					   u->stage, &budget);
+	}
+	return rc;
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Where the cache is in the staged layers: MCV's dirs, else (a compat
+ * image) the layer root, less MCV's manifest dirs. */
+static int find_cache(struct unpack *u, char *manifest, size_t len)
+{
+	static const char *const dirs[][2] = {
+		{ MCV_TRITON_CACHE, MCV_TRITON_MANIFEST },
+		{ MCV_VLLM_CACHE, MCV_VLLM_MANIFEST },
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		if (cli_path_join(u->cache, sizeof(u->cache), u->stage,
+				  dirs[i][0]) < 0)
+			return -ENAMETOOLONG;
+		snprintf(manifest, len, "%s/%s/manifest.json", u->stage,
+			 dirs[i][1]);
+		if (is_dir(u->cache))
+			return 0;
+	}
+	snprintf(u->cache, sizeof(u->cache), "%s", u->stage);
+	for (size_t i = 0; i < 2; i++) {
+		char path[PATH_MAX];
+
+		if (cli_path_join(path, sizeof(path), u->stage, dirs[i][1]) < 0)
+			return -ENAMETOOLONG;
+		if (access(path, F_OK) == 0) {
+			snprintf(manifest, len, "%s/manifest.json", path);
+			return 0;
+		}
+	}
+	manifest[0] = '\0';
+	return 0;
+}
+
+/* MCV's manifest.json, when the image has one, must be what it says. */
+static int check_manifest(const struct unpack *u, const char *path)
+{
+	struct mcv_entry *v = NULL;
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+	int fd, rc;
+
+	if (!path[0] || access(path, F_OK) < 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s: %s", u->src,
+				      path + strlen(u->stage) + 1);
+	rc = tcfs_io_read_small(fd, 64u << 20, &buf, &len);
+	close(fd);
+	if (rc == 0)
+		rc = mcv_manifest_read(buf, len, &v, &n);
+	free(buf);
+	free(v);
+	if (rc < 0)
+		return tcfs_err_set(-EBADMSG, "%s: %s is not MCV's manifest "
+				    "(JSON of kernel entries)", u->src,
+				    path + strlen(u->stage) + 1);
+	return 0;
+}
+
+/* One staged file: a group file gets child paths into its destination
+ * (MCV writes them relative), a kernel's metadata is counted. */
+static struct unpack *walking;
+
+static int fix_file(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	struct unpack *u = walking;
+	const char *name = path + ftw->base;
+	char *buf = NULL, *tmpl = NULL, *out = NULL, key[PATH_MAX];
+	size_t len = 0, tlen = 0, olen = 0;
+	struct mcv_entry e;
+	int fd, rc = 0;
+
+	if (flag != FTW_F || !S_ISREG(st->st_mode) ||
+	    (uint64_t)st->st_size > TCFS_GROUP_MAX ||
+	    ftw->base <= (int)strlen(u->cache) + 1)
+		return 0;
+	if (strcmp(name + strlen(name) - (strlen(name) >= 5 ? 5 : 0),
+		   ".json") != 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return 0;	/* import reports it, naming it */
+	}
+	close(fd);
+	if (tcfs_name_artifact(name) != TCFS_ART_GROUP) {
+		struct mcv_entry *nv;
+
+		if (mcv_entry_of_meta(buf, len, &e)) {
+			nv = realloc(u->entries, (u->nentries + 1) *
+							 sizeof(*nv));
+			if (!nv)
+				rc = -ENOMEM;
+			else
+				(u->entries = nv)[u->nentries++] = e;
+		}
+		free(buf);
+		u->rc = u->rc ? u->rc : rc;
+		return 0;
+	}
+	/* key: the key dir's path below the cache; its last part the key. */
+	snprintf(key, sizeof(key), "%.*s",
+		 (int)(ftw->base - (int)strlen(u->cache) - 2),
+		 path + strlen(u->cache) + 1);
+	rc = tcfs_group_template_of(buf, len, strrchr(key, '/')
+						      ? strrchr(key, '/') + 1
+						      : key,
+				    &tmpl, &tlen);
+	if (rc == 1)
+		rc = tcfs_group_render(tmpl, tlen, u->root, key,
+				       TCFS_GROUP_ALL, &out, &olen);
+	if (rc == 0 && out) {
+		fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+		rc = fd < 0 ? -errno : tcfs_io_write_all(fd, out, olen);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc < 0)
+		u->rc = u->rc ? u->rc : tcfs_err_errno(rc, "%s", path);
+	free(out);
+	free(tmpl);
+	free(buf);
+	return 0;
+}
+
+static int fix_tree(struct unpack *u)
+{
+	walking = u;
+	if (nftw(u->cache, fix_file, 16, FTW_PHYS) < 0 && !u->rc)
+		u->rc = tcfs_err_errno(-errno, "%s", u->cache);
+	walking = NULL;
+	return u->rc;
+}
+
+/* Kernels of the cache whose target a GPU here runs. */
+static void count_fit(struct unpack *u, const struct mcv_target *g, size_t ng)
+{
+	for (size_t i = 0; i < u->nentries; i++) {
+		struct mcv_target k = { .warp_size = u->entries[i].warp_size };
+
+		snprintf(k.backend, sizeof(k.backend), "%s",
+			 u->entries[i].backend);
+		snprintf(k.arch, sizeof(k.arch), "%s", u->entries[i].arch);
+		for (size_t j = 0; j < ng; j++)
+			if (mcv_target_fits(&k, &g[j])) {
+				u->fit++;
+				break;
+			}
+	}
+}
+
+/* The store's directory as commands find it, absolute when it exists. */
+static int store_dir(const struct cli_store_opts *o, char *dir)
+{
+	char given[PATH_MAX];
+	int rc = 0;
+
+	if (o->dir)
+		snprintf(given, sizeof(given), "%s", o->dir);
+	else
+		rc = tcfs_store_default_dir(given, sizeof(given));
+	if (rc == 0 && !realpath(given, dir))
+		snprintf(dir, PATH_MAX, "%s", given);
+	return rc;
+}
+
+static int print_summary(const struct unpack *u, const char *store,
+			 const char *mount, uint64_t kernels, uint64_t files,
+			 uint64_t kept, uint64_t bytes, size_t ng,
+			 const char *gpus, int json)
+{
+	char b[16];
+
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "source", u->src);
+		cJSON_AddStringToObject(o, "digest", u->img.digest);
+		cJSON_AddStringToObject(o, "store", store);
+		cJSON_AddStringToObject(o, "mount", mount);
+		cJSON_AddNumberToObject(o, "kernels", (double)kernels);
+		cJSON_AddNumberToObject(o, "files", (double)files);
+		cJSON_AddNumberToObject(o, "kept", (double)kept);
+		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+		cJSON_AddNumberToObject(o, "image_kernels",
+					(double)u->nentries);
+		if (ng)
+			cJSON_AddNumberToObject(o, "fit", (double)u->fit);
+		else
+			cJSON_AddNullToObject(o, "fit");
+		cJSON_AddStringToObject(o, "gpus", gpus);
+		return cli_print_json(o);
+	}
+	printf("unpacked %llu kernels, %llu files, %s from %s into %s%s%s\n",
+	       (unsigned long long)kernels, (unsigned long long)files,
+	       cli_human(bytes, b, sizeof(b)), u->src, mount[0] ? mount : store,
+	       mount[0] ? " (mounted)" : "", "");
+	if (kept)
+		printf("%llu files were there already and were kept\n",
+		       (unsigned long long)kept);
+	if (ng)
+		printf("%llu of the image's %zu kernels fit the GPUs here: %s\n",
+		       (unsigned long long)u->fit, u->nentries, gpus);
+	else
+		printf("no GPU found here (nvidia-smi, rocminfo): targets not "
+		       "checked\n");
+	return CLI_OK;
+}
+
+/* Lands the staged cache: through the mount, or into the store as one
+ * transaction. */
+static int land(struct unpack *u, struct cli_common *co, const char *mount,
+		int binary_only, int quiet, uint64_t *kernels, uint64_t *files,
+		uint64_t *kept, uint64_t *bytes)
+{
+	struct import_opts o = { .cmd = "unpack", .quiet = 1, .tree = 1,
+				 .atomic = 1, .binary_only = binary_only };
+	struct tcfs_store *s;
+	struct import im;
+	int rc;
+
+	(void)quiet;
+	if (mount[0]) {
+		struct land_stats st;
+
+		rc = land_tree(u->cache, mount, &st);
+		*kernels = st.kernels;
+		*files = st.files;
+		*kept = st.kept;
+		*bytes = st.bytes;
+		return rc;
+	}
+	if (cli_open_store("unpack", &co->store, 1, 1, &s) != CLI_OK)
+		return -EIO;
+	rc = import_begin(&im, s, &o);
+	if (rc == 0)
+		rc = import_source(&im, u->cache);
+	rc = import_end(&im, rc);
+	*kernels = im.st.kernels;
+	*files = im.st.new_files;
+	*kept = im.st.files - im.st.new_files + im.st.conflicts;
+	*bytes = im.st.bytes;
+	tcfs_store_close(s);
+	if (rc < 0 && !tcfs_err_msg()[0])
+		rc = tcfs_err_set(rc, "%s: not unpacked; the store is as it "
+				  "was", u->src);
+	return rc;
+}
+
+int cmd_unpack(int argc, char **argv)
+{
+	static const struct tcfs_config_key size_key = {
+		"max-size", TCFS_CONFIG_BYTES, 0, 1, INT64_MAX, "",
+	};
+	static const struct option opts[] = {
+		{ "no-gpu-check", no_argument, NULL, 'G' },
+		{ "max-size", required_argument, NULL, 'M' },
+		{ "binary-only", no_argument, NULL, 'I' },
+		{ "quiet", no_argument, NULL, 'q' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 },
+	};
+	struct cli_common co = CLI_COMMON_INIT;
+	struct unpack u = { 0 };
+	struct mcv_target *g = NULL;
+	struct oci_ref ref;
+	char store[PATH_MAX], mount[PATH_MAX] = "", mstore[PATH_MAX];
+	char manifest[PATH_MAX], gpus[256] = "";
+	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
+	int64_t max = 0;
+	size_t ng = 0;
+	int c, rc, gpu_check = 1, binary_only = 0, quiet = 0;
+
+	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q", opts,
+				NULL)) != -1) {
+		switch (cli_common_opt("unpack", help, c, &co, &rc)) {
+		case 1:
+			continue;
+		case -1:
+			return rc;
+		}
+		switch (c) {
+		case 'G':
+			gpu_check = 0;
+			break;
+		case 'M':
+			if (tcfs_config_parse(&size_key, optarg, &max) < 0 ||
+			    max <= 0)
+				return cli_usage_err("unpack", "--max-size "
+						     "'%s': not a size",
+						     optarg);
+			break;
+		case 'I':
+			binary_only = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		default:
+			return cli_usage_err("unpack", "bad option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_err("unpack", optind >= argc
+						       ? "no image given"
+						       : "one image only");
+	u.src = argv[optind];
+	if (oci_ref_parse(u.src, &ref) < 0)
+		return cli_usage_err("unpack", "%s", tcfs_err_msg());
+	tcfs_err_clear();
+	rc = store_dir(&co.store, store);
+	if (rc == 0 && cli_find_mount(store, NULL, mstore, mount) < 0)
+		mount[0] = '\0';
+	if (rc == 0)
+		rc = gpu_detect(&g, &ng);
+	gpu_describe(g, ng, gpus, sizeof(gpus));
+	snprintf(u.stage, sizeof(u.stage), "%s/tcfs-unpack.XXXXXX", tmp_dir());
+	if (rc == 0 && !mkdtemp(u.stage)) {
+		rc = tcfs_err_errno(-errno, "%s", u.stage);
+		u.stage[0] = '\0';
+	}
+	if (rc == 0)
+		rc = oci_image_open(&ref, tmp_dir(), max > 0 ? (uint64_t)max : 0,
+				    &u.img);
+	if (rc == 0 && gpu_check)
+		rc = check_targets(&u, g, ng);
+	if (rc == 0)
+		rc = stage_layers(&u, max);
+	if (rc == 0)
+		rc = find_cache(&u, manifest, sizeof(manifest));
+	if (rc == 0)
+		rc = check_manifest(&u, manifest);
+	if (rc == 0) {
+		/* MCV's manifest stays out of the cache (a compat image has
+		 * none at its root). */
+		if (!strcmp(u.cache, u.stage) && manifest[0]) {
+			*strrchr(manifest, '/') = '\0';
+			oci_rm_tree(manifest);
+		}
+		snprintf(u.root, sizeof(u.root), "%s",
+			 mount[0] ? mount : u.cache);
+		rc = fix_tree(&u);
+	}
+	if (rc == 0)
+		count_fit(&u, g, ng);
+	if (rc == 0 && gpu_check && ng && u.nentries && !u.fit)
+		rc = tcfs_err_set(-ENOEXEC, "%s: none of its %zu kernels is "
+				  "for the GPUs here (%s); --no-gpu-check "
+				  "unpacks anyway", u.src, u.nentries, gpus);
+	if (rc == 0)
+		rc = land(&u, &co, mount, binary_only, quiet, &kernels, &files,
+			  &kept, &bytes);
+	if (rc < 0) {
+		cli_lib_err("unpack", rc, u.src);
+		cli_err("unpack", "%s: nothing unpacked; the store is as it "
+			"was", u.src);
+	} else if (!quiet) {
+		print_summary(&u, store, mount, kernels, files, kept, bytes,
+			      ng, gpus, co.json);
+	}
+	oci_image_close(&u.img);
+	oci_rm_tree(u.stage);
+	free(u.entries);
+	free(g);
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}

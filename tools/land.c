@@ -1,0 +1,235 @@
+/*
+ * land: a staged tree copied into a mount as Triton writes (land.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "index/err.h"
+#include "index/io.h"
+#include "index/name.h"
+#include "land.h"
+
+/* Key dirs are flat; vLLM's caches sit a few levels down. */
+#define DEPTH_MAX 16
+
+/* What this landing made, undone in reverse on an error. */
+struct made {
+	char (*path)[PATH_MAX];
+	int *dir;
+	size_t n;
+};
+
+struct land {
+	const char *src, *dst;
+	struct land_stats *st;
+	struct made made;
+};
+
+static int remember(struct land *l, const char *path, int dir)
+{
+	char (*np)[PATH_MAX];
+	int *nd;
+
+	np = realloc(l->made.path, (l->made.n + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	l->made.path = np;
+	nd = realloc(l->made.dir, (l->made.n + 1) * sizeof(*nd));
+	if (!nd)
+		return -ENOMEM;
+	l->made.dir = nd;
+	snprintf(np[l->made.n], PATH_MAX, "%s", path);
+	nd[l->made.n++] = dir;
+	return 0;
+}
+
+static void undo(struct land *l)
+{
+	while (l->made.n) {
+		size_t i = --l->made.n;
+
+		if (l->made.dir[i])
+			rmdir(l->made.path[i]);
+		else
+			unlink(l->made.path[i]);
+	}
+}
+
+/* Group files last: they are the commit marker of a kernel. */
+static int cmp_names(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int gx = tcfs_name_artifact(x) == TCFS_ART_GROUP;
+	int gy = tcfs_name_artifact(y) == TCFS_ART_GROUP;
+
+	return gx != gy ? gx - gy : strcmp(x, y);
+}
+
+static int list(const char *dir, char ***out, size_t *n)
+{
+	struct dirent **de;
+	char **v;
+	int k = scandir(dir, &de, NULL, NULL);
+
+	if (k < 0)
+		return tcfs_err_errno(-errno, "%s", dir);
+	v = calloc((size_t)k + 1, sizeof(*v));
+	*n = 0;
+	for (int i = 0; i < k; i++) {
+		if (v && strcmp(de[i]->d_name, ".") &&
+		    strcmp(de[i]->d_name, ".."))
+			v[(*n)++] = strdup(de[i]->d_name);
+		free(de[i]);
+	}
+	free(de);
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++)
+		if (!v[i]) {
+			for (size_t j = 0; j < *n; j++)
+				free(v[j]);
+			free(v);
+			return -ENOMEM;
+		}
+	qsort(v, *n, sizeof(*v), cmp_names);
+	*out = v;
+	return 0;
+}
+
+static int copy_file(struct land *l, const char *from, const char *to,
+		     mode_t mode)
+{
+	char tmp[PATH_MAX + 64];
+	unsigned char r[6];
+	char *buf = NULL;
+	size_t len = 0;
+	int in, out, rc;
+
+	in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return tcfs_err_errno(-errno, "%s", from);
+	rc = tcfs_io_read_small(in, SIZE_MAX, &buf, &len);
+	close(in);
+	if (rc < 0) {
+		free(buf);
+		return tcfs_err_errno(rc, "%s", from);
+	}
+	if (getrandom(r, sizeof(r), 0) != sizeof(r)) {
+		free(buf);
+		return -errno;
+	}
+	/* Triton 3.0's temp name: the mount skips it as a write in flight. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.pid_%ld_%02x%02x%02x%02x%02x%02x",
+		 to, (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5]);
+	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		   mode & 0111 ? 0755 : 0644);
+	if (out < 0) {
+		free(buf);
+		return tcfs_err_errno(-errno, "%s", tmp);
+	}
+	rc = tcfs_io_write_all(out, buf, len);
+	free(buf);
+	if (close(out) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, to) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		unlink(tmp);
+		return tcfs_err_errno(rc, "%s", to);
+	}
+	l->st->bytes += len;
+	return remember(l, to, 0);
+}
+
+static int land_dir(struct land *l, const char *rel, int depth)
+{
+	char from[PATH_MAX], to[PATH_MAX], **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	snprintf(from, sizeof(from), "%s%s%s", l->src, rel[0] ? "/" : "", rel);
+	if (depth > DEPTH_MAX)
+		return tcfs_err_set(-ELOOP, "%s: nested too deep", from);
+	rc = list(from, &names, &n);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char sub[PATH_MAX], src[PATH_MAX];
+		struct stat st, there;
+
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel,
+				     rel[0] ? "/" : "", names[i]) >=
+		    sizeof(sub)) {
+			rc = tcfs_err_set(-ENAMETOOLONG, "%s/%s: too long",
+					  from, names[i]);
+			break;
+		}
+		rc = cli_path_join(src, sizeof(src), l->src, sub);
+		if (rc == 0)
+			rc = cli_path_join(to, sizeof(to), l->dst, sub);
+		if (rc < 0)
+			break;
+		if (lstat(src, &st) < 0) {
+			rc = tcfs_err_errno(-errno, "%s", src);
+			break;
+		}
+		if (lstat(to, &there) == 0) {
+			if (S_ISDIR(st.st_mode) && S_ISDIR(there.st_mode))
+				rc = land_dir(l, sub, depth + 1);
+			else
+				l->st->kept++;	/* as import keeps them */
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			rc = mkdir(to, 0755) < 0 ? tcfs_err_errno(-errno, "%s",
+								  to)
+						 : remember(l, to, 1);
+			if (rc == 0)
+				rc = land_dir(l, sub, depth + 1);
+		} else if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t len = readlink(src, target, sizeof(target) - 1);
+
+			if (len < 0)
+				rc = tcfs_err_errno(-errno, "%s", src);
+			else if ((target[len] = '\0', symlink(target, to)) < 0)
+				rc = tcfs_err_errno(-errno, "%s", to);
+			else
+				rc = remember(l, to, 0);
+			l->st->files += rc == 0;
+		} else {
+			rc = copy_file(l, src, to, st.st_mode);
+			l->st->files += rc == 0;
+			l->st->kernels += rc == 0 &&
+					  tcfs_name_artifact(names[i]) ==
+						  TCFS_ART_GROUP;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+int land_tree(const char *src, const char *dst, struct land_stats *st)
+{
+	struct land l = { src, dst, st, { 0 } };
+	int rc;
+
+	*st = (struct land_stats){ 0 };
+	rc = land_dir(&l, "", 1);
+	if (rc < 0) {
+		undo(&l);
+		*st = (struct land_stats){ 0 };
+	}
+	free(l.made.path);
+	free(l.made.dir);
+	return rc;
+}

@@ -1,0 +1,24 @@
+/*
+ * land: a cache tree brought into a mounted store through its mount
+ * point, written as Triton writes a kernel: each file under a temp name
+ * renamed into place, a key dir's group files last, so no process using
+ * the mount ever sees half a kernel.  What the mount then holds is in its
+ * views at once, and the daemon, the store's only writer, stays so.
+ */
+#ifndef TCFS_TOOLS_LAND_H
+#define TCFS_TOOLS_LAND_H
+
+#include <stdint.h>
+
+struct land_stats {
+	uint64_t files;		/* written */
+	uint64_t kept;		/* already there: left as they were */
+	uint64_t bytes;		/* of the files written */
+	uint64_t kernels;	/* group files written */
+};
+
+/* Copies the tree at src into the mount at dst.  On an error everything
+ * it wrote is removed again, and the error returned with a message. */
+int land_tree(const char *src, const char *dst, struct land_stats *st);
+
+#endif

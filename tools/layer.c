@@ -1,0 +1,545 @@
+/*
+ * layer: image layers written from entries and read back safely (layer.h).
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index/err.h"
+#include "index/io.h"
+#include "layer.h"
+
+/* ---- writing ---- */
+
+/* Entries go into a tar writer whose output feeds, through tar_out, a
+ * raw writer that gzips it into the file: one pass gives both the
+ * layer's digest and its uncompressed tar's (the config's diff_id). */
+struct layer_writer {
+	struct archive *tar;
+	struct archive *gz;
+	struct oci_sha256 *diff;	/* of the tar */
+	struct oci_sha256 *dig;	/* of the gzip stream */
+	int fd;
+	char path[PATH_MAX];
+	uint64_t size;		/* gzip bytes written */
+	uint64_t data;		/* file bytes added */
+	int err;		/* the first write error (-errno) */
+};
+
+static la_ssize_t gz_out(struct archive *a, void *ctx, const void *buf,
+			 size_t n)
+{
+	struct layer_writer *w = ctx;
+	int rc;
+
+	(void)a;
+	oci_sha256_add(w->dig, buf, n);
+	rc = tcfs_io_write_all(w->fd, buf, n);
+	if (rc < 0) {
+		w->err = w->err ? w->err : rc;
+		return -1;
+	}
+	w->size += n;
+	return (la_ssize_t)n;
+}
+
+static la_ssize_t tar_out(struct archive *a, void *ctx, const void *buf,
+			  size_t n)
+{
+	struct layer_writer *w = ctx;
+
+	(void)a;
+	oci_sha256_add(w->diff, buf, n);
+	if (archive_write_data(w->gz, buf, n) != (la_ssize_t)n) {
+		w->err = w->err ? w->err : -EIO;
+		return -1;
+	}
+	return (la_ssize_t)n;
+}
+
+static void writer_free(struct layer_writer *w, int remove)
+{
+	char ignore[OCI_DIGEST_LEN + 1];
+
+	if (w->tar)
+		archive_write_free(w->tar);
+	if (w->gz)
+		archive_write_free(w->gz);
+	if (w->diff)
+		oci_sha256_done(w->diff, ignore);
+	if (w->dig)
+		oci_sha256_done(w->dig, ignore);
+	if (w->fd >= 0)
+		close(w->fd);
+	if (remove)
+		unlink(w->path);
+	free(w);
+}
+
+int layer_writer_open(const char *dir, struct layer_writer **out)
+{
+	struct layer_writer *w = calloc(1, sizeof(*w));
+	struct archive_entry *e = NULL;
+	int rc = 0;
+
+	if (!w)
+		return -ENOMEM;
+	snprintf(w->path, sizeof(w->path), "%s/.layer.XXXXXX", dir);
+	w->fd = mkostemp(w->path, O_CLOEXEC);
+	if (w->fd < 0) {
+		rc = tcfs_err_errno(-errno, "%s", w->path);
+		w->path[0] = '\0';
+		goto out;
+	}
+	w->diff = oci_sha256_new();
+	w->dig = oci_sha256_new();
+	w->gz = archive_write_new();
+	w->tar = archive_write_new();
+	e = archive_entry_new();
+	if (!w->diff || !w->dig || !w->gz || !w->tar || !e) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* gzip without a timestamp, and no padding after its stream. */
+	if (archive_write_set_format_raw(w->gz) != ARCHIVE_OK ||
+	    archive_write_add_filter_gzip(w->gz) != ARCHIVE_OK ||
+	    archive_write_set_filter_option(w->gz, "gzip", "timestamp",
+					    NULL) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w->gz, 0) != ARCHIVE_OK ||
+	    archive_write_open2(w->gz, w, NULL, gz_out, NULL, NULL) !=
+		    ARCHIVE_OK) {
+		rc = tcfs_err_set(-EIO, "gzip: %s",
+				  archive_error_string(w->gz));
+		goto out;
+	}
+	archive_entry_set_pathname(e, "layer.tar");
+	archive_entry_set_filetype(e, AE_IFREG);
+	if (archive_write_header(w->gz, e) != ARCHIVE_OK ||
+	    archive_write_set_format_pax_restricted(w->tar) != ARCHIVE_OK ||
+	    archive_write_open2(w->tar, w, NULL, tar_out, NULL, NULL) !=
+		    ARCHIVE_OK) {
+		rc = tcfs_err_set(-EIO, "tar: %s",
+				  archive_error_string(w->tar));
+		goto out;
+	}
+out:
+	archive_entry_free(e);
+	if (rc < 0) {
+		writer_free(w, w->path[0] != '\0');
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static int add(struct layer_writer *w, const char *path, mode_t type,
+	       unsigned perm, const void *bytes, size_t len,
+	       const char *target)
+{
+	struct archive_entry *e = archive_entry_new();
+	int rc = 0;
+
+	if (!e)
+		return -ENOMEM;
+	archive_entry_set_pathname(e, path);
+	archive_entry_set_filetype(e, type);
+	archive_entry_set_perm(e, perm);
+	archive_entry_set_size(e, type == AE_IFREG ? (la_int64_t)len : 0);
+	archive_entry_set_mtime(e, 0, 0);
+	if (target)
+		archive_entry_set_symlink(e, target);
+	if (archive_write_header(w->tar, e) != ARCHIVE_OK ||
+	    (len && archive_write_data(w->tar, bytes, len) != (la_ssize_t)len))
+		rc = w->err ? tcfs_err_errno(w->err, "%s", w->path)
+			    : tcfs_err_set(-EIO, "%s: %s", path,
+					   archive_error_string(w->tar));
+	archive_entry_free(e);
+	w->data += len;
+	return rc;
+}
+
+int layer_add_dir(struct layer_writer *w, const char *path)
+{
+	return add(w, path, AE_IFDIR, 0755, NULL, 0, NULL);
+}
+
+int layer_add_file(struct layer_writer *w, const char *path, unsigned mode,
+		   const void *bytes, size_t len)
+{
+	return add(w, path, AE_IFREG, mode & 0111 ? 0755 : 0644, bytes, len,
+		   NULL);
+}
+
+int layer_add_symlink(struct layer_writer *w, const char *path,
+		      const char *target)
+{
+	return add(w, path, AE_IFLNK, 0777, NULL, 0, target);
+}
+
+uint64_t layer_bytes(const struct layer_writer *w)
+{
+	return w->data;
+}
+
+int layer_writer_close(struct layer_writer *w, struct oci_desc *d,
+		       char *diff_id, char *path)
+{
+	int rc = 0;
+
+	if (archive_write_close(w->tar) != ARCHIVE_OK ||
+	    archive_write_close(w->gz) != ARCHIVE_OK)
+		rc = w->err ? tcfs_err_errno(w->err, "%s", w->path)
+			    : tcfs_err_set(-EIO, "%s: %s", w->path,
+					   archive_error_string(w->gz));
+	if (rc == 0 && fsync(w->fd) < 0)
+		rc = tcfs_err_errno(-errno, "%s", w->path);
+	if (rc < 0) {
+		writer_free(w, 1);
+		return rc;
+	}
+	oci_sha256_done(w->diff, diff_id);
+	oci_sha256_done(w->dig, d->digest);
+	w->diff = w->dig = NULL;
+	snprintf(d->media_type, sizeof(d->media_type), "%s",
+		 OCI_MT_LAYER_GZIP);
+	d->size = w->size;
+	snprintf(path, PATH_MAX, "%s", w->path);
+	writer_free(w, 0);
+	return 0;
+}
+
+void layer_writer_abort(struct layer_writer *w)
+{
+	if (w)
+		writer_free(w, 1);
+}
+
+/* ---- reading ---- */
+
+/* The entry's name made canonical in buf: "./" prefixes and a trailing
+ * "/" dropped.  -EPERM (with a message) for an absolute path, a ".." or
+ * "." component, an empty one or a name over 255 bytes; 1 for the layer
+ * root itself (nothing to write). */
+static int canon(const char *where, const char *name, char *buf, size_t len)
+{
+	const char *p = name;
+	size_t n;
+
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	if (!strcmp(p, ".") || !p[0])
+		return 1;
+	if (p[0] == '/')
+		return tcfs_err_set(-EPERM, "%s: entry '%s' is an absolute "
+				    "path", where, name);
+	n = strlen(p);
+	if (n >= len)
+		return tcfs_err_set(-ENAMETOOLONG, "%s: entry '%.64s...' has "
+				    "a path too long", where, name);
+	memcpy(buf, p, n + 1);
+	while (n > 0 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	for (char *c = buf; *c;) {
+		char *end = strchrnul(c, '/');
+		size_t clen = (size_t)(end - c);
+
+		if (clen == 0 || (clen == 1 && c[0] == '.') ||
+		    (clen == 2 && c[0] == '.' && c[1] == '.'))
+			return tcfs_err_set(-EPERM, "%s: entry '%s' leaves or "
+					    "bends its path ('..', '.' or "
+					    "'//')", where, name);
+		if (clen > 255)
+			return tcfs_err_set(-ENAMETOOLONG, "%s: entry '%.64s...'"
+					    " has a name over 255 bytes", where,
+					    name);
+		c = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* Whether a symlink at path (canonical) to target stays in the layer:
+ * relative, and never more ".." than the dirs above it. */
+static int link_stays(const char *path, const char *target)
+{
+	int depth = 0;
+
+	if (!target[0] || target[0] == '/')
+		return 0;
+	for (const char *p = path; (p = strchr(p, '/')) != NULL; p++)
+		depth++;
+	for (const char *c = target; *c;) {
+		const char *end = strchrnul(c, '/');
+		size_t n = (size_t)(end - c);
+
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			depth--;
+		else if (n && !(n == 1 && c[0] == '.'))
+			depth++;
+		if (depth < 0)
+			return 0;
+		c = *end ? end + 1 : end;
+	}
+	return 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static void free_str(void *p)
+{
+	free(p);
+}
+
+/* An OCI whiteout: ".wh.NAME" deletes NAME of a lower layer, and
+ * ".wh..wh..opq" everything its dir had. */
+static void whiteout(const char *dir, const char *path, const char *base)
+{
+	char victim[PATH_MAX];
+	int parent = (int)(base - path);
+
+	if (!strcmp(base, ".wh..wh..opq")) {
+		snprintf(victim, sizeof(victim), "%s/%.*s", dir, parent, path);
+		oci_rm_tree(victim);
+		mkdir(victim, 0755);
+		return;
+	}
+	snprintf(victim, sizeof(victim), "%s/%.*s%s", dir, parent, path,
+		 base + 4);
+	oci_rm_tree(victim);
+}
+
+/* Checks entry e, found as name, and points it at dir.  0 to write it,
+ * 1 when handled (a whiteout), or -errno with a message. */
+static int vet(const char *where, const char *dir, struct archive_entry *e,
+	       void **seen)
+{
+	char name[PATH_MAX], to[PATH_MAX];
+	const char *raw = archive_entry_pathname(e);
+	const char *hard = archive_entry_hardlink(e);
+	mode_t type = archive_entry_filetype(e);
+	const char *base;
+	char *own, **got;
+	int rc;
+
+	if (!raw)
+		return tcfs_err_set(-EBADMSG, "%s: an entry without a name",
+				    where);
+	rc = canon(where, raw, name, sizeof(name));
+	if (rc != 0)
+		return rc;
+	own = strdup(name);
+	got = own ? tsearch(own, seen, cmp_str) : NULL;
+	if (!got) {
+		free(own);
+		return -ENOMEM;
+	}
+	if (*got != own) {
+		free(own);
+		return tcfs_err_set(-EEXIST, "%s: entry '%s' appears twice",
+				    where, name);
+	}
+	base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	if (!strncmp(base, ".wh.", 4)) {
+		whiteout(dir, name, base);
+		return 1;
+	}
+	if (hard) {
+		rc = canon(where, hard, to, sizeof(to));
+		if (rc < 0)
+			rc = tcfs_err_set(rc, "%s: hard link '%s' to '%s' leaves "
+					  "the image", where, name, hard);
+		if (rc == 0 && !tfind(to, seen, cmp_str))
+			rc = tcfs_err_set(-EPERM, "%s: hard link '%s' to '%s', "
+					  "which is not an earlier file of "
+					  "the layer", where, name, hard);
+		if (rc != 0)
+			return rc < 0 ? rc : tcfs_err_set(-EPERM, "%s: hard "
+							  "link '%s' to the "
+							  "layer's root", where,
+							  name);
+		/* Relative: extraction runs in dir (layer_extract). */
+		archive_entry_set_hardlink(e, to);
+	} else if (type == AE_IFLNK) {
+		const char *t = archive_entry_symlink(e);
+
+		if (!t || !link_stays(name, t))
+			return tcfs_err_set(-EPERM, "%s: symlink '%s' -> '%s' "
+					    "leads out of the image", where,
+					    name, t ? t : "");
+	} else if (type != AE_IFREG && type != AE_IFDIR) {
+		return tcfs_err_set(-EPERM, "%s: entry '%s' is a %s; a cache "
+				    "holds only files, dirs and links", where,
+				    name,
+				    type == AE_IFCHR || type == AE_IFBLK
+					    ? "device"
+				    : type == AE_IFIFO ? "fifo"
+						       : "special file");
+	}
+	archive_entry_set_pathname(e, name);
+	if (type == AE_IFDIR)
+		archive_entry_set_perm(e, 0755);
+	else if (type == AE_IFREG)
+		archive_entry_set_perm(e, archive_entry_perm(e) & 0111 ? 0755
+								      : 0644);
+	return 0;
+}
+
+int layer_extract(const char *file, const char *where, const char *dir,
+		  uint64_t *budget)
+{
+	struct archive *a = archive_read_new();
+	struct archive *w = archive_write_disk_new();
+	struct archive_entry *e;
+	void *seen = NULL;
+	int rc = 0, r, cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (!a || !w) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Entries are written relative to dir, the secure options of
+	 * libarchive refusing any that would leave it. */
+	if (cwd < 0 || chdir(dir) < 0) {
+		rc = tcfs_err_errno(-errno, "%s", dir);
+		goto out;
+	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+					   ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+					   ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
+					   ARCHIVE_EXTRACT_PERM);
+	if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
+		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+				  archive_error_string(a));
+		goto out;
+	}
+	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		rc = vet(where, dir, e, &seen);
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			goto out;
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			rc = tcfs_err_set(-EPERM, "%s: entry '%s': %s", where,
+					  archive_entry_pathname(e),
+					  archive_error_string(w));
+			goto out;
+		}
+		for (;;) {
+			const void *buf;
+			size_t len;
+			la_int64_t off;
+
+			r = archive_read_data_block(a, &buf, &len, &off);
+			if (r == ARCHIVE_EOF)
+				break;
+			if (r != ARCHIVE_OK)
+				rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+						  archive_error_string(a));
+			else if (len > *budget)
+				rc = tcfs_err_set(-EFBIG, "%s: expands past the "
+						  "limit on unpacked bytes (a "
+						  "decompression bomb?)",
+						  where);
+			else if (archive_write_data_block(w, buf, len, off) !=
+				 ARCHIVE_OK)
+				rc = tcfs_err_set(-EIO, "%s: %s", where,
+						  archive_error_string(w));
+			if (rc < 0)
+				goto out;
+			*budget -= len;
+		}
+		if (archive_write_finish_entry(w) != ARCHIVE_OK) {
+			rc = tcfs_err_set(-EIO, "%s: %s", where,
+					  archive_error_string(w));
+			goto out;
+		}
+	}
+	if (r != ARCHIVE_EOF)
+		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+				  archive_error_string(a));
+out:
+	if (cwd >= 0) {
+		if (fchdir(cwd) < 0 && rc == 0)
+			rc = -errno;
+		close(cwd);
+	}
+	tdestroy(seen, free_str);
+	if (a)
+		archive_read_free(a);
+	if (w)
+		archive_write_free(w);
+	return rc;
+}
+
+/* The manifest.json of a layer is a few KiB per thousand kernels. */
+#define SCAN_WANT_MAX (16u << 20)
+
+int layer_scan(const char *file, const char *where, const char *want,
+	       int (*fn)(void *ctx, const char *path, const void *data,
+			 size_t len),
+	       void *ctx)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	char *data = NULL;
+	int rc = 0, r;
+
+	if (!a)
+		return -ENOMEM;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
+		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+				  archive_error_string(a));
+		goto out;
+	}
+	while (rc == 0 && (r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		char name[PATH_MAX];
+		la_int64_t size = archive_entry_size(e);
+		size_t len = 0;
+
+		if (archive_entry_filetype(e) != AE_IFREG ||
+		    canon(where, archive_entry_pathname(e), name,
+			  sizeof(name)) != 0)
+			continue;
+		if (!strcmp(name, want) && size >= 0 &&
+		    (uint64_t)size <= SCAN_WANT_MAX) {
+			data = malloc((size_t)size + 1);
+			if (!data) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (archive_read_data(a, data, (size_t)size) != size) {
+				rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+						  archive_error_string(a));
+				break;
+			}
+			len = (size_t)size;
+		}
+		rc = fn(ctx, name, data, len);
+		free(data);
+		data = NULL;
+	}
+	if (rc == 0 && r != ARCHIVE_EOF)
+		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+				  archive_error_string(a));
+out:
+	free(data);
+	archive_read_free(a);
+	return rc;
+}

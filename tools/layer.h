@@ -1,0 +1,54 @@
+/*
+ * layer: an image layer, a gzip'd tar, written from entries (tcfs pack)
+ * and read back into a directory (tcfs unpack), refusing anything a
+ * hostile image could use to write outside it or to exhaust the disk.
+ */
+#ifndef TCFS_TOOLS_LAYER_H
+#define TCFS_TOOLS_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oci.h"
+
+struct layer_writer;
+
+/* Starts a layer in a temp file in dir.  Entries get fixed times and
+ * owners, and the gzip stream no timestamp: the same entries make the
+ * same bytes, so the same digest. */
+int layer_writer_open(const char *dir, struct layer_writer **out);
+int layer_add_dir(struct layer_writer *w, const char *path);
+int layer_add_file(struct layer_writer *w, const char *path, unsigned mode,
+		   const void *bytes, size_t len);
+int layer_add_symlink(struct layer_writer *w, const char *path,
+		      const char *target);
+/* Bytes of file data added so far. */
+uint64_t layer_bytes(const struct layer_writer *w);
+/* Finishes the layer: d (media type OCI_MT_LAYER_GZIP) and diff_id (the
+ * uncompressed tar's digest) filled, its temp file's path in path
+ * (PATH_MAX bytes; the caller moves or removes it).  Frees w, also on
+ * error (the temp file removed then). */
+int layer_writer_close(struct layer_writer *w, struct oci_desc *d,
+		       char *diff_id, char *path);
+/* Drops an unfinished layer and its temp file. */
+void layer_writer_abort(struct layer_writer *w);
+
+/* Extracts the layer file into dir, over what earlier layers put there
+ * (OCI whiteouts applied), reading at most *budget bytes of file data
+ * (decremented).  Refused, before anything of the entry is written:
+ * absolute paths, "..", names over 255 bytes, links that lead out of
+ * dir, devices and fifos, an entry twice, a corrupt stream; where says
+ * which layer, for messages. */
+int layer_extract(const char *file, const char *where, const char *dir,
+		  uint64_t *budget);
+
+/* Lists the regular files of a layer (a base image's, already checked
+ * against its digest): fn sees each canonical path, with the bytes of
+ * the one named want (up to 16 MiB) and NULL for the others.  A negative
+ * return of fn stops the scan and is returned. */
+int layer_scan(const char *file, const char *where, const char *want,
+	       int (*fn)(void *ctx, const char *path, const void *data,
+			 size_t len),
+	       void *ctx);
+
+#endif

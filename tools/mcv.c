@@ -1,0 +1,385 @@
+/*
+ * mcv: MCV's manifest and labels, written and read (mcv.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/kernel.h"
+#include "mcv.h"
+#include "oci.h"
+
+/* A growing string; err sticks after the first failed allocation. */
+struct buf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+static void put(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->p ? b->p + b->len : NULL,
+		      b->p ? b->cap - b->len : 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->err = -EINVAL;
+		return;
+	}
+	if (!b->p || b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		char *np;
+
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (!np) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+/* A string as Go writes it; the fields here are hashes and arch names,
+ * but a hostile metadata file may hold anything. */
+static void put_gostr(struct buf *b, const char *s)
+{
+	put(b, "\"");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			put(b, "\\%c", *p);
+		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
+			put(b, "\\u%04x", *p);
+		else
+			put(b, "%c", *p);
+	}
+	put(b, "\"");
+}
+
+static void copy_field(char *dst, size_t len, const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		snprintf(dst, len, "%s", v->valuestring);
+	else if (cJSON_IsNumber(v))
+		snprintf(dst, len, "%.0f", v->valuedouble);
+	else
+		dst[0] = '\0';
+}
+
+static int64_t int_field(const cJSON *o, const char *name, int *has)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (has)
+		*has = cJSON_IsNumber(v);
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+static void hex_of(const char *s, char *hex)
+{
+	char d[OCI_DIGEST_LEN + 1];
+
+	oci_sha256_buf(s, strlen(s), d);
+	memcpy(hex, d + 7, 65);
+}
+
+/* MCV's dummy key (dummytritonkey.go) as it comes out where Triton is
+ * not installed: no Triton key, no cache-invalidating variables. */
+static void dummy_key(struct mcv_entry *e)
+{
+	char target[128], options[256], comp[512];
+	char src[65], tgt[65], opt[65], env[65];
+
+	snprintf(target, sizeof(target), "%s-%s-%" PRId64, e->backend,
+		 e->arch, e->warp_size);
+	snprintf(options, sizeof(options),
+		 "{\"debug\":%s,\"num_stages\":%" PRId64 ",\"num_warps\":%" PRId64
+		 ",\"ptx\":%" PRId64 "}",
+		 e->debug ? "true" : "false", e->num_stages, e->num_warps,
+		 e->has_ptx ? e->ptx_version : 0);
+	hex_of("dummy_source_content", src);
+	hex_of(target, tgt);
+	hex_of(options, opt);
+	hex_of("{}", env);
+	snprintf(comp, sizeof(comp), "unknown-triton-key-%s-%s-%s-%s", src,
+		 tgt, opt, env);
+	hex_of(comp, e->dummy_key);
+}
+
+int mcv_entry_of_meta(const char *json, size_t len, struct mcv_entry *e)
+{
+	cJSON *doc = cJSON_ParseWithLength(json, len);
+	const cJSON *hash = cJSON_GetObjectItemCaseSensitive(doc, "hash");
+	const cJSON *target = cJSON_GetObjectItemCaseSensitive(doc, "target");
+	const cJSON *debug = cJSON_GetObjectItemCaseSensitive(doc, "debug");
+
+	if (!cJSON_IsString(hash) || !hash->valuestring[0] ||
+	    !cJSON_IsObject(target)) {
+		cJSON_Delete(doc);
+		return 0;
+	}
+	memset(e, 0, sizeof(*e));
+	snprintf(e->hash, sizeof(e->hash), "%s", hash->valuestring);
+	copy_field(e->backend, sizeof(e->backend),
+		   cJSON_GetObjectItemCaseSensitive(target, "backend"));
+	copy_field(e->arch, sizeof(e->arch),
+		   cJSON_GetObjectItemCaseSensitive(target, "arch"));
+	e->warp_size = int_field(target, "warp_size", NULL);
+	e->ptx_version = int_field(doc, "ptx_version", &e->has_ptx);
+	e->num_stages = int_field(doc, "num_stages", NULL);
+	e->num_warps = int_field(doc, "num_warps", NULL);
+	e->debug = cJSON_IsTrue(debug);
+	cJSON_Delete(doc);
+	dummy_key(e);
+	return 1;
+}
+
+/* One entry, indented as MarshalIndent does at depth ind. */
+static void put_entry(struct buf *b, const struct mcv_entry *e,
+		      const char *ind)
+{
+	put(b, "%s{\n%s  \"hash\": ", ind, ind);
+	put_gostr(b, e->hash);
+	put(b, ",\n%s  \"backend\": ", ind);
+	put_gostr(b, e->backend);
+	put(b, ",\n%s  \"arch\": ", ind);
+	put_gostr(b, e->arch);
+	put(b, ",\n%s  \"warp_size\": %" PRId64, ind, e->warp_size);
+	if (e->has_ptx)
+		put(b, ",\n%s  \"ptx_version\": %" PRId64, ind, e->ptx_version);
+	if (e->num_stages)
+		put(b, ",\n%s  \"num_stages\": %" PRId64, ind, e->num_stages);
+	if (e->num_warps)
+		put(b, ",\n%s  \"num_warps\": %" PRId64, ind, e->num_warps);
+	if (e->debug)
+		put(b, ",\n%s  \"debug\": true", ind);
+	put(b, ",\n%s  \"dummy_key\": \"%s\"\n%s}", ind, e->dummy_key, ind);
+}
+
+int mcv_manifest_write(const struct mcv_entry *v, size_t n, const char *kind,
+		       char **out, size_t *len)
+{
+	struct buf b = { 0 };
+
+	if (!n) {
+		put(&b, "{\n  \"%s\": []\n}", kind);
+	} else if (!strcmp(kind, "vllm")) {
+		/* VLLMCacheMetadata: {vllmHash, TritonCacheEntries}; one
+		 * for all, as tcfs keeps no per-hash split of entries. */
+		put(&b, "{\n  \"vllm\": [\n    {\n      \"vllmHash\": \"\",\n"
+			"      \"TritonCacheEntries\": [\n");
+		for (size_t i = 0; i < n; i++) {
+			put_entry(&b, &v[i], "        ");
+			put(&b, i + 1 < n ? ",\n" : "\n");
+		}
+		put(&b, "      ]\n    }\n  ]\n}");
+	} else {
+		put(&b, "{\n  \"%s\": [\n", kind);
+		for (size_t i = 0; i < n; i++) {
+			put_entry(&b, &v[i], "    ");
+			put(&b, i + 1 < n ? ",\n" : "\n");
+		}
+		put(&b, "  ]\n}");
+	}
+	if (b.err) {
+		free(b.p);
+		return b.err;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}
+
+static int append_entries(const cJSON *arr, struct mcv_entry **v, size_t *n)
+{
+	const cJSON *j;
+
+	cJSON_ArrayForEach(j, arr) {
+		struct mcv_entry *nv, e = { 0 };
+		const cJSON *hash = cJSON_GetObjectItemCaseSensitive(j, "hash");
+		const cJSON *nested = cJSON_GetObjectItemCaseSensitive(
+			j, "TritonCacheEntries");
+
+		if (cJSON_IsArray(nested)) {
+			int rc = append_entries(nested, v, n);
+
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (!cJSON_IsString(hash))
+			continue;
+		snprintf(e.hash, sizeof(e.hash), "%s", hash->valuestring);
+		copy_field(e.backend, sizeof(e.backend),
+			   cJSON_GetObjectItemCaseSensitive(j, "backend"));
+		copy_field(e.arch, sizeof(e.arch),
+			   cJSON_GetObjectItemCaseSensitive(j, "arch"));
+		e.warp_size = int_field(j, "warp_size", NULL);
+		e.ptx_version = int_field(j, "ptx_version", &e.has_ptx);
+		e.num_stages = int_field(j, "num_stages", NULL);
+		e.num_warps = int_field(j, "num_warps", NULL);
+		e.debug = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j,
+									"debug"));
+		copy_field(e.dummy_key, sizeof(e.dummy_key),
+			   cJSON_GetObjectItemCaseSensitive(j, "dummy_key"));
+		nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		(*v)[(*n)++] = e;
+	}
+	return 0;
+}
+
+int mcv_manifest_read(const char *json, size_t len, struct mcv_entry **v,
+		      size_t *n)
+{
+	cJSON *doc = cJSON_ParseWithLength(json, len);
+	const cJSON *arr = doc;
+	int rc;
+
+	if (cJSON_IsObject(doc)) {
+		arr = cJSON_GetObjectItemCaseSensitive(doc, "triton");
+		if (!arr)
+			arr = cJSON_GetObjectItemCaseSensitive(doc, "vllm");
+	}
+	if (!cJSON_IsArray(arr)) {
+		cJSON_Delete(doc);
+		return -EBADMSG;
+	}
+	rc = append_entries(arr, v, n);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+static int same_target(const struct mcv_target *a, const struct mcv_target *b)
+{
+	return !strcmp(a->backend, b->backend) && !strcmp(a->arch, b->arch) &&
+	       a->warp_size == b->warp_size;
+}
+
+int mcv_labels_add(cJSON *labels, const char *prefix,
+		   const struct mcv_entry *v, size_t n, uint64_t cache_bytes)
+{
+	struct mcv_target *t = calloc(n ? n : 1, sizeof(*t));
+	struct buf b = { 0 };
+	char key[128], num[32];
+	size_t nt = 0;
+
+	if (!t)
+		return -ENOMEM;
+	/* Distinct targets in order of first appearance: the entries come
+	 * sorted, so the label is the same for the same content. */
+	for (size_t i = 0; i < n; i++) {
+		struct mcv_target c = { .warp_size = v[i].warp_size };
+		size_t j;
+
+		snprintf(c.backend, sizeof(c.backend), "%s", v[i].backend);
+		snprintf(c.arch, sizeof(c.arch), "%s", v[i].arch);
+		for (j = 0; j < nt && !same_target(&t[j], &c); j++)
+			;
+		if (j == nt)
+			t[nt++] = c;
+	}
+	put(&b, "{\"targets\":[");
+	for (size_t i = 0; i < nt; i++) {
+		put(&b, "%s{\"backend\":", i ? "," : "");
+		put_gostr(&b, t[i].backend);
+		put(&b, ",\"arch\":");
+		put_gostr(&b, t[i].arch);
+		put(&b, ",\"warp_size\":%" PRId64 "}", t[i].warp_size);
+	}
+	put(&b, "]}");
+	free(t);
+	if (b.err) {
+		free(b.p);
+		return b.err;
+	}
+	snprintf(key, sizeof(key), "%s/summary", prefix);
+	cJSON_AddStringToObject(labels, key, b.p);
+	free(b.p);
+	snprintf(key, sizeof(key), "%s/entry-count", prefix);
+	snprintf(num, sizeof(num), "%zu", n);
+	cJSON_AddStringToObject(labels, key, num);
+	snprintf(key, sizeof(key), "%s/cache-size-bytes", prefix);
+	snprintf(num, sizeof(num), "%" PRIu64, cache_bytes);
+	cJSON_AddStringToObject(labels, key, num);
+	return 0;
+}
+
+/* Targets of a JSON array of {backend, arch, warp_size}. */
+static int targets_of(const cJSON *arr, struct mcv_target **out, size_t *n)
+{
+	const cJSON *j;
+
+	cJSON_ArrayForEach(j, arr) {
+		struct mcv_target *nv, t = { 0 };
+
+		copy_field(t.backend, sizeof(t.backend),
+			   cJSON_GetObjectItemCaseSensitive(j, "backend"));
+		copy_field(t.arch, sizeof(t.arch),
+			   cJSON_GetObjectItemCaseSensitive(j, "arch"));
+		t.warp_size = int_field(j, "warp_size", NULL);
+		if (!t.backend[0])
+			continue;
+		nv = realloc(*out, (*n + 1) * sizeof(**out));
+		if (!nv)
+			return -ENOMEM;
+		*out = nv;
+		(*out)[(*n)++] = t;
+	}
+	return 0;
+}
+
+int mcv_labels_targets(const cJSON *labels, struct mcv_target **out,
+		       size_t *n)
+{
+	static const char *const names[] = {
+		MCV_LABELS_TRITON "/summary",
+		MCV_LABELS_VLLM "/summary",
+		MCV_LABELS_TRITON "/metadata",	/* older images */
+	};
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; rc == 0 && !*n && i < 3; i++) {
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(labels,
+								  names[i]);
+		cJSON *doc = cJSON_IsString(l) ? cJSON_Parse(l->valuestring)
+					       : NULL;
+		const cJSON *arr = cJSON_IsArray(doc)
+					   ? doc
+					   : cJSON_GetObjectItemCaseSensitive(
+						     doc, "targets");
+
+		if (cJSON_IsArray(arr))
+			rc = targets_of(arr, out, n);
+		cJSON_Delete(doc);
+	}
+	return rc;
+}
+
+int mcv_target_fits(const struct mcv_target *k, const struct mcv_target *g)
+{
+	return !strcmp(k->backend, g->backend) &&
+	       tcfs_kernel_same_arch(k->arch, g->arch) &&
+	       (k->warp_size <= 0 || k->warp_size == g->warp_size);
+}
