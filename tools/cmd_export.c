@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "export_flat.h"
 #include "index/cas.h"
 #include "index/err.h"
 #include "index/group.h"
@@ -58,6 +59,12 @@ static const char *const help =
 	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
 	"      --binary-only    leave IR files (.ttir .ttgir .llir .ptx\n"
 	"                       .amdgcn) out, and out of the group files\n"
+	"      --flat           instead, per kernel DEST/NAME.json and its\n"
+	"                       binary (NAME.hsaco or NAME.cubin), byte for\n"
+	"                       byte, as AMD aiter's redirect and tcfs mount\n"
+	"                       -o redirect=NAME:DEST read them; a name that\n"
+	"                       several selected kernels share goes to\n"
+	"                       DEST/KEY/NAME.* for each (none at the top)\n"
 	"      --json           print the summary as JSON\n"
 	"  -q, --quiet          print nothing but errors\n"
 	"  -h, --help           show this help\n"
@@ -415,6 +422,7 @@ int cmd_export(int argc, char **argv)
 		CLI_FILTER_LONGOPTS,
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "binary-only", no_argument, NULL, 'B' },
+		{ "flat", no_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
@@ -423,7 +431,7 @@ int cmd_export(int argc, char **argv)
 	struct export ex = { 0 };
 	struct tcfs_node *top = NULL;
 	size_t ntop = 0;
-	int c, quiet = 0, filtered = 0, destfd, rc;
+	int c, quiet = 0, filtered = 0, flat = 0, destfd, rc;
 
 	while ((c = getopt_long(argc, argv,
 				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS "q",
@@ -445,6 +453,9 @@ int cmd_export(int argc, char **argv)
 		case 'B':
 			ex.filter = TCFS_GROUP_BINARY_ONLY;
 			break;
+		case 'F':
+			flat = 1;
+			break;
 		default:
 			return cli_usage_err("export", "bad option");
 		}
@@ -453,6 +464,9 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_err("export", optind >= argc
 						       ? "no destination given"
 						       : "one destination only");
+	if (flat)
+		return export_flat_run(&co, filtered ? &f : NULL, ex.filter,
+				       quiet, argv[optind]);
 	rc = mkdir_p(argv[optind]);
 	if (rc < 0 || !realpath(argv[optind], ex.root)) {
 		cli_err("export", "%s: %s", argv[optind],
