@@ -73,52 +73,76 @@ static const char *store_path(struct flat *fl, uint64_t dir, const char *name,
 	return buf;
 }
 
-/* Writes the bytes of n (a file of the store, at from) to dirfd/n->name,
- * shown as DEST/at in messages.  0, or -errno with a message. */
-static int put_file(struct flat *fl, int dirfd, const struct tcfs_node *n,
-		    const char *from, const char *at)
+/* An entry of DEST that is a symlink is refused: whoever planted it meant
+ * the export to write elsewhere.  (The rename that puts a file in place
+ * would replace the link, never write through it.)  -ELOOP with a
+ * message for one, 0 for anything else or nothing. */
+static int refuse_symlink(struct flat *fl, int dirfd, const char *name,
+			  const char *at)
 {
-	struct timespec times[2] = { { 0, UTIME_OMIT },
-				     { n->mtime_ns / 1000000000,
-				       n->mtime_ns % 1000000000 } };
-	char tmp[64], *buf = NULL;
-	size_t len = 0;
 	struct stat st;
-	int fd, rc;
 
-	if (fstatat(dirfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode))
 		return tcfs_err_set(-ELOOP, "%s/%s: is a symlink; not written "
 				    "through (remove it)", fl->root, at);
-	if (n->fmt != TCFS_FMT_RAW)
+	return 0;
+}
+
+/* A file of the kernel's, and its bytes once read. */
+struct flat_file {
+	struct tcfs_node n;
+	char *bytes;		/* owned; NULL until read */
+	size_t len;
+};
+
+/* Reads f's bytes, checked against their blob's name, so that wrong
+ * bytes are never written.  0, or -errno with a message naming the
+ * file in the store. */
+static int read_file(struct flat *fl, uint64_t dir, struct flat_file *f)
+{
+	char from[PATH_MAX], msg[1024];
+	int rc;
+
+	store_path(fl, dir, f->n.name, from, sizeof(from));
+	if (f->n.fmt != TCFS_FMT_RAW)
 		return tcfs_err_set(-EINVAL, "%s: not a plain file in the "
 				    "store", from);
-	/* Checked against its name: wrong bytes are never written. */
-	rc = tcfs_cas_read_checked(tcfs_store_cas(fl->s), &n->blob, SIZE_MAX,
-				   &buf, &len);
-	if (rc < 0) {
-		char msg[1024];
+	rc = tcfs_cas_read_checked(tcfs_store_cas(fl->s), &f->n.blob,
+				   SIZE_MAX, &f->bytes, &f->len);
+	if (rc == 0)
+		return 0;
+	f->bytes = NULL;
+	snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
+	return tcfs_err_set(rc, "%s: %s", from, msg[0] ? msg : strerror(-rc));
+}
 
-		snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
-		return tcfs_err_set(rc, "%s: %s", from,
-				    msg[0] ? msg : strerror(-rc));
-	}
+/* Writes f to dirfd/NAME under a temp name, then renames it into place;
+ * shown as DEST/at in messages.  0, or -errno with a message. */
+static int put_file(struct flat *fl, int dirfd, const struct flat_file *f,
+		    const char *at)
+{
+	struct timespec times[2] = { { 0, UTIME_OMIT },
+				     { f->n.mtime_ns / 1000000000,
+				       f->n.mtime_ns % 1000000000 } };
+	char tmp[64];
+	int fd, rc;
+
 	fd = tcfs_io_create_temp(dirfd, tmp, sizeof(tmp));
-	rc = fd < 0 ? fd : tcfs_io_write_all(fd, buf, len);
-	if (rc == 0 && (fchmod(fd, tcfs_ns_portable_mode(n->mode)) < 0 ||
+	rc = fd < 0 ? fd : tcfs_io_write_all(fd, f->bytes, f->len);
+	if (rc == 0 && (fchmod(fd, tcfs_ns_portable_mode(f->n.mode)) < 0 ||
 			futimens(fd, times) < 0))
 		rc = -errno;
 	if (fd >= 0 && close(fd) < 0 && rc == 0)
 		rc = -errno;
-	if (rc == 0 && renameat(dirfd, tmp, dirfd, n->name) < 0)
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, f->n.name) < 0)
 		rc = -errno;
 	if (rc < 0 && fd >= 0)
 		unlinkat(dirfd, tmp, 0);
-	free(buf);
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/%s", fl->root, at);
 	fl->files++;
-	fl->bytes += len;
+	fl->bytes += f->len;
 	return 0;
 }
 
@@ -129,7 +153,7 @@ static int put_file(struct flat *fl, int dirfd, const struct tcfs_node *n,
 static int open_target(struct flat *fl, const struct tcfs_kernel *k,
 		       int shared)
 {
-	int fd;
+	int fd, rc;
 
 	if (!shared)
 		return fl->destfd;
@@ -138,13 +162,9 @@ static int open_target(struct flat *fl, const struct tcfs_kernel *k,
 	fd = tcfs_io_open_beneath(fl->destfd, k->key,
 				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 1);
 	if (fd == -ELOOP || fd == -ENOTDIR) {
-		struct stat st;
-
-		if (fstatat(fl->destfd, k->key, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(st.st_mode))
-			return tcfs_err_set(-ELOOP, "%s/%s: is a symlink; not "
-					    "written through (remove it)",
-					    fl->root, k->key);
+		rc = refuse_symlink(fl, fl->destfd, k->key, k->key);
+		if (rc < 0)
+			return rc;
 	}
 	if (fd < 0)
 		return tcfs_err_errno(fd, "%s/%s", fl->root, k->key);
@@ -155,7 +175,7 @@ static int open_target(struct flat *fl, const struct tcfs_kernel *k,
  * binaries first.  0, or -errno with a message when NAME.json or every
  * binary is missing (aiter reads both) or the store fails. */
 static int find_files(struct flat *fl, const struct tcfs_kernel *k,
-		      struct tcfs_node *found, size_t *n)
+		      struct flat_file *found, size_t *n)
 {
 	char name[TCFS_NAME_MAX + 1], at[PATH_MAX];
 	int rc, binaries = 0, meta = 0;
@@ -163,13 +183,13 @@ static int find_files(struct flat *fl, const struct tcfs_kernel *k,
 	*n = 0;
 	for (size_t i = 0; i < FLAT_FILES; i++) {
 		snprintf(name, sizeof(name), "%s%s", k->name, flat_suffix[i]);
-		rc = tcfs_ns_lookup(fl->s, k->dir_ino, name, &found[*n]);
+		rc = tcfs_ns_lookup(fl->s, k->dir_ino, name, &found[*n].n);
 		if (rc == -ENOENT)
 			continue;
 		if (rc < 0)
 			return tcfs_err_errno(rc, "%s", store_path(fl,
 				k->dir_ino, name, at, sizeof(at)));
-		if (found[*n].kind != TCFS_FILE)
+		if (found[*n].n.kind != TCFS_FILE)
 			continue;	/* a dir or a symlink: not the file */
 		if (i + 1 < FLAT_FILES)
 			binaries++;
@@ -188,27 +208,35 @@ static int find_files(struct flat *fl, const struct tcfs_kernel *k,
 	return 0;
 }
 
-/* Exports one kernel; an error is reported and counted, not returned. */
+/* Exports one kernel, whole or not at all as far as the store and DEST
+ * go: every blob is read and checked, and every name in DEST looked at
+ * (a planted link leaves the kernel out), before anything is written.
+ * An error is reported and counted, not returned. */
 static void flat_kernel(struct flat *fl, const struct tcfs_kernel *k,
 			int shared)
 {
-	struct tcfs_node found[FLAT_FILES];
-	char from[PATH_MAX], at[PATH_MAX];
+	struct flat_file found[FLAT_FILES] = { 0 };
+	char at[FLAT_FILES][PATH_MAX];
 	size_t n = 0;
 	int dirfd = -1, rc;
 
 	tcfs_err_clear();
 	rc = find_files(fl, k, found, &n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = read_file(fl, k->dir_ino, &found[i]);
 	if (rc == 0) {
 		dirfd = open_target(fl, k, shared);
 		rc = dirfd < 0 ? dirfd : 0;
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		store_path(fl, k->dir_ino, found[i].name, from, sizeof(from));
-		snprintf(at, sizeof(at), "%s%s%s", shared ? k->key : "",
-			 shared ? "/" : "", found[i].name);
-		rc = put_file(fl, dirfd, &found[i], from, at);
+		snprintf(at[i], sizeof(at[i]), "%s%s%s", shared ? k->key : "",
+			 shared ? "/" : "", found[i].n.name);
+		rc = refuse_symlink(fl, dirfd, found[i].n.name, at[i]);
 	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = put_file(fl, dirfd, &found[i], at[i]);
+	for (size_t i = 0; i < n; i++)
+		free(found[i].bytes);
 	if (dirfd >= 0 && dirfd != fl->destfd)
 		close(dirfd);
 	if (rc < 0) {
