@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "err.h"
+
 int tcfs_io_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -229,4 +231,15 @@ int tcfs_io_create_temp(int dirfd, char *tmp, size_t len)
 					  1);
 	} while (fd == -EEXIST);
 	return fd;
+}
+
+int tcfs_io_refuse_symlink(int dirfd, const char *name, const char *shown)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return tcfs_err_set(-ELOOP, "%s: is a symlink; not written "
+				    "through (remove it)", shown);
+	return 0;
 }

@@ -43,4 +43,10 @@ int tcfs_io_mkdirs(const char *path);
  * the descriptor (O_WRONLY, mode 0600), or -errno. */
 int tcfs_io_create_temp(int dirfd, char *tmp, size_t len);
 
+/* -ELOOP, with a message naming shown (the path as the user gave it),
+ * when dirfd/name is a symlink: a writer that must never write through
+ * one refuses it, as whoever planted it meant the write to land
+ * elsewhere.  0 for anything else, or nothing there. */
+int tcfs_io_refuse_symlink(int dirfd, const char *name, const char *shown);
+
 #endif

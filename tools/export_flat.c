@@ -73,20 +73,17 @@ static const char *store_path(struct flat *fl, uint64_t dir, const char *name,
 	return buf;
 }
 
-/* An entry of DEST that is a symlink is refused: whoever planted it meant
- * the export to write elsewhere.  (The rename that puts a file in place
- * would replace the link, never write through it.)  -ELOOP with a
- * message for one, 0 for anything else or nothing. */
+/* An entry of DEST that is a symlink is refused (the rename that puts a
+ * file in place would replace the link, never write through it, but
+ * whoever planted it meant the export to write elsewhere).  at is its
+ * path below DEST. */
 static int refuse_symlink(struct flat *fl, int dirfd, const char *name,
 			  const char *at)
 {
-	struct stat st;
+	char shown[2 * PATH_MAX];
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISLNK(st.st_mode))
-		return tcfs_err_set(-ELOOP, "%s/%s: is a symlink; not written "
-				    "through (remove it)", fl->root, at);
-	return 0;
+	snprintf(shown, sizeof(shown), "%s/%s", fl->root, at);
+	return tcfs_io_refuse_symlink(dirfd, name, shown);
 }
 
 /* A file of the kernel's, and its bytes once read. */
