@@ -169,6 +169,11 @@ check "... that kernel is left out whole: no $NAME1.cubin beside the link" \
 check "... the other kernels are exported" \
 	cmp -s "$DS/$NAME2.json" "$SRC/$KEY2/$NAME2.json"
 check_grep "... and the summary counts 2 kernels not exported" "^2 kernels not" "$OUT"
+rm "$DS/$KEYL"
+touch "$DS/$KEYL"
+tcfs export --flat --name layernorm_kernel --store "$S" "$DS"
+check_rc "a file where a KEY dir goes: exit 1" 1
+check_grep_fixed "... naming it and the cause" "$DS/$KEYL: Not a directory" "$ERR"
 
 echo "# --- bad arguments"
 tcfs export --flat --store "$S"
@@ -360,5 +365,8 @@ bad_mount "an empty NAME" "redirect=:$T_TMP/rd2" "give NAME:DIR"
 bad_mount "a NAME with a slash" "redirect=a/b:$T_TMP/rd2" "'a/b' cannot be a kernel name"
 bad_mount "a DIR that is a file" "redirect=$NAME1:$T_TMP/not-a-dir" "$T_TMP/not-a-dir is not a directory"
 bad_mount "one NAME twice" "redirect=$NAME1:$T_TMP/rd2,redirect=$NAME1:$T_TMP/rd" "kernel $NAME1 is redirected twice"
+mkdir -p "$T_TMP/bad-"$'\xff'
+bad_mount "a DIR whose path is not UTF-8" "redirect=$NAME1:$T_TMP/bad-"$'\xff' \
+	"is not valid UTF-8, so group files could not name it"
 bad_mount "a DIR inside the mount point" "nonempty,redirect=$NAME1:$T_TMP/mnt2/inside" \
 	"lies inside the mount point" "$T_TMP/mnt2"
