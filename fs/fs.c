@@ -317,6 +317,7 @@ static const struct fuse_opt own_specs[] = {
 	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
 	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
+	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
 };
 
@@ -327,12 +328,13 @@ static int own_opt(void *data, const char *arg, int key,
 		   struct fuse_args *outargs)
 {
 	struct own_opts *own = data;
+	const char *spec = arg + strlen("redirect");
 
 	(void)outargs;
 	if (key != OWN_REDIRECT)
 		return 1;
-	if (fs_redirects_add(&own->redirects, arg + strlen("redirect="),
-			     own->root) < 0) {
+	spec += *spec == '=';
+	if (fs_redirects_add(&own->redirects, spec, own->root) < 0) {
 		own->bad_redirect = 1;
 		return -1;
 	}

@@ -360,6 +360,7 @@ bad_mount "a DIR that does not exist" "redirect=$NAME1:$T_TMP/nowhere" \
 check "... not mounted, and the store not even made" \
 	sh -c "! grep -q ' $M ' /proc/self/mountinfo && test ! -e '$S2'"
 bad_mount "no DIR" "redirect=$NAME1" "give NAME:DIR"
+bad_mount "no value at all" "redirect" "give NAME:DIR"
 bad_mount "an empty DIR" "redirect=$NAME1:" "give NAME:DIR"
 bad_mount "an empty NAME" "redirect=:$T_TMP/rd2" "give NAME:DIR"
 bad_mount "a NAME with a slash" "redirect=a/b:$T_TMP/rd2" "'a/b' cannot be a kernel name"
