@@ -558,7 +558,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		unlock_dirty(fs, d);
 	}
 	if (rc == 0 && n.fmt == TCFS_FMT_GROUP)
-		rc = fs_render(fs, &n, bin, &bytes, &len);
+		rc = fs_render_shown(fs, &n, bin, &bytes, &len, NULL);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;

@@ -146,9 +146,9 @@ __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 	}
 }
 
-/* Whether path, which need not exist yet, is root or lies below it: its
- * nearest existing ancestor is resolved, the rest taken as it is. */
-static int lies_within(const char *path, const char *root)
+/* The rest of path, below its nearest existing ancestor, is taken as it
+ * is. */
+int fs_lies_within(const char *path, const char *root)
 {
 	char buf[PATH_MAX], real[PATH_MAX];
 	size_t n = strlen(root);
@@ -190,7 +190,7 @@ static int check_mountpoint(const char *mp, const char *store, char *root,
 	}
 	/* Mounted over, the store would be hidden, and its files written
 	 * through the mount into itself. */
-	if (lies_within(store, root)) {
+	if (fs_lies_within(store, root)) {
 		say(r, "%s: the store %s lies inside the mount point; keep it "
 		       "elsewhere (--store DIR)", mp, store);
 		return -1;
@@ -304,15 +304,42 @@ struct own_opts {
 	int binary_only;
 	int store_binary_only;
 	char *max_size;		/* -o max_size=SIZE (fuse_opt's copy) */
+	const char *root;	/* the mount point, for -o redirect */
+	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
+	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
 };
+
+enum { OWN_REDIRECT };
 
 static const struct fuse_opt own_specs[] = {
 	{ "noviews", offsetof(struct own_opts, noviews), 1 },
 	{ "binary_only", offsetof(struct own_opts, binary_only), 1 },
 	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
+	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
+	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
 };
+
+/* fuse_opt's callback: -o redirect may come many times (a template would
+ * keep only the last), and its DIR is made absolute now, from the
+ * caller's working directory.  Every other option goes to libfuse. */
+static int own_opt(void *data, const char *arg, int key,
+		   struct fuse_args *outargs)
+{
+	struct own_opts *own = data;
+	const char *spec = arg + strlen("redirect");
+
+	(void)outargs;
+	if (key != OWN_REDIRECT)
+		return 1;
+	spec += *spec == '=';
+	if (fs_redirects_add(&own->redirects, spec, own->root) < 0) {
+		own->bad_redirect = 1;
+		return -1;
+	}
+	return 0;
+}
 
 /* -o max_size=SIZE, spelled as tcfs config max-size takes it. */
 static int max_size_of(const char *text, int64_t *out)
@@ -340,7 +367,7 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 		return -1;
 	if (o->debug && fuse_opt_add_arg(args, "-d"))
 		return -1;
-	return fuse_opt_parse(args, own, own_specs, NULL);
+	return fuse_opt_parse(args, own, own_specs, own_opt);
 }
 
 /* Pending writes and open blobs take descriptors: use all we may. */
@@ -364,22 +391,35 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	struct own_opts own = { 0 };
 	int64_t max_size = -1;	/* the store's setting */
 	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
-	int rc = 1;
+	int rc = 1, bad;
 
 	fs.uid = getuid();
 	fs.gid = getgid();
 	raise_fd_limit();
-	if (check_mountpoint(o->mountpoint, o->store, fs.root, nonempty, r) < 0 ||
-	    open_store(&fs, o, r) < 0)
+	if (check_mountpoint(o->mountpoint, o->store, fs.root, nonempty, r) < 0)
+		goto out;
+	/* Before the store is opened, so that a wrong option changes
+	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
+	own.root = fs.root;
+	tcfs_err_clear();
+	bad = build_args(o, &args, &own) < 0;
+	fs.redirects = own.redirects;
+	if (bad && own.bad_redirect) {
+		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]
+				? tcfs_err_msg() : strerror(ENOMEM));
+		rc = 2;
+		goto out;
+	}
+	if (bad) {
+		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
+		goto out;
+	}
+	if (open_store(&fs, o, r) < 0)
 		goto out;
 	/* Only now, with the paths resolved: a daemon must not keep the
 	 * caller's working directory busy. */
 	if (!o->foreground && chdir("/") < 0) {
 		say(r, "/: %s", strerror(errno));
-		goto out;
-	}
-	if (build_args(o, &args, &own) < 0) {
-		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
 		goto out;
 	}
 	fs.start_ns = tcfs_ns_now();
@@ -424,7 +464,9 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		close(r->fd);
 		r->fd = -1;
 	}
-	syslog(LOG_INFO, "serving %s at %s", tcfs_store_path(fs.store), fs.root);
+	syslog(LOG_INFO, "serving %s at %s (%zu kernels redirected)",
+	       tcfs_store_path(fs.store), fs.root,
+	       fs_redirects_count(fs.redirects));
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
@@ -466,6 +508,7 @@ out:
 	fs_dirties_free(fs.dirties);
 	fs_checked_free(fs.checked);
 	fs_views_free(fs.views);
+	fs_redirects_free(fs.redirects);
 	tcfs_store_close(fs.store);
 	fuse_opt_free_args(&args);
 	free(own.max_size);

@@ -24,8 +24,9 @@ struct tcfs_fs_opts {
 
 /* Mounts and serves until unmounted.  Without foreground, returns in the
  * calling process once the mount serves requests (the daemon goes on).
- * Returns 0 on a clean unmount, or 1 after an error it printed on stderr
- * (naming the mount point or the store and the cause). */
+ * Returns 0 on a clean unmount, 2 for a -o redirect that cannot be (a
+ * usage error), or 1 after any other error; it printed either on stderr
+ * (naming the option, the mount point or the store, and the cause). */
 int tcfs_fs_mount(const struct tcfs_fs_opts *o);
 
 struct cJSON;

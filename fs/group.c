@@ -9,6 +9,8 @@
  * Every probe looks a group file up twice and then opens it, and each of
  * those needs its rendered size or bytes: renderings are kept, by inode,
  * and used only while the inode still has the same blob and key dir.
+ * Those of a kernel redirected with -o redirect depend on what a
+ * directory outside holds as well: they are made anew each time.
  *
  * A rename never changes a file's bytes on a local disk, and a reader
  * may have a group file open across one: a template that a rename would
@@ -121,16 +123,27 @@ int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n,
 	return 0;
 }
 
+/* n's template, checked: a bad blob is taken out of the tree. */
+static int load(struct tcfs_fs *fs, const struct tcfs_node *n, char **tmpl,
+		size_t *tlen)
+{
+	int rc = tcfs_group_load(tcfs_store_cas(fs->store), &n->blob, tmpl,
+				 tlen);
+
+	if (rc < 0)
+		return rc == -EUCLEAN ? rc : fs_blob_failed(fs, &n->blob, rc);
+	return 0;
+}
+
 static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
 		  const char *path, int bin, char **out, size_t *len)
 {
 	char *tmpl = NULL;
 	size_t tlen = 0;
-	int rc;
+	int rc = load(fs, n, &tmpl, &tlen);
 
-	rc = tcfs_group_load(tcfs_store_cas(fs->store), &n->blob, &tmpl, &tlen);
 	if (rc < 0)
-		return rc == -EUCLEAN ? rc : fs_blob_failed(fs, &n->blob, rc);
+		return rc;
 	rc = tcfs_group_render(tmpl, tlen, bin ? fs->bin_root : fs->root, path,
 			       fs_filter(fs, bin), out, len);
 	free(tmpl);
@@ -205,6 +218,32 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
 	rc = render(fs, n, k.path, bin, out, len);
 	if (rc == 0)
 		keep(fs->groups, &shown, k.path, *out, *len);
+	return rc;
+}
+
+int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
+		    char **out, size_t *len, int64_t *mtime_ns)
+{
+	const struct fs_redirect *rd = fs_redirect_of(fs->redirects, n->name);
+	struct fs_keydir k;
+	char *tmpl = NULL;
+	size_t tlen = 0;
+	int rc;
+
+	if (!rd)
+		return fs_render(fs, n, bin, out, len);
+	rc = fs_key_of(fs, n, &k);
+	if (rc < 0)
+		return rc;
+	/* Only a kernel's group file is redirected: one in its key dir. */
+	if (!k.found)
+		return fs_render(fs, n, bin, out, len);
+	rc = load(fs, n, &tmpl, &tlen);
+	if (rc < 0)
+		return rc;
+	rc = fs_redirect_render(rd, tmpl, tlen, bin ? fs->bin_root : fs->root,
+				k.path, fs_filter(fs, bin), out, len, mtime_ns);
+	free(tmpl);
 	return rc;
 }
 

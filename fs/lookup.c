@@ -67,7 +67,7 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given, int bin,
 	}
 	if (!dirty && n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
 		char *bytes;
-		int rc = fs_render(fs, n, bin, &bytes, &size);
+		int rc = fs_render_shown(fs, n, bin, &bytes, &size, &mtime);
 
 		if (rc < 0)
 			return rc;

@@ -7,7 +7,9 @@
  * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts),
  * view.c (by-name/, by-arch/, .tcfs/), report.c (.tcfs/ files' bytes),
  * thread.c (the mount's own threads), evict.c (the size limit, and
- * kernels removed while mounted), ctl.c (the control socket).
+ * kernels removed while mounted), ctl.c (the control socket), redirect.c
+ * (-o redirect: a kernel's metadata and binary named in a dir of the
+ * user's).
  */
 #ifndef TCFS_FS_PRIV_H
 #define TCFS_FS_PRIV_H
@@ -38,6 +40,8 @@ struct fs_checked;
 struct fs_views;
 struct fs_evict;
 struct fs_ctl;
+struct fs_redirects;
+struct fs_redirect;
 struct tcfs_prune_victim;
 struct tcfs_prune_report;
 
@@ -59,6 +63,7 @@ struct tcfs_fs {
 	struct fs_views *views;		/* inodes that are not rows */
 	struct fs_evict *evict;		/* the size limit, and prunes */
 	struct fs_ctl *ctl;		/* the control socket */
+	struct fs_redirects *redirects;	/* -o redirect; NULL: none */
 	int binary_only;		/* -o binary_only: the root is the
 					 * binary-only view */
 	int store_binary_only;		/* -o store_binary_only: IR written
@@ -165,6 +170,13 @@ int fs_groups_new(struct fs_groups **out);
 void fs_groups_free(struct fs_groups *g);
 int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
 	      char **out, size_t *len);
+/* The same as a reader is shown it: with -o redirect, a kernel's
+ * children that DIR has are named there, and *mtime_ns (optional; the
+ * stored time on entry) is then the rendering's own (redirect.c).  Such
+ * renderings are made anew each time, never kept.  fs_render is the
+ * stored bytes, for what is written back to the store. */
+int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
+		    char **out, size_t *len, int64_t *mtime_ns);
 /* The key dir a node lies in (itself, for a key dir), for rendering its
  * group files: the nearest by tcfs_kernel_key_dir_at, else the node's own
  * dir. */
@@ -355,6 +367,31 @@ void fs_evict_free(struct tcfs_fs *fs);
  * caches; *r as tcfs_prune_run fills it. */
 int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r);
+
+/* redirect.c: -o redirect=NAME:DIR.  Adds one to *r (created on first
+ * use; owned by the caller, fs_redirects_free): DIR made absolute from
+ * the working directory, and checked to be a directory outside the
+ * mount point root.  0, or -errno with a message naming the option. */
+int fs_redirects_add(struct fs_redirects **r, const char *spec,
+		     const char *root);
+void fs_redirects_free(struct fs_redirects *r);
+size_t fs_redirects_count(const struct fs_redirects *r);
+/* The redirect of the kernel whose group file is named grp, or NULL
+ * (owned by r). */
+const struct fs_redirect *fs_redirect_of(const struct fs_redirects *r,
+					 const char *grp);
+/* Renders a template as tcfs_group_render does, with NAME.json and
+ * NAME.hsaco or NAME.cubin named in DIR when DIR has them now.  *out is
+ * owned by the caller; *mtime_ns (optional, the stored time on entry)
+ * becomes one that changes whenever what is named in DIR does. */
+int fs_redirect_render(const struct fs_redirect *rd, const char *tmpl,
+		       size_t len, const char *root, const char *key,
+		       enum tcfs_group_filter f, char **out, size_t *olen,
+		       int64_t *mtime_ns);
+
+/* fs.c: whether path, which need not exist yet, is root or lies below
+ * it (its nearest existing ancestor resolved). */
+int fs_lies_within(const char *path, const char *root);
 
 /* ctl.c: STORE/ctl.sock, where tcfs commands ask the mount to do what
  * only the store's writer may (tcfs prune).  0 or -errno. */

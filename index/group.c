@@ -124,23 +124,31 @@ static int shown(const char *child, enum tcfs_group_filter f)
 }
 
 /* Writes {"child_paths": {"F": prefix + value, ...}} in json.dumps style,
- * for the children f lets through; prefix may be NULL. */
+ * for the children f lets through; prefix may be NULL.  A child that
+ * path (may be NULL) places elsewhere gets that path instead. */
 static int emit(const cJSON *cp, const char *prefix, enum tcfs_group_filter f,
-		struct out *o)
+		tcfs_group_path_fn *path, void *ctx, struct out *o)
 {
 	struct out v = { 0 };
 	int first = 1;
 
 	out_str(o, "{\"child_paths\": {");
 	for (const cJSON *c = cp->child; c; c = c->next) {
+		const char *moved;
+
 		if (!shown(c->string, f))
 			continue;
 		if (!first)
 			out_str(o, ", ");
 		first = 0;
 		v.len = 0;
-		out_str(&v, prefix ? prefix : "");
-		out_str(&v, c->valuestring);
+		moved = path ? path(ctx, c->string) : NULL;
+		if (moved) {
+			out_str(&v, moved);
+		} else {
+			out_str(&v, prefix ? prefix : "");
+			out_str(&v, c->valuestring);
+		}
 		if (v.err) {
 			o->err = v.err;
 			break;
@@ -239,7 +247,7 @@ static int relativize(const char *bytes, size_t len, const char *key,
 	rc = templatize(cp, key, &root);
 	if (rc <= 0)
 		goto out;
-	rc = emit(cp, NULL, TCFS_GROUP_ALL, &t);
+	rc = emit(cp, NULL, TCFS_GROUP_ALL, NULL, NULL, &t);
 	if (rc == 0)
 		rc = tcfs_group_render(t.p, t.len, root, key, TCFS_GROUP_ALL,
 				       &r.p, &r.len);
@@ -250,7 +258,7 @@ static int relativize(const char *bytes, size_t len, const char *key,
 	rc = r.len == len && memcmp(r.p, bytes, len) == 0;
 	if (rc && f != TCFS_GROUP_ALL) {
 		t.len = 0;
-		rc = emit(cp, NULL, f, &t);
+		rc = emit(cp, NULL, f, NULL, NULL, &t);
 		rc = rc < 0 ? rc : 1;
 	}
 	if (rc == 1) {
@@ -308,6 +316,15 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 		      const char *key, enum tcfs_group_filter f, char **out,
 		      size_t *olen)
 {
+	return tcfs_group_render_with(tmpl, len, root, key, f, NULL, NULL, out,
+				      olen);
+}
+
+int tcfs_group_render_with(const char *tmpl, size_t len, const char *root,
+			   const char *key, enum tcfs_group_filter f,
+			   tcfs_group_path_fn *path, void *ctx, char **out,
+			   size_t *olen)
+{
 	cJSON *doc = cJSON_ParseWithLength(tmpl, len);
 	const cJSON *cp = child_paths(doc);
 	struct out pre = { 0 }, o = { 0 };
@@ -319,7 +336,7 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 	}
 	rc = make_prefix(root, key, &pre);
 	if (rc == 0)
-		rc = emit(cp, pre.p, f, &o);
+		rc = emit(cp, pre.p, f, path, ctx, &o);
 	free(pre.p);
 	cJSON_Delete(doc);
 	if (rc < 0) {
@@ -343,7 +360,7 @@ int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
 	if (cp)
 		rc = templatize(cp, key, &root);
 	if (rc == 1)
-		rc = emit(cp, NULL, TCFS_GROUP_ALL, &t);
+		rc = emit(cp, NULL, TCFS_GROUP_ALL, NULL, NULL, &t);
 	if (rc == 0 && t.p) {
 		*tmpl = t.p;
 		*tlen = t.len;

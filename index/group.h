@@ -77,6 +77,18 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
 			   char **tmpl, size_t *tlen);
 
+/* Where a child goes instead of ROOT/KEY/F (the mount's -o redirect):
+ * given the child's name F, NULL to keep ROOT/KEY/F, else an absolute
+ * path, owned by ctx and valid until the next call. */
+typedef const char *tcfs_group_path_fn(void *ctx, const char *child);
+
+/* tcfs_group_render, with the children path places elsewhere (path NULL:
+ * none) named there. */
+int tcfs_group_render_with(const char *tmpl, size_t len, const char *root,
+			   const char *key, enum tcfs_group_filter f,
+			   tcfs_group_path_fn *path, void *ctx, char **out,
+			   size_t *olen);
+
 /* 0 when group files can name children under root (a cache dir, a
  * mount point); -EILSEQ when it is not valid UTF-8, which json.dumps
  * cannot write and so no rendering could hold. */

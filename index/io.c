@@ -1,13 +1,20 @@
-/* io: whole-buffer transfers and comparisons, and opens confined to a tree. */
+/* io: whole-buffer transfers and comparisons, opens confined to a tree,
+ * and the directories and temp files of writes made atomic by rename. */
 #include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "err.h"
 
 int tcfs_io_write_all(int fd, const void *buf, size_t len)
 {
@@ -182,4 +189,66 @@ int tcfs_io_open_beneath(int dirfd, const char *path, int flags,
 			break;
 	}
 	return fd < 0 ? -errno : (int)fd;
+}
+
+int tcfs_io_mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	if (!path[0])
+		return -ENOENT;
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	/* Each ancestor in turn, then path itself (the last pass). */
+	for (char *p = buf + 1;; p++) {
+		int last = *p == '\0';
+
+		if (*p != '/' && !last)
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (last)
+			return 0;
+		*p = '/';
+	}
+}
+
+int tcfs_io_temp_name(char *tmp, size_t len)
+{
+	unsigned char r[8];
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return -errno;
+	snprintf(tmp, len, "tmp.pid_%ld_%02x%02x%02x%02x%02x%02x%02x%02x",
+		 (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+		 r[7]);
+	return 0;
+}
+
+int tcfs_io_create_temp(int dirfd, char *tmp, size_t len)
+{
+	int fd;
+
+	do {
+		fd = tcfs_io_temp_name(tmp, len);
+		if (fd == 0)
+			fd = tcfs_io_open_beneath(dirfd, tmp,
+						  O_WRONLY | O_CREAT | O_EXCL |
+							  O_NOFOLLOW,
+						  1);
+	} while (fd == -EEXIST);
+	return fd;
+}
+
+int tcfs_io_refuse_symlink(int dirfd, const char *name, const char *shown)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return tcfs_err_set(-ELOOP, "%s: is a symlink; not written "
+				    "through (remove it)", shown);
+	return 0;
 }

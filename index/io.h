@@ -32,4 +32,25 @@ int tcfs_io_equals_buf(int fd, const void *buf, size_t len);
 int tcfs_io_open_beneath(int dirfd, const char *path, int flags,
 			 int no_symlinks);
 
+/* Creates path and every missing directory above it (mode 0755, as
+ * mkdir -p).  0, or -errno. */
+int tcfs_io_mkdirs(const char *path);
+
+/* A temp name nobody can guess, "tmp.pid_PID_RANDOM" (64 bytes will do),
+ * one that Triton's tools and tcfs import skip.  0 or -errno. */
+int tcfs_io_temp_name(char *tmp, size_t len);
+
+/* Creates a new file in dirfd under a name nobody can guess, so that
+ * nothing planted there is ever opened: "tmp.pid_PID_RANDOM", a name
+ * Triton's tools and tcfs import skip as a temp.  Exclusively, and never
+ * through a symlink.  Its name goes to tmp (64 bytes will do); returns
+ * the descriptor (O_WRONLY, mode 0600), or -errno. */
+int tcfs_io_create_temp(int dirfd, char *tmp, size_t len);
+
+/* -ELOOP, with a message naming shown (the path as the user gave it),
+ * when dirfd/name is a symlink: a writer that must never write through
+ * one refuses it, as whoever planted it meant the write to land
+ * elsewhere.  0 for anything else, or nothing there. */
+int tcfs_io_refuse_symlink(int dirfd, const char *name, const char *shown);
+
 #endif

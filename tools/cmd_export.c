@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cmds.h"
+#include "export_flat.h"
 #include "index/cas.h"
 #include "index/err.h"
 #include "index/group.h"
@@ -62,6 +62,12 @@ static const char *const help =
 	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
 	"      --binary-only    leave IR files (.ttir .ttgir .llir .ptx\n"
 	"                       .amdgcn) out, and out of the group files\n"
+	"      --flat           instead, per kernel DEST/NAME.json and its\n"
+	"                       binary (NAME.hsaco or NAME.cubin), byte for\n"
+	"                       byte, as AMD aiter's redirect and tcfs mount\n"
+	"                       -o redirect=NAME:DEST read them; a name that\n"
+	"                       several selected kernels share goes to\n"
+	"                       DEST/KEY/NAME.* for each (none at the top)\n"
 	"      --json           print the summary as JSON\n"
 	"  -q, --quiet          print nothing but errors\n"
 	"  -h, --help           show this help\n"
@@ -70,49 +76,14 @@ static const char *const help =
 	"an I/O error: see the errors), 2 usage error.\n";
 
 /* A DEST entry that is a symlink is never written through or replaced:
- * whoever planted it meant export to write elsewhere.  -ELOOP (with a
- * message) for one, 0 for anything else or nothing. */
+ * whoever planted it meant export to write elsewhere. */
 static int refuse_symlink(struct export *ex, int dirfd, const char *name,
 			  const char *path)
 {
-	struct stat st;
+	char shown[2 * PATH_MAX + 2];
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISLNK(st.st_mode))
-		return tcfs_err_set(-ELOOP, "%s/%s: is a symlink; not "
-				    "written through (remove it)", ex->root,
-				    path);
-	return 0;
-}
-
-/* A temp name nobody can guess, so nothing planted there is ever opened:
- * one that Triton's tools and tcfs import skip.  0 or -errno. */
-static int temp_name(char *tmp, size_t len)
-{
-	unsigned char r[8];
-
-	if (getrandom(r, sizeof(r), 0) != sizeof(r))
-		return -errno;
-	snprintf(tmp, len, "tmp.pid_%ld_%02x%02x%02x%02x%02x%02x%02x%02x",
-		 (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5], r[6],
-		 r[7]);
-	return 0;
-}
-
-/* Creates a temp file for name's bytes in dirfd, exclusively. */
-static int create_temp(int dirfd, char *tmp, size_t len)
-{
-	int fd;
-
-	do {
-		fd = temp_name(tmp, len);
-		if (fd == 0)
-			fd = tcfs_io_open_beneath(dirfd, tmp,
-						  O_WRONLY | O_CREAT | O_EXCL |
-							  O_NOFOLLOW,
-						  1);
-	} while (fd == -EEXIST);
-	return fd;
+	snprintf(shown, sizeof(shown), "%s/%s", ex->root, path);
+	return tcfs_io_refuse_symlink(dirfd, name, shown);
 }
 
 /* The directory being written: the innermost one entered. */
@@ -185,7 +156,7 @@ static int sink_file(void *ctx, const char *path, const char *keydir,
 		bytes = r;
 		len = rlen;
 	}
-	fd = create_temp(dirfd, tmp, sizeof(tmp));
+	fd = tcfs_io_create_temp(dirfd, tmp, sizeof(tmp));
 	if (fd < 0) {
 		free(r);
 		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
@@ -220,7 +191,7 @@ static int sink_symlink(void *ctx, const char *path, const struct tcfs_node *n,
 	char tmp[64];
 
 	do {
-		rc = temp_name(tmp, sizeof(tmp));
+		rc = tcfs_io_temp_name(tmp, sizeof(tmp));
 		if (rc == 0 && symlinkat(target, dirfd, tmp) < 0)
 			rc = -errno;
 	} while (rc == -EEXIST);
@@ -256,24 +227,6 @@ static void export_top(struct export *ex, int destfd, const struct tcfs_node *n)
 		return;
 	}
 	ex->keydirs += n->kind == TCFS_DIR;
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 /* The root entries to export: all of them, or the filtered kernels' dirs. */
@@ -345,6 +298,7 @@ int cmd_export(int argc, char **argv)
 		CLI_FILTER_LONGOPTS,
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "binary-only", no_argument, NULL, 'B' },
+		{ "flat", no_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 },
 	};
@@ -353,7 +307,7 @@ int cmd_export(int argc, char **argv)
 	struct export ex = { 0 };
 	struct tcfs_node *top = NULL;
 	size_t ntop = 0;
-	int c, quiet = 0, filtered = 0, destfd, rc;
+	int c, quiet = 0, filtered = 0, flat = 0, destfd, rc;
 
 	while ((c = getopt_long(argc, argv,
 				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS "q",
@@ -375,6 +329,9 @@ int cmd_export(int argc, char **argv)
 		case 'B':
 			ex.filter = TCFS_GROUP_BINARY_ONLY;
 			break;
+		case 'F':
+			flat = 1;
+			break;
 		default:
 			return cli_usage_err("export", "bad option");
 		}
@@ -383,7 +340,10 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_err("export", optind >= argc
 						       ? "no destination given"
 						       : "one destination only");
-	rc = mkdir_p(argv[optind]);
+	if (flat)
+		return export_flat_run(&co, filtered ? &f : NULL, ex.filter,
+				       quiet, argv[optind]);
+	rc = tcfs_io_mkdirs(argv[optind]);
 	if (rc < 0 || !realpath(argv[optind], ex.root)) {
 		cli_err("export", "%s: %s", argv[optind],
 			strerror(rc < 0 ? -rc : errno));

@@ -54,7 +54,12 @@ static const char *const mount_help =
 	"                    cache's own entries; .tcfs/ still answers),\n"
 	"                    binary_only (the root is the binary-only view),\n"
 	"                    store_binary_only (IR files written are dropped\n"
-	"                    as they land, never stored)\n"
+	"                    as they land, never stored),\n"
+	"                    max_size=SIZE (as tcfs config max-size, for this\n"
+	"                    mount), redirect=NAME:DIR (group files of kernel\n"
+	"                    NAME name DIR/NAME.json and DIR/NAME.hsaco or\n"
+	"                    .cubin, those DIR has when read, as AMD aiter's\n"
+	"                    redirect; repeatable, DIR made absolute)\n"
 	"      --sync-every SECS\n"
 	"                    make new files durable this often (default 1), in\n"
 	"                    one sync of the store's disk: a power cut loses at\n"
@@ -244,7 +249,8 @@ int cmd_mount(int argc, char **argv)
 	fo.mountpoint = argv[optind];
 	fo.fuse_opts = fsopts;
 	fo.wait_s = co.store.wait_s;
-	return tcfs_fs_mount(&fo) == 0 ? CLI_OK : CLI_FAIL;
+	rc = tcfs_fs_mount(&fo);
+	return rc == 0 ? CLI_OK : rc == 2 ? CLI_USAGE : CLI_FAIL;
 }
 
 int cmd_mount_fstab(int argc, char **argv)

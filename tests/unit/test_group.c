@@ -66,6 +66,50 @@ static void binary_only(void)
 	free(tmpl);
 }
 
+/* Moves k.json and k.cubin to /d, the way -o redirect does. */
+static const char *to_d(void *ctx, const char *child)
+{
+	(void)ctx;
+	if (strcmp(child, "k.json") == 0)
+		return "/d/k.json";
+	if (strcmp(child, "k.cubin") == 0)
+		return "/d/\xc3\xa9/k.cubin";
+	return NULL;
+}
+
+/* Children placed elsewhere are named there, escaped as json.dumps does;
+ * the others stay under ROOT/KEY; and the filter still applies. */
+static void placed_elsewhere(void)
+{
+	const char *tmpl = "{\"child_paths\": {\"k.ttir\": \"k.ttir\", "
+			   "\"k.json\": \"k.json\", \"k.cubin\": \"k.cubin\"}}";
+	const char *want = "{\"child_paths\": {\"k.ttir\": \"/r/" KEY
+			   "/k.ttir\", \"k.json\": \"/d/k.json\", \"k.cubin\": "
+			   "\"/d/\\u00e9/k.cubin\"}}";
+	const char *bin = "{\"child_paths\": {\"k.json\": \"/d/k.json\", "
+			  "\"k.cubin\": \"/d/\\u00e9/k.cubin\"}}";
+	char *out = NULL;
+	size_t olen = 0;
+	int rc;
+
+	rc = tcfs_group_render_with(tmpl, strlen(tmpl), "/r", KEY,
+				    TCFS_GROUP_ALL, to_d, NULL, &out, &olen);
+	tap_ok(rc == 0 && olen == strlen(want) && !memcmp(out, want, olen),
+	       "children placed elsewhere are named there, the rest under "
+	       "ROOT/KEY");
+	free(out);
+	out = NULL;
+	rc = tcfs_group_render_with(tmpl, strlen(tmpl), "/r", KEY,
+				    TCFS_GROUP_BINARY_ONLY, to_d, NULL, &out,
+				    &olen);
+	tap_ok(rc == 0 && olen == strlen(bin) && !memcmp(out, bin, olen),
+	       "... and with the binary-only filter, no IR");
+	free(out);
+	tap_eq(tcfs_group_render_with("[]", 2, "/r", KEY, TCFS_GROUP_ALL, to_d,
+				      NULL, &out, &olen),
+	       -EUCLEAN, "... a non-template is EUCLEAN there too");
+}
+
 int main(void)
 {
 	const char *triton =
@@ -120,6 +164,7 @@ int main(void)
 	       -EUCLEAN, "rendering a non-template is EUCLEAN");
 
 	binary_only();
+	placed_elsewhere();
 	tap_ok(tcfs_group_candidate("__grp__k.json", TCFS_GROUP_MAX) &&
 		       !tcfs_group_candidate("__grp__k.json",
 					     TCFS_GROUP_MAX + 1ull) &&
