@@ -297,8 +297,11 @@ static int select_tree(struct pack *p, uint64_t dir, const char *path)
 
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "/" : "",
 			 kids[i].name);
-		rc = p->has_base ? in_base(p, &kids[i], sub) : 0;
-		if (rc != 0)
+		int have = p->has_base ? in_base(p, &kids[i], sub) : 0;
+
+		if (have < 0)
+			rc = have;
+		if (have != 0)
 			continue;
 		if (p->has_base && kids[i].kind == TCFS_DIR)
 			rc = tcfs_kernel_is_key_dir(p->s, kids[i].ino, &key);
@@ -643,6 +646,21 @@ static int print_summary(const struct pack *p, const char *dest,
 	return CLI_OK;
 }
 
+/* The cache bytes the base image's label says it holds: a delta's image
+ * holds them too. */
+static uint64_t base_bytes(const struct pack *p)
+{
+	char key[64];
+	const cJSON *l;
+
+	snprintf(key, sizeof(key), "%s/cache-size-bytes",
+		 !strcmp(p->prefix, MCV_VLLM_CACHE) ? MCV_LABELS_VLLM
+						    : MCV_LABELS_TRITON);
+	l = p->has_base ? cJSON_GetObjectItemCaseSensitive(p->base.labels, key)
+			: NULL;
+	return cJSON_IsString(l) ? strtoull(l->valuestring, NULL, 10) : 0;
+}
+
 /* Writes the layer from the units, then the image around it. */
 static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
 		      struct oci_desc *layer, uint64_t *bytes)
@@ -689,7 +707,7 @@ static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
 			unlink(path);
 	}
 	if (rc == 0)
-		rc = put_config(p, o, diff_id, *bytes, &config);
+		rc = put_config(p, o, diff_id, *bytes + base_bytes(p), &config);
 	if (rc == 0)
 		rc = put_manifest(p, o, &config, layer, m);
 	if (rc == 0)
@@ -771,6 +789,12 @@ int cmd_pack(int argc, char **argv)
 		rc = select_tree(&p, TCFS_ROOT_INO, "");
 	if (rc == 0)
 		rc = tidy_units(&p);
+	if (rc == 0 && !p.nunits && (filtered || since >= 0 || base))
+		rc = tcfs_err_set(-ENOENT, "nothing to pack: %s",
+				  base ? "the base holds every kernel selected"
+				  : since >= 0 ? "no kernel was probed since "
+						 "then"
+					       : "no kernel matches");
 	if (rc == 0) {
 		rc = oci_out_open(&ref, tmp_dir(), &o);
 		opened = 1;

@@ -265,31 +265,6 @@ static int canon(const char *where, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-/* Whether a symlink at path (canonical) to target stays in the layer:
- * relative, and never more ".." than the dirs above it. */
-static int link_stays(const char *path, const char *target)
-{
-	int depth = 0;
-
-	if (!target[0] || target[0] == '/')
-		return 0;
-	for (const char *p = path; (p = strchr(p, '/')) != NULL; p++)
-		depth++;
-	for (const char *c = target; *c;) {
-		const char *end = strchrnul(c, '/');
-		size_t n = (size_t)(end - c);
-
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			depth--;
-		else if (n && !(n == 1 && c[0] == '.'))
-			depth++;
-		if (depth < 0)
-			return 0;
-		c = *end ? end + 1 : end;
-	}
-	return 1;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(a, b);
@@ -373,7 +348,7 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 	} else if (type == AE_IFLNK) {
 		const char *t = archive_entry_symlink(e);
 
-		if (!t || !link_stays(name, t))
+		if (!t || !oci_link_stays(name, t))
 			return tcfs_err_set(-EPERM, "%s: symlink '%s' -> '%s' "
 					    "leads out of the image", where,
 					    name, t ? t : "");

@@ -288,6 +288,30 @@ void oci_rm_tree(const char *path)
 
 /* ---- archives holding a layout (oci-archive) or docker save ---- */
 
+int oci_link_stays(const char *path, const char *target)
+{
+	int depth = 0;
+
+	if (!target[0] || target[0] == '/')
+		return 0;
+	for (const char *p = path; (p = strchr(p, '/')) != NULL; p++)
+		depth++;
+	for (const char *c = target; *c;) {
+		const char *end = strchrnul(c, '/');
+		size_t n = (size_t)(end - c);
+
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			depth--;
+		else if (n && !(n == 1 && c[0] == '.'))
+			depth++;
+		if (depth < 0)
+			return 0;
+		c = *end ? end + 1 : end;
+	}
+	return 1;
+}
+
+
 /* A name in an outer archive: relative, no "..", no empty component;
  * "./" prefixes dropped.  NULL when unsafe. */
 static const char *safe_name(const char *name)
@@ -348,16 +372,28 @@ static int untar_flat(const char *file, const char *dir, uint64_t max)
 			rc = tcfs_err_set(-EPERM, "%s: entry '%s' leaves the "
 					  "archive", file,
 					  archive_entry_pathname(e));
-		else if (type != AE_IFREG && type != AE_IFDIR)
+		else if (type == AE_IFLNK &&
+			 !oci_link_stays(name, archive_entry_symlink(e)
+						       ? archive_entry_symlink(e)
+						       : ""))
+			rc = tcfs_err_set(-EPERM, "%s: symlink '%s' leads out "
+					  "of the archive", file, name);
+		else if (type != AE_IFREG && type != AE_IFDIR &&
+			 type != AE_IFLNK)
 			rc = tcfs_err_set(-EPERM, "%s: entry '%s' is not a "
-					  "file or directory", file, name);
+					  "file, directory or link", file, name);
+		else if (archive_entry_hardlink(e))
+			rc = tcfs_err_set(-EPERM, "%s: entry '%s' is a hard "
+					  "link", file, name);
 		else if (++count > OCI_ARCHIVE_ENTRIES_MAX)
 			rc = tcfs_err_set(-EFBIG, "%s: over %u entries", file,
 					  OCI_ARCHIVE_ENTRIES_MAX);
 		if (rc < 0)
 			goto out;
 		archive_entry_set_pathname(e, name);
-		archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
+		if (type != AE_IFLNK)
+			archive_entry_set_perm(e, type == AE_IFDIR ? 0700
+								   : 0600);
 		archive_entry_set_uid(e, getuid());
 		archive_entry_set_gid(e, getgid());
 		if (archive_write_header(w, e) != ARCHIVE_OK) {

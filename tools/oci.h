@@ -123,6 +123,11 @@ void oci_out_close(struct oci_out *o);
 /* A descriptor as JSON: {"mediaType", "digest", "size"}. */
 cJSON *oci_desc_json(const struct oci_desc *d);
 
+/* Whether a symlink at path (relative, canonical) to target stays in
+ * the tree it is in: a relative target, never more ".." than the dirs
+ * above the link. */
+int oci_link_stays(const char *path, const char *target);
+
 /* Removes a tree we made (a temp dir); errors are ignored. */
 void oci_rm_tree(const char *path);
 
