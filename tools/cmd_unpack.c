@@ -192,10 +192,9 @@ static int find_cache(struct unpack *u, char *manifest, size_t len)
 
 		if (cli_path_join(path, sizeof(path), u->stage, dirs[i][1]) < 0)
 			return -ENAMETOOLONG;
-		if (access(path, F_OK) == 0) {
-			snprintf(manifest, len, "%s/manifest.json", path);
-			return 0;
-		}
+		if (access(path, F_OK) == 0)
+			return cli_path_join(manifest, len, path,
+					     "manifest.json");
 	}
 	manifest[0] = '\0';
 	return 0;

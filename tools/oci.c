@@ -473,10 +473,14 @@ static int desc_from(const cJSON *j, const char *where, struct oci_desc *d)
 	return 0;
 }
 
+/* dir/blobs/sha256/HEX; a path too long to hold is left empty, which no
+ * open finds. */
 static void blob_path(const char *dir, const char *digest, char *path,
 		      size_t len)
 {
-	snprintf(path, len, "%s/blobs/sha256/%s", dir, digest + 7);
+	if ((size_t)snprintf(path, len, "%s/blobs/sha256/%s", dir,
+			     digest + 7) >= len)
+		path[0] = '\0';
 }
 
 /* Reads a JSON blob of the layout, checked against d. */
