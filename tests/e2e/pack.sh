@@ -121,6 +121,25 @@ check_rc "unpack tcfs's own oci-archive as a bare FILE" 0
 check_eq "... every kernel" "$N" "$(kernels_of "$T_TMP/s-ourarch")"
 
 # --- images others made -----------------------------------------------------
+# manifest.json and the summary label, byte for byte as MCV writes them
+# (oci_gen.py's were checked against MCV's Go code).
+layer_file() {
+	python3 - "$1" "$2" <<'EOF'
+import json, sys, tarfile
+lay, name = sys.argv[1:]
+d = json.load(open(lay + "/index.json"))["manifests"][0]["digest"][7:]
+man = json.load(open(lay + "/blobs/sha256/" + d))
+t = tarfile.open(lay + "/blobs/sha256/" + man["layers"][-1]["digest"][7:])
+sys.stdout.write(t.extractfile(name).read().decode())
+cfg = json.load(open(lay + "/blobs/sha256/" + man["config"]["digest"][7:]))
+print(cfg["config"]["Labels"]["cache.triton.image/summary"])
+EOF
+}
+tcfs pack --store "$T_TMP/s-small" "$T_TMP/ours"
+run python3 "$GEN" cache "$SMALL" "$T_TMP/theirs"
+check_eq "manifest.json and the summary label: MCV's bytes" \
+	"$(layer_file "$T_TMP/theirs" io.triton.manifest/manifest.json)" \
+	"$(layer_file "$T_TMP/ours" io.triton.manifest/manifest.json)"
 run python3 "$GEN" cache "$SMALL" "$T_TMP/mcv"
 check_rc "an image as MCV writes it (oci_gen.py)" 0
 tcfs unpack --store "$T_TMP/s-mcv" "$T_TMP/mcv"
