@@ -110,6 +110,37 @@ static void placed_elsewhere(void)
 	       -EUCLEAN, "... a non-template is EUCLEAN there too");
 }
 
+/* Group files as images carry them: any JSON layout, paths relative to
+ * .triton/cache (MCV), made templates for their key dir. */
+static void from_image(void)
+{
+	const char *mcv = "{\n  \"child_paths\": {\n    \"k.cubin\": "
+			  "\".triton/cache/" KEY "/k.cubin\",\n    \"k.json\": "
+			  "\".triton/cache/" KEY "/k.json\"\n  }\n}";
+	const char *want = "{\"child_paths\": {\"k.cubin\": \"/d/" KEY
+			   "/k.cubin\", \"k.json\": \"/d/" KEY "/k.json\"}}";
+	char *tmpl = NULL, *out = NULL;
+	size_t tlen = 0, olen = 0;
+
+	tap_eq(tcfs_group_template_of(mcv, strlen(mcv), KEY, &tmpl, &tlen), 1,
+	       "an image's indented, relative group file is a template");
+	tap_ok(tmpl && tcfs_group_render(tmpl, tlen, "/d", KEY,
+					 TCFS_GROUP_ALL, &out, &olen) == 0 &&
+		       olen == strlen(want) && !memcmp(out, want, olen),
+	       "... rendered as Triton writes it for its destination");
+	free(tmpl);
+	free(out);
+	tmpl = NULL;
+	const char *other = "{\"child_paths\": {\"a\": \"x/OTHER/a\"}}";
+
+	tap_eq(tcfs_group_template_of(other, strlen(other), KEY, &tmpl,
+				      &tlen),
+	       0, "one naming another key dir is not");
+	tap_eq(tcfs_group_template_of("{oops", 5, KEY, &tmpl, &tlen), 0,
+	       "nor is one that is not JSON");
+	tap_ok(tmpl == NULL, "... and gives no template");
+}
+
 int main(void)
 {
 	const char *triton =
@@ -165,6 +196,7 @@ int main(void)
 
 	binary_only();
 	placed_elsewhere();
+	from_image();
 	tap_ok(tcfs_group_candidate("__grp__k.json", TCFS_GROUP_MAX) &&
 		       !tcfs_group_candidate("__grp__k.json",
 					     TCFS_GROUP_MAX + 1ull) &&
