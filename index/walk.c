@@ -112,7 +112,8 @@ static int walk_children_at(struct tcfs_walk *w, uint64_t dir,
 		w->sink->error(w->ctx, path, rc);
 		return rc;
 	}
-	qsort(kids, n, sizeof(*kids), by_name);
+	if (n > 1)	/* qsort's base may not be NULL, even for n == 0 */
+		qsort(kids, n, sizeof(*kids), by_name);
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n; i++) {
 			char sub[PATH_MAX];

@@ -317,7 +317,8 @@ int export_flat_run(const struct cli_common *co,
 		cli_lib_err("export", rc, tcfs_store_path(fl.s));
 		goto out;
 	}
-	qsort(ks, n, sizeof(*ks), by_name_key);
+	if (n > 1)
+		qsort(ks, n, sizeof(*ks), by_name_key);
 	flat_all(&fl, ks, n);
 	code = fl.failed ? CLI_FAIL : CLI_OK;
 	if (!quiet && print_summary(&fl, co->json) != CLI_OK)

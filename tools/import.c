@@ -287,7 +287,8 @@ static int list_dir(int fd, char ***out, size_t *n)
 		return rc;
 	}
 	closedir(d);
-	qsort(v, used, sizeof(*v), cmp_names);
+	if (used > 1)
+		qsort(v, used, sizeof(*v), cmp_names);
 	*out = v;
 	*n = used;
 	return 0;

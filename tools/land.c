@@ -16,6 +16,7 @@
 #include "index/err.h"
 #include "index/io.h"
 #include "index/name.h"
+#include "index/vec.h"
 #include "land.h"
 
 /* Key dirs are flat; vLLM's caches sit a few levels down. */
@@ -23,44 +24,38 @@
 
 /* What this landing made, undone in reverse on an error. */
 struct made {
-	char (*path)[PATH_MAX];
-	int *dir;
-	size_t n;
+	char path[PATH_MAX];
+	int dir;
 };
 
 struct land {
 	const char *src, *dst;
 	struct land_stats *st;
-	struct made made;
+	struct made *made;
+	size_t nmade, cap;
 };
 
 static int remember(struct land *l, const char *path, int dir)
 {
-	char (*np)[PATH_MAX];
-	int *nd;
+	struct made *m = tcfs_vec_push(&l->made, &l->nmade, &l->cap,
+				       sizeof(*m));
 
-	np = realloc(l->made.path, (l->made.n + 1) * sizeof(*np));
-	if (!np)
+	if (!m)
 		return -ENOMEM;
-	l->made.path = np;
-	nd = realloc(l->made.dir, (l->made.n + 1) * sizeof(*nd));
-	if (!nd)
-		return -ENOMEM;
-	l->made.dir = nd;
-	snprintf(np[l->made.n], PATH_MAX, "%s", path);
-	nd[l->made.n++] = dir;
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	m->dir = dir;
 	return 0;
 }
 
 static void undo(struct land *l)
 {
-	while (l->made.n) {
-		size_t i = --l->made.n;
+	while (l->nmade) {
+		const struct made *m = &l->made[--l->nmade];
 
-		if (l->made.dir[i])
-			rmdir(l->made.path[i]);
+		if (m->dir)
+			rmdir(m->path);
 		else
-			unlink(l->made.path[i]);
+			unlink(m->path);
 	}
 }
 
@@ -100,7 +95,8 @@ static int list(const char *dir, char ***out, size_t *n)
 			free(v);
 			return -ENOMEM;
 		}
-	qsort(v, *n, sizeof(*v), cmp_names);
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), cmp_names);
 	*out = v;
 	return 0;
 }
@@ -220,7 +216,7 @@ static int land_dir(struct land *l, const char *rel, int depth)
 
 int land_tree(const char *src, const char *dst, struct land_stats *st)
 {
-	struct land l = { src, dst, st, { 0 } };
+	struct land l = { src, dst, st, NULL, 0, 0 };
 	int rc;
 
 	*st = (struct land_stats){ 0 };
@@ -229,7 +225,6 @@ int land_tree(const char *src, const char *dst, struct land_stats *st)
 		undo(&l);
 		*st = (struct land_stats){ 0 };
 	}
-	free(l.made.path);
-	free(l.made.dir);
+	free(l.made);
 	return rc;
 }
