@@ -25,6 +25,7 @@
 #include "index/name.h"
 #include "index/ns.h"
 #include "index/store.h"
+#include "index/vec.h"
 #include "index/walk.h"
 #include "layer.h"
 #include "mcv.h"
@@ -44,8 +45,7 @@ struct pack {
 	struct layer_writer *lw;
 	const char *prefix;	/* MCV_TRITON_CACHE or MCV_VLLM_CACHE */
 	enum tcfs_group_filter filter;
-	struct mcv_entry *entries;
-	size_t nentries;
+	struct mcv_entries entries;	/* of the layer, then of the image */
 	uint64_t files, kernels, failed;
 	void *dirs;		/* dirs already in the layer (tsearch) */
 	/* --base */
@@ -56,7 +56,7 @@ struct pack {
 	size_t base_manifest_len;
 	/* the selection */
 	struct unit *units;
-	size_t nunits;
+	size_t nunits, units_cap;
 };
 
 static const char *const help =
@@ -164,19 +164,14 @@ static int sink_leave(void *ctx, const char *path, const struct tcfs_node *n,
 static int note_meta(struct pack *p, const struct tcfs_node *n,
 		     const char *bytes, size_t len)
 {
-	struct mcv_entry e, *nv;
+	struct mcv_entry e;
 	size_t nl = strlen(n->name);
 
 	if (nl < 6 || strcmp(n->name + nl - 5, ".json") != 0 ||
 	    tcfs_name_artifact(n->name) == TCFS_ART_GROUP ||
 	    !mcv_entry_of_meta(bytes, len, &e))
 		return 0;
-	nv = realloc(p->entries, (p->nentries + 1) * sizeof(*nv));
-	if (!nv)
-		return -ENOMEM;
-	p->entries = nv;
-	p->entries[p->nentries++] = e;
-	return 0;
+	return mcv_entries_add(&p->entries, &e);
 }
 
 static int sink_file(void *ctx, const char *path, const char *keydir,
@@ -234,13 +229,13 @@ static const struct tcfs_walk_sink tar_sink = {
 static int add_unit(struct pack *p, const struct tcfs_node *n,
 		    const char *path)
 {
-	struct unit *nv = realloc(p->units, (p->nunits + 1) * sizeof(*nv));
+	struct unit *u = tcfs_vec_push(&p->units, &p->nunits, &p->units_cap,
+				       sizeof(*u));
 
-	if (!nv)
+	if (!u)
 		return -ENOMEM;
-	p->units = nv;
-	snprintf(nv[p->nunits].path, sizeof(nv[p->nunits].path), "%s", path);
-	nv[p->nunits++].n = *n;
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	u->n = *n;
 	return 0;
 }
 
@@ -481,7 +476,7 @@ static int put_config(struct pack *p, struct oci_out *o, const char *diff_id,
 	labels = cfg ? cJSON_AddObjectToObject(cfg, "Labels") : NULL;
 	rc = labels ? mcv_labels_add(labels,
 				     vllm ? MCV_LABELS_VLLM : MCV_LABELS_TRITON,
-				     p->entries, p->nentries, cache_bytes)
+				     &p->entries, cache_bytes)
 		    : -ENOMEM;
 	rootfs = cJSON_AddObjectToObject(c, "rootfs");
 	if (rootfs)
@@ -547,38 +542,31 @@ static int put_manifest(struct pack *p, struct oci_out *o,
 static int put_mcv_manifest(struct pack *p)
 {
 	const int vllm = !strcmp(p->prefix, MCV_VLLM_CACHE);
+	struct mcv_entries all = { 0 };
 	char path[64], *text = NULL;
-	struct mcv_entry *all = NULL;
-	size_t n = 0, len = 0, used = 0;
+	size_t len = 0, base_n;
 	int rc = 0;
 
 	if (p->base_manifest &&
-	    mcv_manifest_read(p->base_manifest, p->base_manifest_len, &all,
-			      &n) < 0)
-		n = 0;	/* not MCV's: the delta's own entries only */
-	for (size_t i = 0; i < p->nentries; i++) {
+	    mcv_manifest_read(p->base_manifest, p->base_manifest_len,
+			      &all) < 0)
+		all.n = 0;	/* not MCV's: the delta's own entries only */
+	base_n = all.n;
+	for (size_t i = 0; rc == 0 && i < p->entries.n; i++) {
 		size_t j;
-		struct mcv_entry *nv;
 
-		for (j = 0; j < n && strcmp(all[j].hash, p->entries[i].hash);
+		for (j = 0; j < base_n && strcmp(all.v[j].hash,
+						 p->entries.v[i].hash);
 		     j++)
 			;
-		if (j < n)
-			continue;
-		nv = realloc(all, (n + 1) * sizeof(*nv));
-		if (!nv) {
-			free(all);
-			return -ENOMEM;
-		}
-		all = nv;
-		all[n++] = p->entries[i];
+		if (j == base_n)
+			rc = mcv_entries_add(&all, &p->entries.v[i]);
 	}
-	used = n;
-	free(p->entries);
+	free(p->entries.v);
 	p->entries = all;
-	p->nentries = used;
-	rc = mcv_manifest_write(all, used, vllm ? "vllm" : "triton", &text,
-				&len);
+	if (rc == 0)
+		rc = mcv_manifest_write(&all, vllm ? "vllm" : "triton", &text,
+					&len);
 	snprintf(path, sizeof(path), "%s",
 		 vllm ? MCV_VLLM_MANIFEST : MCV_TRITON_MANIFEST);
 	if (rc == 0)
@@ -628,7 +616,7 @@ static int print_summary(const struct pack *p, const char *dest,
 		cJSON_AddNumberToObject(o, "files", (double)p->files);
 		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
 		cJSON_AddNumberToObject(o, "manifest_entries",
-					(double)p->nentries);
+					(double)p->entries.n);
 		cJSON_AddNumberToObject(o, "base_layers",
 					(double)(p->has_base ? p->base.nlayers
 							     : 0));
@@ -815,7 +803,7 @@ int cmd_pack(int argc, char **argv)
 	tdestroy(p.dirs, free_str);
 	tdestroy(p.base_paths, free_str);
 	free(p.base_manifest);
-	free(p.entries);
+	free(p.entries.v);
 	free(p.units);
 	tcfs_store_close(p.s);
 	return rc < 0 ? CLI_FAIL : CLI_OK;

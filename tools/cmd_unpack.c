@@ -50,8 +50,7 @@ struct unpack {
 	char cache[PATH_MAX];	/* the cache within it */
 	char root[PATH_MAX];	/* what group files are to name: the mount
 				 * point, or the staged cache */
-	struct mcv_entry *entries;	/* kernels found in the cache */
-	size_t nentries;
+	struct mcv_entries entries;	/* kernels found in the cache */
 	uint64_t fit;		/* of those, kernels the GPUs here run */
 	int rc;			/* the first error of a tree walk */
 };
@@ -111,21 +110,19 @@ static uint64_t budget_of(const struct oci_image *img, int64_t max)
 
 /* The labels' targets against the GPUs here: refused when there are
  * GPUs and none of the targets is theirs (MCV's preflight). */
-static int check_targets(const struct unpack *u, const struct mcv_target *g,
-			 size_t ng)
+static int check_targets(const struct unpack *u, const struct mcv_targets *g)
 {
-	struct mcv_target *t = NULL;
+	struct mcv_targets t = { 0 };
 	char have[256];
-	size_t nt = 0;
-	int rc = mcv_labels_targets(u->img.labels, &t, &nt), fits = 0;
+	int rc = mcv_labels_targets(u->img.labels, &t), fits = 0;
 
-	for (size_t i = 0; i < nt; i++)
-		for (size_t j = 0; j < ng; j++)
-			fits |= mcv_target_fits(&t[i], &g[j]);
-	free(t);
-	if (rc < 0 || !nt || !ng || fits)
+	for (size_t i = 0; i < t.n; i++)
+		for (size_t j = 0; j < g->n; j++)
+			fits |= mcv_target_fits(&t.v[i], &g->v[j]);
+	free(t.v);
+	if (rc < 0 || !t.n || !g->n || fits)
 		return rc;
-	gpu_describe(g, ng, have, sizeof(have));
+	gpu_describe(g, have, sizeof(have));
 	return tcfs_err_set(-ENOEXEC, "%s: no kernel of the image is for the "
 			    "GPUs here (%s); --no-gpu-check unpacks anyway",
 			    u->src, have);
@@ -203,9 +200,9 @@ static int find_cache(struct unpack *u, char *manifest, size_t len)
 /* MCV's manifest.json, when the image has one, must be what it says. */
 static int check_manifest(const struct unpack *u, const char *path)
 {
-	struct mcv_entry *v = NULL;
+	struct mcv_entries v = { 0 };
 	char *buf = NULL;
-	size_t len = 0, n = 0;
+	size_t len = 0;
 	int fd, rc;
 
 	if (!path[0] || access(path, F_OK) < 0)
@@ -217,9 +214,9 @@ static int check_manifest(const struct unpack *u, const char *path)
 	rc = tcfs_io_read_small(fd, 64u << 20, &buf, &len);
 	close(fd);
 	if (rc == 0)
-		rc = mcv_manifest_read(buf, len, &v, &n);
+		rc = mcv_manifest_read(buf, len, &v);
 	free(buf);
-	free(v);
+	free(v.v);
 	if (rc < 0)
 		return tcfs_err_set(-EBADMSG, "%s: %s is not MCV's manifest "
 				    "(JSON of kernel entries)", u->src,
@@ -257,16 +254,8 @@ static int fix_file(const char *path, const struct stat *st, int flag,
 	}
 	close(fd);
 	if (tcfs_name_artifact(name) != TCFS_ART_GROUP) {
-		struct mcv_entry *nv;
-
-		if (mcv_entry_of_meta(buf, len, &e)) {
-			nv = realloc(u->entries, (u->nentries + 1) *
-							 sizeof(*nv));
-			if (!nv)
-				rc = -ENOMEM;
-			else
-				(u->entries = nv)[u->nentries++] = e;
-		}
+		if (mcv_entry_of_meta(buf, len, &e))
+			rc = mcv_entries_add(&u->entries, &e);
 		free(buf);
 		u->rc = u->rc ? u->rc : rc;
 		return 0;
@@ -306,16 +295,16 @@ static int fix_tree(struct unpack *u)
 }
 
 /* Kernels of the cache whose target a GPU here runs. */
-static void count_fit(struct unpack *u, const struct mcv_target *g, size_t ng)
+static void count_fit(struct unpack *u, const struct mcv_targets *g)
 {
-	for (size_t i = 0; i < u->nentries; i++) {
-		struct mcv_target k = { .warp_size = u->entries[i].warp_size };
+	for (size_t i = 0; i < u->entries.n; i++) {
+		const struct mcv_entry *e = &u->entries.v[i];
+		struct mcv_target k = { .warp_size = e->warp_size };
 
-		snprintf(k.backend, sizeof(k.backend), "%s",
-			 u->entries[i].backend);
-		snprintf(k.arch, sizeof(k.arch), "%s", u->entries[i].arch);
-		for (size_t j = 0; j < ng; j++)
-			if (mcv_target_fits(&k, &g[j])) {
+		snprintf(k.backend, sizeof(k.backend), "%s", e->backend);
+		snprintf(k.arch, sizeof(k.arch), "%s", e->arch);
+		for (size_t j = 0; j < g->n; j++)
+			if (mcv_target_fits(&k, &g->v[j])) {
 				u->fit++;
 				break;
 			}
@@ -356,7 +345,7 @@ static int print_summary(const struct unpack *u, const char *store,
 		cJSON_AddNumberToObject(o, "kept", (double)kept);
 		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
 		cJSON_AddNumberToObject(o, "image_kernels",
-					(double)u->nentries);
+					(double)u->entries.n);
 		if (ng)
 			cJSON_AddNumberToObject(o, "fit", (double)u->fit);
 		else
@@ -373,7 +362,7 @@ static int print_summary(const struct unpack *u, const char *store,
 		       (unsigned long long)kept);
 	if (ng)
 		printf("%llu of the image's %zu kernels fit the GPUs here: %s\n",
-		       (unsigned long long)u->fit, u->nentries, gpus);
+		       (unsigned long long)u->fit, u->entries.n, gpus);
 	else
 		printf("no GPU found here (nvidia-smi, rocminfo): targets not "
 		       "checked\n");
@@ -435,13 +424,12 @@ int cmd_unpack(int argc, char **argv)
 	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct unpack u = { 0 };
-	struct mcv_target *g = NULL;
+	struct mcv_targets g = { 0 };
 	struct oci_ref ref;
 	char store[PATH_MAX], mount[PATH_MAX] = "", mstore[PATH_MAX];
 	char manifest[PATH_MAX], gpus[256] = "";
 	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
 	int64_t max = 0;
-	size_t ng = 0;
 	int c, rc, gpu_check = 1, binary_only = 0, quiet = 0;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q", opts,
@@ -485,8 +473,8 @@ int cmd_unpack(int argc, char **argv)
 	if (rc == 0 && cli_find_mount(store, NULL, mstore, mount) < 0)
 		mount[0] = '\0';
 	if (rc == 0)
-		rc = gpu_detect(&g, &ng);
-	gpu_describe(g, ng, gpus, sizeof(gpus));
+		rc = gpu_detect(&g);
+	gpu_describe(&g, gpus, sizeof(gpus));
 	snprintf(u.stage, sizeof(u.stage), "%s/tcfs-unpack.XXXXXX", tmp_dir());
 	if (rc == 0 && !mkdtemp(u.stage)) {
 		rc = tcfs_err_errno(-errno, "%s", u.stage);
@@ -496,7 +484,7 @@ int cmd_unpack(int argc, char **argv)
 		rc = oci_image_open(&ref, tmp_dir(), max > 0 ? (uint64_t)max : 0,
 				    &u.img);
 	if (rc == 0 && gpu_check)
-		rc = check_targets(&u, g, ng);
+		rc = check_targets(&u, &g);
 	if (rc == 0)
 		rc = stage_layers(&u, max);
 	if (rc == 0)
@@ -515,11 +503,11 @@ int cmd_unpack(int argc, char **argv)
 		rc = fix_tree(&u);
 	}
 	if (rc == 0)
-		count_fit(&u, g, ng);
-	if (rc == 0 && gpu_check && ng && u.nentries && !u.fit)
+		count_fit(&u, &g);
+	if (rc == 0 && gpu_check && g.n && u.entries.n && !u.fit)
 		rc = tcfs_err_set(-ENOEXEC, "%s: none of its %zu kernels is "
 				  "for the GPUs here (%s); --no-gpu-check "
-				  "unpacks anyway", u.src, u.nentries, gpus);
+				  "unpacks anyway", u.src, u.entries.n, gpus);
 	if (rc == 0)
 		rc = land(&u, &co, mount, binary_only, quiet, &kernels, &files,
 			  &kept, &bytes);
@@ -529,11 +517,11 @@ int cmd_unpack(int argc, char **argv)
 			"was", u.src);
 	} else if (!quiet) {
 		print_summary(&u, store, mount, kernels, files, kept, bytes,
-			      ng, gpus, co.json);
+			      g.n, gpus, co.json);
 	}
 	oci_image_close(&u.img);
 	oci_rm_tree(u.stage);
-	free(u.entries);
-	free(g);
+	free(u.entries.v);
+	free(g.v);
 	return rc < 0 ? CLI_FAIL : CLI_OK;
 }

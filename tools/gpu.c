@@ -9,28 +9,18 @@
 
 #include "gpu.h"
 
-static int add(struct mcv_target **out, size_t *n, const char *backend,
-	       const char *arch, int64_t warp)
+static int add(struct mcv_targets *out, const char *backend, const char *arch,
+	       int64_t warp)
 {
-	struct mcv_target t = { .warp_size = warp }, *nv;
+	struct mcv_target t = { .warp_size = warp };
 
 	snprintf(t.backend, sizeof(t.backend), "%s", backend);
 	snprintf(t.arch, sizeof(t.arch), "%s", arch);
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*out)[i].backend, t.backend) &&
-		    !strcmp((*out)[i].arch, t.arch) &&
-		    (*out)[i].warp_size == warp)
-			return 0;
-	nv = realloc(*out, (*n + 1) * sizeof(**out));
-	if (!nv)
-		return -ENOMEM;
-	*out = nv;
-	(*out)[(*n)++] = t;
-	return 0;
+	return mcv_targets_add(out, &t);
 }
 
 /* "cuda:90:32,hip:gfx942:64" */
-static int from_env(const char *spec, struct mcv_target **out, size_t *n)
+static int from_env(const char *spec, struct mcv_targets *out)
 {
 	char *copy = strdup(spec), *save = NULL;
 	int rc = copy ? 0 : -ENOMEM;
@@ -41,7 +31,7 @@ static int from_env(const char *spec, struct mcv_target **out, size_t *n)
 		long long warp;
 
 		if (sscanf(t, "%31[^:]:%31[^:]:%lld", backend, arch, &warp) == 3)
-			rc = add(out, n, backend, arch, warp);
+			rc = add(out, backend, arch, warp);
 	}
 	free(copy);
 	return rc;
@@ -64,8 +54,7 @@ static int each_line(const char *cmd, int (*fn)(const char *line, void *ctx),
 }
 
 struct found {
-	struct mcv_target **out;
-	size_t *n;
+	struct mcv_targets *out;
 	char arch[32];		/* rocminfo: the agent's gfx name */
 };
 
@@ -79,7 +68,7 @@ static int nvidia_line(const char *line, void *ctx)
 	if (sscanf(line, "%d.%d", &major, &minor) != 2)
 		return 0;
 	snprintf(arch, sizeof(arch), "%d", major * 10 + minor);
-	return add(f->out, f->n, "cuda", arch, 32);
+	return add(f->out, "cuda", arch, 32);
 }
 
 /* rocminfo: an agent's "Name: gfx942", then its "Wavefront Size: 64". */
@@ -96,7 +85,7 @@ static int rocm_line(const char *line, void *ctx)
 	}
 	if (f->arch[0] &&
 	    sscanf(line, " Wavefront Size: %lld", &warp) == 1) {
-		int rc = add(f->out, f->n, "hip", f->arch, warp);
+		int rc = add(f->out, "hip", f->arch, warp);
 
 		f->arch[0] = '\0';
 		return rc;
@@ -104,16 +93,14 @@ static int rocm_line(const char *line, void *ctx)
 	return 0;
 }
 
-int gpu_detect(struct mcv_target **out, size_t *n)
+int gpu_detect(struct mcv_targets *out)
 {
 	const char *env = getenv("TCFS_GPUS");
-	struct found f = { out, n, "" };
+	struct found f = { out, "" };
 	int rc;
 
-	*out = NULL;
-	*n = 0;
 	if (env)
-		return from_env(env, out, n);
+		return from_env(env, out);
 	rc = each_line("nvidia-smi --query-gpu=compute_cap --format=csv,noheader"
 		       " 2>/dev/null",
 		       nvidia_line, &f);
@@ -122,9 +109,10 @@ int gpu_detect(struct mcv_target **out, size_t *n)
 	return rc;
 }
 
-void gpu_describe(const struct mcv_target *t, size_t n, char *buf,
-		  size_t len)
+void gpu_describe(const struct mcv_targets *l, char *buf, size_t len)
 {
+	const struct mcv_target *t = l->v;
+	const size_t n = l->n;
 	size_t used = 0;
 
 	buf[0] = '\0';

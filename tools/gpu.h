@@ -10,14 +10,13 @@
 
 #include "mcv.h"
 
-/* The targets present, distinct.  $TCFS_GPUS, when set, is taken instead
+/* The targets present, distinct, appended to out (n 0 when no GPU was
+ * found).  $TCFS_GPUS, when set, is taken instead
  * ("cuda:90:32,hip:gfx942:64"; "" for none): for machines whose tools
- * cannot be run, and for tests.  *out owned by the caller (free()); *n 0
- * when no GPU was found. */
-int gpu_detect(struct mcv_target **out, size_t *n);
+ * cannot be run, and for tests. */
+int gpu_detect(struct mcv_targets *out);
 
 /* "cuda 90 (warp 32), hip gfx942 (warp 64)" into buf. */
-void gpu_describe(const struct mcv_target *t, size_t n, char *buf,
-		  size_t len);
+void gpu_describe(const struct mcv_targets *t, char *buf, size_t len);
 
 #endif

@@ -16,6 +16,7 @@
 #include "index/err.h"
 #include "index/io.h"
 #include "layer.h"
+#include "untar.h"
 
 /* ---- writing ---- */
 
@@ -370,94 +371,27 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 	return 0;
 }
 
+struct vetting {
+	const char *where;
+	const char *dir;
+	void *seen;		/* the entries so far (tsearch) */
+};
+
+static int vet_layer(void *ctx, struct archive_entry *e)
+{
+	struct vetting *v = ctx;
+
+	return vet(v->where, v->dir, e, &v->seen);
+}
+
 int layer_extract(const char *file, const char *where, const char *dir,
 		  uint64_t *budget)
 {
-	struct archive *a = archive_read_new();
-	struct archive *w = archive_write_disk_new();
-	struct archive_entry *e;
-	void *seen = NULL;
-	int rc = 0, r, cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct vetting v = { where, dir, NULL };
+	struct untar u = { file, where, dir, budget, 1, vet_layer, &v };
+	int rc = untar_run(&u);
 
-	if (!a || !w) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	/* Entries are written relative to dir, the secure options of
-	 * libarchive refusing any that would leave it. */
-	if (cwd < 0 || chdir(dir) < 0) {
-		rc = tcfs_err_errno(-errno, "%s", dir);
-		goto out;
-	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-					   ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-					   ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
-					   ARCHIVE_EXTRACT_PERM);
-	if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
-		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
-				  archive_error_string(a));
-		goto out;
-	}
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		rc = vet(where, dir, e, &seen);
-		if (rc == 1) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0)
-			goto out;
-		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			rc = tcfs_err_set(-EPERM, "%s: entry '%s': %s", where,
-					  archive_entry_pathname(e),
-					  archive_error_string(w));
-			goto out;
-		}
-		for (;;) {
-			const void *buf;
-			size_t len;
-			la_int64_t off;
-
-			r = archive_read_data_block(a, &buf, &len, &off);
-			if (r == ARCHIVE_EOF)
-				break;
-			if (r != ARCHIVE_OK)
-				rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
-						  archive_error_string(a));
-			else if (len > *budget)
-				rc = tcfs_err_set(-EFBIG, "%s: expands past the "
-						  "limit on unpacked bytes (a "
-						  "decompression bomb?)",
-						  where);
-			else if (archive_write_data_block(w, buf, len, off) !=
-				 ARCHIVE_OK)
-				rc = tcfs_err_set(-EIO, "%s: %s", where,
-						  archive_error_string(w));
-			if (rc < 0)
-				goto out;
-			*budget -= len;
-		}
-		if (archive_write_finish_entry(w) != ARCHIVE_OK) {
-			rc = tcfs_err_set(-EIO, "%s: %s", where,
-					  archive_error_string(w));
-			goto out;
-		}
-	}
-	if (r != ARCHIVE_EOF)
-		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
-				  archive_error_string(a));
-out:
-	if (cwd >= 0) {
-		if (fchdir(cwd) < 0 && rc == 0)
-			rc = -errno;
-		close(cwd);
-	}
-	tdestroy(seen, free_str);
-	if (a)
-		archive_read_free(a);
-	if (w)
-		archive_write_free(w);
+	tdestroy(v.seen, free_str);
 	return rc;
 }
 

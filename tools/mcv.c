@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "index/kernel.h"
+#include "index/vec.h"
 #include "mcv.h"
 #include "oci.h"
 
@@ -123,6 +124,37 @@ static void dummy_key(struct mcv_entry *e)
 	hex_of(comp, e->dummy_key);
 }
 
+int mcv_entries_add(struct mcv_entries *l, const struct mcv_entry *e)
+{
+	struct mcv_entry *slot = tcfs_vec_push(&l->v, &l->n, &l->cap,
+					       sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = *e;
+	return 0;
+}
+
+static int same_target(const struct mcv_target *a, const struct mcv_target *b)
+{
+	return !strcmp(a->backend, b->backend) && !strcmp(a->arch, b->arch) &&
+	       a->warp_size == b->warp_size;
+}
+
+int mcv_targets_add(struct mcv_targets *l, const struct mcv_target *t)
+{
+	struct mcv_target *slot;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (same_target(&l->v[i], t))
+			return 0;
+	slot = tcfs_vec_push(&l->v, &l->n, &l->cap, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	*slot = *t;
+	return 0;
+}
+
 int mcv_entry_of_meta(const char *json, size_t len, struct mcv_entry *e)
 {
 	cJSON *doc = cJSON_ParseWithLength(json, len);
@@ -173,9 +205,11 @@ static void put_entry(struct buf *b, const struct mcv_entry *e,
 	put(b, ",\n%s  \"dummy_key\": \"%s\"\n%s}", ind, e->dummy_key, ind);
 }
 
-int mcv_manifest_write(const struct mcv_entry *v, size_t n, const char *kind,
+int mcv_manifest_write(const struct mcv_entries *l, const char *kind,
 		       char **out, size_t *len)
 {
+	const struct mcv_entry *v = l->v;
+	size_t n = l->n;
 	struct buf b = { 0 };
 
 	if (!n) {
@@ -207,18 +241,18 @@ int mcv_manifest_write(const struct mcv_entry *v, size_t n, const char *kind,
 	return 0;
 }
 
-static int append_entries(const cJSON *arr, struct mcv_entry **v, size_t *n)
+static int append_entries(const cJSON *arr, struct mcv_entries *l)
 {
 	const cJSON *j;
 
 	cJSON_ArrayForEach(j, arr) {
-		struct mcv_entry *nv, e = { 0 };
+		struct mcv_entry e = { 0 };
 		const cJSON *hash = cJSON_GetObjectItemCaseSensitive(j, "hash");
 		const cJSON *nested = cJSON_GetObjectItemCaseSensitive(
 			j, "TritonCacheEntries");
 
 		if (cJSON_IsArray(nested)) {
-			int rc = append_entries(nested, v, n);
+			int rc = append_entries(nested, l);
 
 			if (rc < 0)
 				return rc;
@@ -239,17 +273,13 @@ static int append_entries(const cJSON *arr, struct mcv_entry **v, size_t *n)
 									"debug"));
 		copy_field(e.dummy_key, sizeof(e.dummy_key),
 			   cJSON_GetObjectItemCaseSensitive(j, "dummy_key"));
-		nv = realloc(*v, (*n + 1) * sizeof(**v));
-		if (!nv)
+		if (mcv_entries_add(l, &e) < 0)
 			return -ENOMEM;
-		*v = nv;
-		(*v)[(*n)++] = e;
 	}
 	return 0;
 }
 
-int mcv_manifest_read(const char *json, size_t len, struct mcv_entry **v,
-		      size_t *n)
+int mcv_manifest_read(const char *json, size_t len, struct mcv_entries *l)
 {
 	cJSON *doc = cJSON_ParseWithLength(json, len);
 	const cJSON *arr = doc;
@@ -264,50 +294,41 @@ int mcv_manifest_read(const char *json, size_t len, struct mcv_entry **v,
 		cJSON_Delete(doc);
 		return -EBADMSG;
 	}
-	rc = append_entries(arr, v, n);
+	rc = append_entries(arr, l);
 	cJSON_Delete(doc);
 	return rc;
 }
 
-static int same_target(const struct mcv_target *a, const struct mcv_target *b)
-{
-	return !strcmp(a->backend, b->backend) && !strcmp(a->arch, b->arch) &&
-	       a->warp_size == b->warp_size;
-}
-
 int mcv_labels_add(cJSON *labels, const char *prefix,
-		   const struct mcv_entry *v, size_t n, uint64_t cache_bytes)
+		   const struct mcv_entries *l, uint64_t cache_bytes)
 {
-	struct mcv_target *t = calloc(n ? n : 1, sizeof(*t));
+	struct mcv_targets t = { 0 };
 	struct buf b = { 0 };
 	char key[128], num[32];
-	size_t nt = 0;
+	const size_t n = l->n;
 
-	if (!t)
-		return -ENOMEM;
 	/* Distinct targets in order of first appearance: the entries come
 	 * sorted, so the label is the same for the same content. */
 	for (size_t i = 0; i < n; i++) {
-		struct mcv_target c = { .warp_size = v[i].warp_size };
-		size_t j;
+		struct mcv_target c = { .warp_size = l->v[i].warp_size };
 
-		snprintf(c.backend, sizeof(c.backend), "%s", v[i].backend);
-		snprintf(c.arch, sizeof(c.arch), "%s", v[i].arch);
-		for (j = 0; j < nt && !same_target(&t[j], &c); j++)
-			;
-		if (j == nt)
-			t[nt++] = c;
+		snprintf(c.backend, sizeof(c.backend), "%s", l->v[i].backend);
+		snprintf(c.arch, sizeof(c.arch), "%s", l->v[i].arch);
+		if (mcv_targets_add(&t, &c) < 0) {
+			free(t.v);
+			return -ENOMEM;
+		}
 	}
 	put(&b, "{\"targets\":[");
-	for (size_t i = 0; i < nt; i++) {
+	for (size_t i = 0; i < t.n; i++) {
 		put(&b, "%s{\"backend\":", i ? "," : "");
-		put_gostr(&b, t[i].backend);
+		put_gostr(&b, t.v[i].backend);
 		put(&b, ",\"arch\":");
-		put_gostr(&b, t[i].arch);
-		put(&b, ",\"warp_size\":%" PRId64 "}", t[i].warp_size);
+		put_gostr(&b, t.v[i].arch);
+		put(&b, ",\"warp_size\":%" PRId64 "}", t.v[i].warp_size);
 	}
 	put(&b, "]}");
-	free(t);
+	free(t.v);
 	if (b.err) {
 		free(b.p);
 		return b.err;
@@ -325,31 +346,25 @@ int mcv_labels_add(cJSON *labels, const char *prefix,
 }
 
 /* Targets of a JSON array of {backend, arch, warp_size}. */
-static int targets_of(const cJSON *arr, struct mcv_target **out, size_t *n)
+static int targets_of(const cJSON *arr, struct mcv_targets *out)
 {
 	const cJSON *j;
 
 	cJSON_ArrayForEach(j, arr) {
-		struct mcv_target *nv, t = { 0 };
+		struct mcv_target t = { 0 };
 
 		copy_field(t.backend, sizeof(t.backend),
 			   cJSON_GetObjectItemCaseSensitive(j, "backend"));
 		copy_field(t.arch, sizeof(t.arch),
 			   cJSON_GetObjectItemCaseSensitive(j, "arch"));
 		t.warp_size = int_field(j, "warp_size", NULL);
-		if (!t.backend[0])
-			continue;
-		nv = realloc(*out, (*n + 1) * sizeof(**out));
-		if (!nv)
+		if (t.backend[0] && mcv_targets_add(out, &t) < 0)
 			return -ENOMEM;
-		*out = nv;
-		(*out)[(*n)++] = t;
 	}
 	return 0;
 }
 
-int mcv_labels_targets(const cJSON *labels, struct mcv_target **out,
-		       size_t *n)
+int mcv_labels_targets(const cJSON *labels, struct mcv_targets *out)
 {
 	static const char *const names[] = {
 		MCV_LABELS_TRITON "/summary",
@@ -358,9 +373,7 @@ int mcv_labels_targets(const cJSON *labels, struct mcv_target **out,
 	};
 	int rc = 0;
 
-	*out = NULL;
-	*n = 0;
-	for (size_t i = 0; rc == 0 && !*n && i < 3; i++) {
+	for (size_t i = 0; rc == 0 && !out->n && i < 3; i++) {
 		const cJSON *l = cJSON_GetObjectItemCaseSensitive(labels,
 								  names[i]);
 		cJSON *doc = cJSON_IsString(l) ? cJSON_Parse(l->valuestring)
@@ -371,7 +384,7 @@ int mcv_labels_targets(const cJSON *labels, struct mcv_target **out,
 						     doc, "targets");
 
 		if (cJSON_IsArray(arr))
-			rc = targets_of(arr, out, n);
+			rc = targets_of(arr, out);
 		cJSON_Delete(doc);
 	}
 	return rc;

@@ -41,30 +41,43 @@ struct mcv_target {
 	int64_t warp_size;
 };
 
+/* Growing lists of them (index/vec.h): v owned by the holder (free()). */
+struct mcv_entries {
+	struct mcv_entry *v;
+	size_t n, cap;
+};
+struct mcv_targets {
+	struct mcv_target *v;
+	size_t n, cap;
+};
+
+/* Appends e: 0 or -ENOMEM. */
+int mcv_entries_add(struct mcv_entries *l, const struct mcv_entry *e);
+/* Appends t unless l has it: 0 or -ENOMEM. */
+int mcv_targets_add(struct mcv_targets *l, const struct mcv_target *t);
+
 /* 1 and *e when json is a kernel's metadata (a "hash" and a "target"),
  * as MCV recognises it; 0 when it is not. */
 int mcv_entry_of_meta(const char *json, size_t len, struct mcv_entry *e);
 
 /* The manifest.json MCV writes: {"KIND": [entries]} (kind "triton" or
  * "vllm"), Go's MarshalIndent.  *out owned by the caller (free()). */
-int mcv_manifest_write(const struct mcv_entry *v, size_t n, const char *kind,
+int mcv_manifest_write(const struct mcv_entries *l, const char *kind,
 		       char **out, size_t *len);
 
 /* Entries of a manifest.json, current ({"triton": [...]}) or older (a
- * bare array) form, appended to *v (owned by the caller, free()).
- * -EBADMSG when it is not JSON of either form. */
-int mcv_manifest_read(const char *json, size_t len, struct mcv_entry **v,
-		      size_t *n);
+ * bare array) form, appended to l.  -EBADMSG when it is not JSON of
+ * either form. */
+int mcv_manifest_read(const char *json, size_t len, struct mcv_entries *l);
 
-/* Adds the labels for entries v, the cache being cache_bytes, under
+/* Adds the labels for entries l, the cache being cache_bytes, under
  * prefix (MCV_LABELS_*) to labels. */
 int mcv_labels_add(cJSON *labels, const char *prefix,
-		   const struct mcv_entry *v, size_t n, uint64_t cache_bytes);
+		   const struct mcv_entries *l, uint64_t cache_bytes);
 
-/* The targets an image's labels name: its summary, else the older
- * metadata label.  *out owned by the caller (free()); *n 0 when none. */
-int mcv_labels_targets(const cJSON *labels, struct mcv_target **out,
-		       size_t *n);
+/* The targets an image's labels name (its summary, else the older
+ * metadata label), appended to out. */
+int mcv_labels_targets(const cJSON *labels, struct mcv_targets *out);
 
 /* Whether a kernel of target k runs on a GPU of target g ("90", "sm90"
  * and "sm_90" are one arch). */

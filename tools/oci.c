@@ -18,6 +18,7 @@
 #include "index/err.h"
 #include "index/io.h"
 #include "oci.h"
+#include "untar.h"
 
 /* A path made of a layout's dir (below PATH_MAX) and a name in it. */
 #define OCI_PATH (2 * PATH_MAX + 16)
@@ -332,118 +333,51 @@ static const char *safe_name(const char *name)
 	return name;
 }
 
-/* Extracts an archive of regular files and dirs into dir (made by us,
- * empty), refusing anything else before writing it. */
+struct flat {
+	const char *file;
+	size_t count;
+};
+
+/* An entry of an image archive: a file, a dir, or a link that stays in
+ * it, under a safe name, owned by us and private. */
+static int vet_flat(void *ctx, struct archive_entry *e)
+{
+	struct flat *f = ctx;
+	const char *name = safe_name(archive_entry_pathname(e));
+	const char *target = archive_entry_symlink(e);
+	mode_t type = archive_entry_filetype(e);
+
+	if (!name)
+		return tcfs_err_set(-EPERM, "%s: entry '%s' leaves the "
+				    "archive", f->file,
+				    archive_entry_pathname(e));
+	if (type == AE_IFLNK && !oci_link_stays(name, target ? target : ""))
+		return tcfs_err_set(-EPERM, "%s: symlink '%s' leads out of the "
+				    "archive", f->file, name);
+	if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+		return tcfs_err_set(-EPERM, "%s: entry '%s' is not a file, "
+				    "directory or link", f->file, name);
+	if (archive_entry_hardlink(e))
+		return tcfs_err_set(-EPERM, "%s: entry '%s' is a hard link",
+				    f->file, name);
+	if (++f->count > OCI_ARCHIVE_ENTRIES_MAX)
+		return tcfs_err_set(-EFBIG, "%s: over %u entries", f->file,
+				    OCI_ARCHIVE_ENTRIES_MAX);
+	archive_entry_set_pathname(e, name);
+	if (type != AE_IFLNK)
+		archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
+	archive_entry_set_uid(e, getuid());
+	archive_entry_set_gid(e, getgid());
+	return 0;
+}
+
+/* Extracts an image archive into dir (made by us, empty). */
 static int untar_flat(const char *file, const char *dir, uint64_t max)
 {
-	struct archive *a = archive_read_new();
-	struct archive *w = archive_write_disk_new();
-	struct archive_entry *e;
-	uint64_t total = 0;
-	size_t count = 0;
-	int rc = 0, r, cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct flat f = { file, 0 };
+	struct untar u = { file, file, dir, &max, 0, vet_flat, &f };
 
-	if (!a || !w) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	/* Entries are written relative to dir, the secure options of
-	 * libarchive refusing any that would leave it. */
-	if (cwd < 0 || chdir(dir) < 0) {
-		rc = tcfs_err_errno(-errno, "%s", dir);
-		goto out;
-	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-					   ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-					   ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
-					   ARCHIVE_EXTRACT_NO_OVERWRITE);
-	if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
-		rc = tcfs_err_set(-EBADMSG, "%s: %s", file,
-				  archive_error_string(a));
-		goto out;
-	}
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *name = safe_name(archive_entry_pathname(e));
-		mode_t type = archive_entry_filetype(e);
-
-		if (!name)
-			rc = tcfs_err_set(-EPERM, "%s: entry '%s' leaves the "
-					  "archive", file,
-					  archive_entry_pathname(e));
-		else if (type == AE_IFLNK &&
-			 !oci_link_stays(name, archive_entry_symlink(e)
-						       ? archive_entry_symlink(e)
-						       : ""))
-			rc = tcfs_err_set(-EPERM, "%s: symlink '%s' leads out "
-					  "of the archive", file, name);
-		else if (type != AE_IFREG && type != AE_IFDIR &&
-			 type != AE_IFLNK)
-			rc = tcfs_err_set(-EPERM, "%s: entry '%s' is not a "
-					  "file, directory or link", file, name);
-		else if (archive_entry_hardlink(e))
-			rc = tcfs_err_set(-EPERM, "%s: entry '%s' is a hard "
-					  "link", file, name);
-		else if (++count > OCI_ARCHIVE_ENTRIES_MAX)
-			rc = tcfs_err_set(-EFBIG, "%s: over %u entries", file,
-					  OCI_ARCHIVE_ENTRIES_MAX);
-		if (rc < 0)
-			goto out;
-		archive_entry_set_pathname(e, name);
-		if (type != AE_IFLNK)
-			archive_entry_set_perm(e, type == AE_IFDIR ? 0700
-								   : 0600);
-		archive_entry_set_uid(e, getuid());
-		archive_entry_set_gid(e, getgid());
-		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			rc = tcfs_err_set(-EPERM, "%s: entry '%s': %s", file,
-					  name, archive_error_string(w));
-			goto out;
-		}
-		for (;;) {
-			const void *buf;
-			size_t len;
-			la_int64_t off;
-
-			r = archive_read_data_block(a, &buf, &len, &off);
-			if (r == ARCHIVE_EOF)
-				break;
-			total += len;
-			if (r != ARCHIVE_OK)
-				rc = tcfs_err_set(-EBADMSG, "%s: %s", file,
-						  archive_error_string(a));
-			else if (total > max)
-				rc = tcfs_err_set(-EFBIG, "%s: expands past "
-						  "%llu bytes", file,
-						  (unsigned long long)max);
-			else if (archive_write_data_block(w, buf, len, off) !=
-				 ARCHIVE_OK)
-				rc = tcfs_err_set(-EIO, "%s/%s: %s", dir, name,
-						  archive_error_string(w));
-			if (rc < 0)
-				goto out;
-		}
-		if (archive_write_finish_entry(w) != ARCHIVE_OK) {
-			rc = tcfs_err_set(-EIO, "%s/%s: %s", dir, name,
-					  archive_error_string(w));
-			goto out;
-		}
-	}
-	if (r != ARCHIVE_EOF)
-		rc = tcfs_err_set(-EBADMSG, "%s: %s", file,
-				  archive_error_string(a));
-out:
-	if (cwd >= 0) {
-		if (fchdir(cwd) < 0 && rc == 0)
-			rc = -errno;
-		close(cwd);
-	}
-	if (a)
-		archive_read_free(a);
-	if (w)
-		archive_write_free(w);
-	return rc;
+	return untar_run(&u);
 }
 
 /* ---- reading an image ---- */
@@ -1048,7 +982,8 @@ static int tar_add_tree(struct archive *a, const char *base, const char *rel)
 		n += rc == 0;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), by_str);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), by_str);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char sub[PATH_MAX], full[OCI_PATH];
 		struct archive_entry *e = archive_entry_new();

@@ -1,0 +1,32 @@
+/*
+ * untar: a tar stream (compressed or not) extracted into a directory,
+ * each entry shown to the caller's vet before anything of it is written,
+ * its data counted against a budget: what an image's layers and the
+ * archives holding images share.
+ */
+#ifndef TCFS_TOOLS_UNTAR_H
+#define TCFS_TOOLS_UNTAR_H
+
+#include <stdint.h>
+
+struct archive_entry;
+
+struct untar {
+	const char *file;	/* the archive */
+	const char *where;	/* names it in messages */
+	const char *dir;	/* extracted into */
+	uint64_t *budget;	/* bytes of file data still allowed */
+	int overwrite;		/* replace what is there (later layers) */
+	/* Checks e and may rewrite it (its path made canonical, its mode):
+	 * 0 to write it, 1 to skip it, or -errno with a message.  Paths are
+	 * relative to dir. */
+	int (*vet)(void *ctx, struct archive_entry *e);
+	void *ctx;
+};
+
+/* Extracts u->file into u->dir; libarchive's secure options refuse, on
+ * top of the vet, any entry that would land outside dir or write
+ * through a symlink.  0, or -errno with a message. */
+int untar_run(const struct untar *u);
+
+#endif
