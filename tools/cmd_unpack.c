@@ -52,6 +52,7 @@ struct unpack {
 				 * point, or the staged cache */
 	struct mcv_entries entries;	/* kernels found in the cache */
 	uint64_t fit;		/* of those, kernels the GPUs here run */
+	int binary_only;	/* group files to list no IR */
 	int rc;			/* the first error of a tree walk */
 };
 
@@ -270,7 +271,9 @@ static int fix_file(const char *path, const struct stat *st, int flag,
 				    &tmpl, &tlen);
 	if (rc == 1)
 		rc = tcfs_group_render(tmpl, tlen, u->root, key,
-				       TCFS_GROUP_ALL, &out, &olen);
+				       u->binary_only ? TCFS_GROUP_BINARY_ONLY
+						      : TCFS_GROUP_ALL,
+				       &out, &olen);
 	if (rc == 0 && out) {
 		fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
 		rc = fd < 0 ? -errno : tcfs_io_write_all(fd, out, olen);
@@ -372,20 +375,19 @@ static int print_summary(const struct unpack *u, const char *store,
 /* Lands the staged cache: through the mount, or into the store as one
  * transaction. */
 static int land(struct unpack *u, struct cli_common *co, const char *mount,
-		int binary_only, int quiet, uint64_t *kernels, uint64_t *files,
-		uint64_t *kept, uint64_t *bytes)
+		uint64_t *kernels, uint64_t *files, uint64_t *kept,
+		uint64_t *bytes)
 {
 	struct import_opts o = { .cmd = "unpack", .quiet = 1, .tree = 1,
-				 .atomic = 1, .binary_only = binary_only };
+				 .atomic = 1, .binary_only = u->binary_only };
 	struct tcfs_store *s;
 	struct import im;
 	int rc;
 
-	(void)quiet;
 	if (mount[0]) {
 		struct land_stats st;
 
-		rc = land_tree(u->cache, mount, &st);
+		rc = land_tree(u->cache, mount, u->binary_only, &st);
 		*kernels = st.kernels;
 		*files = st.files;
 		*kept = st.kept;
@@ -430,7 +432,7 @@ int cmd_unpack(int argc, char **argv)
 	char manifest[PATH_MAX], gpus[256] = "";
 	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
 	int64_t max = 0;
-	int c, rc, gpu_check = 1, binary_only = 0, quiet = 0;
+	int c, rc, gpu_check = 1, quiet = 0;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q", opts,
 				NULL)) != -1) {
@@ -452,7 +454,7 @@ int cmd_unpack(int argc, char **argv)
 						     optarg);
 			break;
 		case 'I':
-			binary_only = 1;
+			u.binary_only = 1;
 			break;
 		case 'q':
 			quiet = 1;
@@ -509,8 +511,7 @@ int cmd_unpack(int argc, char **argv)
 				  "for the GPUs here (%s); --no-gpu-check "
 				  "unpacks anyway", u.src, u.entries.n, gpus);
 	if (rc == 0)
-		rc = land(&u, &co, mount, binary_only, quiet, &kernels, &files,
-			  &kept, &bytes);
+		rc = land(&u, &co, mount, &kernels, &files, &kept, &bytes);
 	if (rc < 0) {
 		cli_lib_err("unpack", rc, u.src);
 		cli_err("unpack", "%s: nothing unpacked; the store is as it "

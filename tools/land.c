@@ -30,6 +30,7 @@ struct made {
 
 struct land {
 	const char *src, *dst;
+	int binary_only;	/* IR files stay behind */
 	struct land_stats *st;
 	struct made *made;
 	size_t nmade, cap;
@@ -176,6 +177,9 @@ static int land_dir(struct land *l, const char *rel, int depth)
 			rc = tcfs_err_errno(-errno, "%s", src);
 			break;
 		}
+		if (l->binary_only && !S_ISDIR(st.st_mode) &&
+		    tcfs_name_artifact(names[i]) == TCFS_ART_IR)
+			continue;	/* as import --binary-only drops them */
 		if (lstat(to, &there) == 0) {
 			if (S_ISDIR(st.st_mode) && S_ISDIR(there.st_mode))
 				rc = land_dir(l, sub, depth + 1);
@@ -214,9 +218,10 @@ static int land_dir(struct land *l, const char *rel, int depth)
 	return rc;
 }
 
-int land_tree(const char *src, const char *dst, struct land_stats *st)
+int land_tree(const char *src, const char *dst, int binary_only,
+	      struct land_stats *st)
 {
-	struct land l = { src, dst, st, NULL, 0, 0 };
+	struct land l = { src, dst, binary_only, st, NULL, 0, 0 };
 	int rc;
 
 	*st = (struct land_stats){ 0 };

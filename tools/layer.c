@@ -95,6 +95,16 @@ int layer_writer_open(const char *dir, struct layer_writer **out)
 		return -ENOMEM;
 	snprintf(w->path, sizeof(w->path), "%s/.layer.XXXXXX", dir);
 	w->fd = mkostemp(w->path, O_CLOEXEC);
+	/* mkostemp makes it 0600; it becomes a blob anyone may read, as
+	 * the others are that skopeo and umoci write. */
+	if (w->fd >= 0 && fchmod(w->fd, 0644) < 0) {
+		int saved = errno;
+
+		close(w->fd);
+		unlink(w->path);
+		w->fd = -1;
+		errno = saved;
+	}
 	if (w->fd < 0) {
 		rc = tcfs_err_errno(-errno, "%s", w->path);
 		w->path[0] = '\0';

@@ -48,25 +48,26 @@ int untar_run(const struct untar *u)
 		rc = -ENOMEM;
 		goto out;
 	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	/* Opened before the chdir, so a relative file name still works. */
+	if (archive_read_open_filename(a, u->file, 1 << 16) != ARCHIVE_OK) {
+		rc = tcfs_err_set(-EBADMSG, "%s: %s", u->where,
+				  archive_error_string(a));
+		goto out;
+	}
 	/* Entries are written relative to dir, the secure options of
 	 * libarchive refusing any that would leave it. */
 	if (cwd < 0 || chdir(u->dir) < 0) {
 		rc = tcfs_err_errno(-errno, "%s", u->dir);
 		goto out;
 	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
 	archive_write_disk_set_options(
 		w, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 			   ARCHIVE_EXTRACT_SECURE_SYMLINKS |
 			   ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
 			   ARCHIVE_EXTRACT_PERM |
 			   (u->overwrite ? 0 : ARCHIVE_EXTRACT_NO_OVERWRITE));
-	if (archive_read_open_filename(a, u->file, 1 << 16) != ARCHIVE_OK) {
-		rc = tcfs_err_set(-EBADMSG, "%s: %s", u->where,
-				  archive_error_string(a));
-		goto out;
-	}
 	while (rc == 0 && (r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		rc = u->vet(u->ctx, e);
 		if (rc == 1) {

@@ -53,6 +53,8 @@ tcfs pack --store "$S" --json "$I:v1"
 check_rc "pack it into an image layout" 0
 D1=$(json_get "$OUT" digest)
 check_eq "the summary counts every kernel" "$N" "$(json_get "$OUT" kernels)"
+check_eq "every blob readable by all, as skopeo writes them" "" \
+	"$(find "$I/blobs" -type f ! -perm -0444 | sed -n 1p)"
 tcfs pack --store "$S" --json "$I:again"
 check_eq "packed again: the same digest" "$D1" "$(json_get "$OUT" digest)"
 tcfs pack --store "$S" --json "oci-archive:$T_TMP/a.tar"
@@ -119,6 +121,19 @@ check_eq "... every kernel" "$N" "$(kernels_of "$T_TMP/s-ociarch")"
 tcfs unpack --store "$T_TMP/s-ourarch" "$T_TMP/a.tar"
 check_rc "unpack tcfs's own oci-archive as a bare FILE" 0
 check_eq "... every kernel" "$N" "$(kernels_of "$T_TMP/s-ourarch")"
+# Paths relative to the working directory, as a user types them.
+cd "$T_TMP" || exit 1
+tcfs unpack --store "$T_TMP/s-rel1" a.tar
+check_rc "unpack of a relative FILE" 0
+tcfs unpack --store "$T_TMP/s-rel2" oci-archive:b.tar
+check_rc "unpack of a relative oci-archive:" 0
+tcfs unpack --store "$T_TMP/s-rel3" img:v1
+check_rc "unpack of a relative layout" 0
+check_eq "... every kernel" "$N" "$(kernels_of "$T_TMP/s-rel3")"
+tcfs pack --store "$S" --base oci-archive:a.tar img:relbase
+check_grep "pack --base reads a relative oci-archive:" \
+	"the base holds every kernel selected" "$ERR"
+cd - >/dev/null || exit 1
 
 # --- images others made -----------------------------------------------------
 # manifest.json and the summary label, byte for byte as MCV writes them
@@ -281,6 +296,22 @@ if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
 	tcfs umount "$M4"
 	run "$TCFS" fsck --store "$S4"
 	check_rc "the store unpacked into while mounted checks clean" 0
+
+	S5=$T_TMP/store5
+	M5=$T_TMP/mnt5
+	mkdir -p "$M5"
+	at_exit "fusermount3 -uz '$M5'"
+	tcfs mount --store "$S5" "$M5"
+	tcfs unpack --store "$S5" --binary-only "$I:v1"
+	check_rc "unpack --binary-only while mounted" 0
+	check_eq "... no IR file lands in the mount" "" \
+		"$(find "$M5" -path "$M5/by-*" -prune -o \( -name '*.ttir' -o -name '*.ttgir' -o -name '*.llir' -o -name '*.ptx' -o -name '*.amdgcn' \) -print | sed -n 1p)"
+	g=$(find "$M5" -path "$M5/by-*" -prune -o -name '__grp__*.json' -print | sed -n 1p)
+	check_eq "... and its group files list only what is there" "ok" \
+		"$(python3 -c 'import json,os,sys; g=sys.argv[1]; d=os.path.dirname(g); print("ok" if all(v == os.path.join(d, c) and os.path.exists(v) and not c.endswith((".ttir", ".ttgir", ".llir", ".ptx", ".amdgcn")) for c, v in json.load(open(g))["child_paths"].items()) else "bad")' "$g")"
+	tcfs umount "$M5"
+	run "$TCFS" fsck --store "$S5"
+	check_rc "... and the store checks clean" 0
 else
 	skip "no /dev/fuse: the working set and unpack while mounted"
 fi
