@@ -454,6 +454,29 @@ static void drop_added(struct import *im, size_t from)
 	im->nadded = from;
 }
 
+/* After one transaction (a key dir, a loose file) that began with the
+ * stats at *before and nadded blobs added: on failure its blobs taken
+ * back and its counts undone but for the skips it made, else its new
+ * bytes counted.  Returns rc. */
+static int settle(struct import *im, struct import_stats *before,
+		  size_t nadded, int rc)
+{
+	if (rc < 0) {
+		drop_added(im, nadded);
+		before->failed_dirs++;
+		before->skipped = im->st.skipped;
+		im->st = *before;
+		if (im->o.atomic)
+			im->fatal = 1;
+		return rc;
+	}
+	for (size_t i = nadded; i < im->nadded; i++)
+		im->st.new_blob_bytes += im->added_size[i];
+	if (!im->o.atomic)
+		im->nadded = 0;
+	return 0;
+}
+
 /* Imports key dir name of dir parent (at path, below SRC) as one
  * transaction: it lands whole or not at all. */
 static void import_keydir(struct import *im, int dirfd,
@@ -490,19 +513,8 @@ static void import_keydir(struct import *im, int dirfd,
 		file_err(im, rc, path);
 	}
 	close(fd);
-	if (rc < 0) {
-		drop_added(im, nadded);
-		before.failed_dirs++;
-		before.skipped = im->st.skipped;
-		im->st = before;
-		if (im->o.atomic)
-			im->fatal = 1;
+	if (settle(im, &before, nadded, rc) < 0)
 		return;
-	}
-	for (size_t i = nadded; i < im->nadded; i++)
-		im->st.new_blob_bytes += im->added_size[i];
-	if (!im->o.atomic)
-		im->nadded = 0;
 	im->st.keydirs++;
 	if (!im->o.atomic && ++im->batch_dirs >= BATCH_DIRS)
 		commit_batch(im);
@@ -524,19 +536,7 @@ static void import_loose(struct import *im, int dirfd,
 			file_err(im, rc, path);
 		rc = tcfs_store_end(im->s, rc);
 	}
-	if (rc < 0) {
-		drop_added(im, nadded);
-		before.skipped = im->st.skipped;
-		before.failed_dirs++;
-		im->st = before;
-		if (im->o.atomic)
-			im->fatal = 1;
-		return;
-	}
-	for (size_t i = nadded; i < im->nadded; i++)
-		im->st.new_blob_bytes += im->added_size[i];
-	if (!im->o.atomic)
-		im->nadded = 0;
+	settle(im, &before, nadded, rc);
 }
 
 /* The entries of a cache root: key dirs, and with tree mode the dirs
