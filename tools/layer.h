@@ -34,7 +34,7 @@ int layer_writer_close(struct layer_writer *w, struct oci_desc *d,
 void layer_writer_abort(struct layer_writer *w);
 
 /* Extracts the layer file into dir, over what earlier layers put there
- * (OCI whiteouts applied), reading at most *budget bytes of file data
+ * (OCI whiteouts applied), its entries expanding to at most *budget bytes
  * (decremented).  Refused, before anything of the entry is written:
  * absolute paths, "..", names over 255 bytes, links that lead out of
  * dir, devices and fifos, an entry twice, a corrupt stream; where says

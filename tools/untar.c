@@ -10,7 +10,8 @@
 #include "index/err.h"
 #include "untar.h"
 
-/* Copies the data of the entry just written, within the budget. */
+/* Copies the data of the entry just written (charged already: libarchive
+ * gives no more than its size). */
 static int copy_data(const struct untar *u, struct archive *a,
 		     struct archive *w)
 {
@@ -25,15 +26,27 @@ static int copy_data(const struct untar *u, struct archive *a,
 		if (r != ARCHIVE_OK)
 			return tcfs_err_set(-EBADMSG, "%s: %s", u->where,
 					    archive_error_string(a));
-		if (len > *u->budget)
-			return tcfs_err_set(-EFBIG, "%s: expands past the limit "
-					    "on unpacked bytes (a "
-					    "decompression bomb?)", u->where);
 		if (archive_write_data_block(w, buf, len, off) != ARCHIVE_OK)
 			return tcfs_err_set(-EIO, "%s: %s", u->where,
 					    archive_error_string(w));
-		*u->budget -= len;
 	}
+}
+
+/* Charges an entry's size to the budget before any of it is written:
+ * its size, not the bytes stored, as a sparse file stores almost none
+ * of a size that every later reader of it pays in full. */
+static int charge(const struct untar *u, struct archive_entry *e)
+{
+	la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e)
+						       : 0;
+
+	if (size < 0 || (uint64_t)size > *u->budget)
+		return tcfs_err_set(-EFBIG, "%s: entry '%s' expands past the "
+				    "limit on unpacked bytes (a "
+				    "decompression bomb?)", u->where,
+				    archive_entry_pathname(e));
+	*u->budget -= (uint64_t)size;
+	return 0;
 }
 
 int untar_run(const struct untar *u)
@@ -74,6 +87,8 @@ int untar_run(const struct untar *u)
 			rc = 0;
 			continue;
 		}
+		if (rc == 0)
+			rc = charge(u, e);
 		if (rc == 0 && archive_write_header(w, e) != ARCHIVE_OK)
 			rc = tcfs_err_set(-EPERM, "%s: entry '%s': %s",
 					  u->where, archive_entry_pathname(e),

@@ -1,7 +1,7 @@
 /*
  * untar: a tar stream (compressed or not) extracted into a directory,
  * each entry shown to the caller's vet before anything of it is written,
- * its data counted against a budget: what an image's layers and the
+ * its size counted against a budget: what an image's layers and the
  * archives holding images share.
  */
 #ifndef TCFS_TOOLS_UNTAR_H
@@ -15,7 +15,7 @@ struct untar {
 	const char *file;	/* the archive */
 	const char *where;	/* names it in messages */
 	const char *dir;	/* extracted into */
-	uint64_t *budget;	/* bytes of file data still allowed */
+	uint64_t *budget;	/* bytes the entries may still expand to */
 	int overwrite;		/* replace what is there (later layers) */
 	/* Checks e and may rewrite it (its path made canonical, its mode):
 	 * 0 to write it, 1 to skip it, or -errno with a message.  Paths are

@@ -67,6 +67,7 @@ MCV_CACHE = "io.triton.cache/"
 MCV_MANIFEST = "io.triton.manifest/manifest.json"
 
 BOMB_SIZE = 2 << 30  # 2 GiB of zeros: past any sane per-file or per-image limit
+SPARSE_SIZE = 1 << 40  # 1 TiB, all but a byte of it a hole
 
 
 def fail(msg):
@@ -638,6 +639,19 @@ def k_bomb(img, out):
     img.write(out)
 
 
+def k_sparse(img, out):
+    # A PAX sparse file (format 1.0): one byte stored, 1 TiB once written
+    # out.  The size counts against the budget, not the bytes stored.
+    name = in_key(img, "sparse.bin")
+    data = b"1\n0\n1\n".ljust(512, b"\0") + b"x"
+    ti = tarinfo(name, size=len(data))
+    ti.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                      "GNU.sparse.name": name,
+                      "GNU.sparse.realsize": str(SPARSE_SIZE)}
+    img.add((ti, lambda: io.BytesIO(data)))
+    img.write(out)
+
+
 def k_duplicate(img, out):
     ti, opener = first_file(img)
     with opener() as f:
@@ -709,6 +723,7 @@ KINDS = {
     "truncated-gzip": (k_truncated_gzip, "the layer's gzip cut in half"),
     "corrupt-gzip": (k_corrupt_gzip, "512 bytes mid-deflate overwritten"),
     "bomb": (k_bomb, "KEY/zeros.bin: 2 GiB of zeros in a ~2 MB gzip"),
+    "sparse": (k_sparse, "KEY/sparse.bin: a 1 TiB sparse file, 1 byte stored"),
     "duplicate": (k_duplicate, "one file path twice, different bytes"),
     "longname": (k_longname, "a file name of 300 bytes"),
     "manifest-not-json": (k_manifest_not_json, "the manifest blob is {not json"),
