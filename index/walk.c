@@ -10,42 +10,12 @@
 
 #include "cas.h"
 #include "err.h"
-#include "hash.h"
 #include "name.h"
 #include "store.h"
 #include "walk.h"
 
 /* Key dirs are flat; Inductor's and vLLM's roots sit a few levels down. */
 #define DEPTH_MAX 16
-
-/* A blob's bytes, checked against its name: a damaged one is never
- * handed to a sink.  *buf owned by the caller (free()). */
-static int read_verified(struct tcfs_walk *w, const struct tcfs_node *n,
-			 char **buf, size_t *len)
-{
-	struct tcfs_hash got;
-	int rc;
-
-	rc = tcfs_cas_read_checked(tcfs_store_cas(w->s), &n->blob,
-				   n->fmt == TCFS_FMT_GROUP ? TCFS_GROUP_MAX
-							    : SIZE_MAX,
-				   buf, len);
-	if (rc < 0) {
-		*buf = NULL;	/* freed by the cas */
-		return rc;
-	}
-	tcfs_hash_buf(*buf, *len, &got);
-	if (!tcfs_hash_equal(&got, &n->blob)) {
-		char hex[TCFS_HASH_HEXLEN];
-
-		free(*buf);
-		*buf = NULL;
-		tcfs_hash_hex(&n->blob, hex);
-		return tcfs_err_set(-EBADMSG, "blob %s is damaged (run tcfs "
-				    "fsck)", hex);
-	}
-	return 0;
-}
 
 static int walk_file(struct tcfs_walk *w, const struct tcfs_node *n,
 		     const char *path)
@@ -58,16 +28,20 @@ static int walk_file(struct tcfs_walk *w, const struct tcfs_node *n,
 
 	snprintf(keydir, sizeof(keydir), "%.*s",
 		 slash ? (int)(slash - path) : 0, path);
-	rc = read_verified(w, n, &buf, &len);
-	if (rc < 0 && tcfs_err_msg()[0]) {
+	/* Checked against its name: a damaged blob never reaches a sink. */
+	rc = tcfs_cas_read_checked(tcfs_store_cas(w->s), &n->blob,
+				   n->fmt == TCFS_FMT_GROUP ? TCFS_GROUP_MAX
+							    : SIZE_MAX,
+				   &buf, &len);
+	if (rc < 0) {
 		/* The message names the blob: say whose it is. */
 		char msg[1024];
 
 		snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
-		return tcfs_err_set(rc, "%s: %s", path, msg);
+		return tcfs_err_set(rc, "%s: %s%s", path, msg,
+				    rc == -EBADMSG ? " (run tcfs fsck)" : "");
 	}
-	if (rc == 0)
-		rc = w->sink->file(w->ctx, path, keydir, n, buf, len);
+	rc = w->sink->file(w->ctx, path, keydir, n, buf, len);
 	free(buf);
 	return rc;
 }
