@@ -539,6 +539,16 @@ static void import_loose(struct import *im, int dirfd,
 	settle(im, &before, nadded, rc);
 }
 
+/* An entry of a tree that could not be imported at all: counted, and
+ * with atomic the end of the import. */
+static void entry_failed(struct import *im, int rc, const char *path)
+{
+	im->st.failed_dirs++;
+	file_err(im, rc, path);
+	if (im->o.atomic)
+		im->fatal = 1;
+}
+
 /* The entries of a cache root: key dirs, and with tree mode the dirs
  * and files beside them, whose key-named dirs are key dirs in turn. */
 static void import_level(struct import *im, int fd,
@@ -550,10 +560,7 @@ static void import_level(struct import *im, int fd,
 	int rc = list_dir(fd, &names, &n);
 
 	if (rc < 0) {
-		im->st.failed_dirs++;
-		file_err(im, rc, path);
-		if (im->o.atomic)
-			im->fatal = 1;
+		entry_failed(im, rc, path);
 		return;
 	}
 	for (size_t i = 0; i < n && !im->fatal; i++) {
@@ -569,7 +576,7 @@ static void import_level(struct import *im, int fd,
 			continue;
 		}
 		if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			file_err(im, -errno, sub);
+			entry_failed(im, -errno, sub);
 			continue;
 		}
 		if (S_ISDIR(st.st_mode) && tcfs_name_is_key(names[i])) {
@@ -597,14 +604,10 @@ static void import_level(struct import *im, int fd,
 			rc = tcfs_store_end(im->s, ensure_dir(im, dir->ino,
 							      names[i], &st,
 							      &d));
-		if (rc < 0) {
-			im->st.failed_dirs++;
-			file_err(im, rc, sub);
-			if (im->o.atomic)
-				im->fatal = 1;
-		} else {
+		if (rc < 0)
+			entry_failed(im, rc, sub);
+		else
 			import_level(im, sfd, &d, sub, depth + 1);
-		}
 		if (sfd >= 0)
 			close(sfd);
 	}
@@ -670,10 +673,8 @@ int import_end(struct import *im, int rc)
 				.skipped = im->st.skipped,
 			};
 		}
-	} else {
-		commit_batch(im);
-		if (im->fatal || im->st.failed_dirs)
-			rc = rc ? rc : -EIO;
+	} else if (im->fatal || im->st.failed_dirs) {
+		rc = rc ? rc : -EIO;	/* import_source committed the rest */
 	}
 	free(im->added);
 	free(im->added_size);

@@ -62,9 +62,10 @@ int import_begin(struct import *im, struct tcfs_store *s,
 /* Imports the directory src.  0, or -errno when src itself could not be
  * read (key dirs that fail are counted in st.failed_dirs). */
 int import_source(struct import *im, const char *src);
-/* Commits what was imported; with atomic, or when rc < 0 or anything
- * failed, takes it all back instead.  Frees im's memory.  0 when what
- * was imported is in the store, else -errno. */
+/* Ends the import and frees im's memory.  With atomic, commits
+ * everything, or when rc < 0 or anything failed takes it all back;
+ * without, each source was committed as it ended.  0 when everything
+ * imported is in the store, else rc or -EIO. */
 int import_end(struct import *im, int rc);
 
 #endif
