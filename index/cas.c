@@ -815,7 +815,8 @@ static int judge_served(struct tcfs_cas *cas, const struct tcfs_hash *h,
 		return tcfs_err_set(-ENOENT, "%s/objects/%s: missing",
 				    cas->path, p.s);
 	return tcfs_err_set(-EBADMSG, "%s/objects/%s: damaged (its bytes do "
-			    "not match its name)", cas->path, p.s);
+			    "not match its name; run tcfs fsck)", cas->path,
+			    p.s);
 }
 
 /* Opens a blob to serve, or answers for one judged bad already. */

@@ -38,6 +38,24 @@ int tcfs_err_errno(int rc, const char *fmt, ...)
 	return rc;
 }
 
+int tcfs_err_prefix(int rc, const char *fmt, ...)
+{
+	char cause[sizeof(tcfs_err_buf)];
+	va_list ap;
+	size_t n;
+
+	snprintf(cause, sizeof(cause), "%s",
+		 tcfs_err_buf[0] ? tcfs_err_buf : strerror(-rc));
+	va_start(ap, fmt);
+	err_vset(fmt, ap);
+	va_end(ap);
+	n = strlen(tcfs_err_buf);
+	/* Whatever does not fit is cut: the context comes first. */
+	snprintf(tcfs_err_buf + n, sizeof(tcfs_err_buf) - n, ": %.*s",
+		 (int)(sizeof(tcfs_err_buf) - n), cause);
+	return rc;
+}
+
 const char *tcfs_err_msg(void)
 {
 	return tcfs_err_buf;

@@ -18,6 +18,12 @@ int tcfs_err_set(int rc, const char *fmt, ...)
 int tcfs_err_errno(int rc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Puts "CONTEXT: " (fmt's) before this thread's message, or before
+ * strerror(-rc) when there is none, and returns rc: an error passed up
+ * gains what its caller knows (whose file, which layer). */
+int tcfs_err_prefix(int rc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* This thread's last message, or "" if none was recorded since the last
  * tcfs_err_clear().  Owned by the library; valid until the next call that
  * records one on this thread. */

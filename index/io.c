@@ -2,6 +2,7 @@
  * and the directories and temp files of writes made atomic by rename. */
 #include "io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -242,6 +243,30 @@ int tcfs_io_create_temp(int dirfd, char *tmp, size_t len)
 	return fd;
 }
 
+int tcfs_io_put_at(int dirfd, const char *name, const void *bytes,
+		   size_t len, mode_t mode, int64_t mtime_ns)
+{
+	struct timespec times[2] = { { 0, UTIME_OMIT },
+				     { mtime_ns / 1000000000,
+				       mtime_ns % 1000000000 } };
+	char tmp[64];
+	int fd, rc;
+
+	fd = tcfs_io_create_temp(dirfd, tmp, sizeof(tmp));
+	if (fd < 0)
+		return fd;
+	rc = tcfs_io_write_all(fd, bytes, len);
+	if (rc == 0 && (fchmod(fd, mode) < 0 || futimens(fd, times) < 0))
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
 int tcfs_io_refuse_symlink(int dirfd, const char *name, const char *shown)
 {
 	struct stat st;
@@ -250,5 +275,68 @@ int tcfs_io_refuse_symlink(int dirfd, const char *name, const char *shown)
 	    S_ISLNK(st.st_mode))
 		return tcfs_err_set(-ELOOP, "%s: is a symlink; not written "
 				    "through (remove it)", shown);
+	return 0;
+}
+
+static int by_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tcfs_io_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int tcfs_io_list_names(int dirfd, int (*cmp)(const void *, const void *),
+		       char ***names, size_t *n)
+{
+	int dfd = dup(dirfd);
+	char **v = NULL;
+	size_t used = 0;
+	struct dirent *de;
+	DIR *d;
+
+	/* A dup shares its offset with dirfd: start from the top, and
+	 * leave dirfd at the top too. */
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	rewinddir(d);
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		char **nv;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		nv = realloc(v, (used + 1) * sizeof(*v));
+		if (!nv || !(nv[used] = strdup(de->d_name))) {
+			v = nv ? nv : v;
+			errno = ENOMEM;
+			break;
+		}
+		v = nv;
+		used++;
+		errno = 0;
+	}
+	if (errno) {
+		int rc = -errno;
+
+		tcfs_io_names_free(v, used);
+		closedir(d);
+		return rc;
+	}
+	rewinddir(d);
+	closedir(d);
+	if (used > 1)	/* qsort's base may not be NULL */
+		qsort(v, used, sizeof(*v), cmp ? cmp : by_strcmp);
+	*names = v;
+	*n = used;
 	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 int tcfs_io_write_all(int fd, const void *buf, size_t len);
 int tcfs_io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
@@ -32,6 +33,14 @@ int tcfs_io_equals_buf(int fd, const void *buf, size_t len);
 int tcfs_io_open_beneath(int dirfd, const char *path, int flags,
 			 int no_symlinks);
 
+/* The names in directory dirfd but "." and "..", sorted by cmp, a qsort
+ * comparator of char * elements (strcmp order when NULL).  *names, the
+ * array and each name, owned by the caller: tcfs_io_names_free.  dirfd
+ * stays open and unread.  0 or -errno. */
+int tcfs_io_list_names(int dirfd, int (*cmp)(const void *, const void *),
+		       char ***names, size_t *n);
+void tcfs_io_names_free(char **names, size_t n);
+
 /* Creates path and every missing directory above it (mode 0755, as
  * mkdir -p).  0, or -errno. */
 int tcfs_io_mkdirs(const char *path);
@@ -46,6 +55,13 @@ int tcfs_io_temp_name(char *tmp, size_t len);
  * through a symlink.  Its name goes to tmp (64 bytes will do); returns
  * the descriptor (O_WRONLY, mode 0600), or -errno. */
 int tcfs_io_create_temp(int dirfd, char *tmp, size_t len);
+
+/* Writes dirfd/name whole or not at all: bytes into a temp file
+ * (tcfs_io_create_temp) given mode and mtime_ns, then renamed over name,
+ * which replaces whatever was there without writing through it.  0, or
+ * -errno with the temp file removed. */
+int tcfs_io_put_at(int dirfd, const char *name, const void *bytes,
+		   size_t len, mode_t mode, int64_t mtime_ns);
 
 /* -ELOOP, with a message naming shown (the path as the user gave it),
  * when dirfd/name is a symlink: a writer that must never write through

@@ -111,3 +111,12 @@ int tcfs_name_check(const char *name)
 		return -EINVAL;
 	return 0;
 }
+
+int tcfs_name_cmp_commit_order(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int gx = tcfs_name_artifact(x) == TCFS_ART_GROUP;
+	int gy = tcfs_name_artifact(y) == TCFS_ART_GROUP;
+
+	return gx != gy ? gx - gy : strcmp(x, y);
+}

@@ -36,6 +36,11 @@ enum tcfs_artifact {
 
 enum tcfs_artifact tcfs_name_artifact(const char *name);
 
+/* A qsort comparator of char * names in the order a kernel's files are
+ * written: group files, the commit marker of a kernel, last; else by
+ * strcmp. */
+int tcfs_name_cmp_commit_order(const void *a, const void *b);
+
 /* What a file will hold once it lands: the artifact of its name, or for
  * Triton 3.0/3.1's "FILE.tmp.pid_*", of the FILE it is renamed to. */
 enum tcfs_artifact tcfs_name_landing(const char *name);

@@ -33,14 +33,8 @@ static int walk_file(struct tcfs_walk *w, const struct tcfs_node *n,
 				   n->fmt == TCFS_FMT_GROUP ? TCFS_GROUP_MAX
 							    : SIZE_MAX,
 				   &buf, &len);
-	if (rc < 0) {
-		/* The message names the blob: say whose it is. */
-		char msg[1024];
-
-		snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
-		return tcfs_err_set(rc, "%s: %s%s", path, msg,
-				    rc == -EBADMSG ? " (run tcfs fsck)" : "");
-	}
+	if (rc < 0)	/* the message names the blob: say whose it is */
+		return tcfs_err_prefix(rc, "%s", path);
 	rc = w->sink->file(w->ctx, path, keydir, n, buf, len);
 	free(buf);
 	return rc;
@@ -156,9 +150,4 @@ int tcfs_walk(struct tcfs_walk *w, const struct tcfs_node *n,
 	assert(w->sink && w->sink->enter && w->sink->leave &&
 	       w->sink->file && w->sink->symlink && w->sink->error);
 	return walk_at(w, n, path, 1);
-}
-
-int tcfs_walk_children(struct tcfs_walk *w, uint64_t dir, const char *path)
-{
-	return walk_children_at(w, dir, path, 0);
 }

@@ -51,7 +51,4 @@ struct tcfs_walk {
 int tcfs_walk(struct tcfs_walk *w, const struct tcfs_node *n,
 	      const char *path);
 
-/* The same for the children of dir at path ("" for the root). */
-int tcfs_walk_children(struct tcfs_walk *w, uint64_t dir, const char *path);
-
 #endif

@@ -137,13 +137,9 @@ static int sink_file(void *ctx, const char *path, const char *keydir,
 		     const struct tcfs_node *n, const char *bytes, size_t len)
 {
 	struct export *ex = ctx;
-	struct timespec times[2] = { { 0, UTIME_OMIT },
-				     { n->mtime_ns / 1000000000,
-				       n->mtime_ns % 1000000000 } };
-	int dirfd = cur_dir(ex), fd, rc;
+	int dirfd = cur_dir(ex), rc;
 	char *r = NULL;
 	size_t rlen = 0;
-	char tmp[64];
 
 	rc = refuse_symlink(ex, dirfd, n->name, path);
 	if (rc < 0)
@@ -156,24 +152,11 @@ static int sink_file(void *ctx, const char *path, const char *keydir,
 		bytes = r;
 		len = rlen;
 	}
-	fd = tcfs_io_create_temp(dirfd, tmp, sizeof(tmp));
-	if (fd < 0) {
-		free(r);
-		return tcfs_err_errno(fd, "%s/%s", ex->root, path);
-	}
-	rc = tcfs_io_write_all(fd, bytes, len);
-	if (rc == 0 && (fchmod(fd, tcfs_ns_portable_mode(n->mode)) < 0 ||
-			futimens(fd, times) < 0))
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && renameat(dirfd, tmp, dirfd, n->name) < 0)
-		rc = -errno;
+	rc = tcfs_io_put_at(dirfd, n->name, bytes, len,
+			    tcfs_ns_portable_mode(n->mode), n->mtime_ns);
 	free(r);
-	if (rc < 0) {
-		unlinkat(dirfd, tmp, 0);
+	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/%s", ex->root, path);
-	}
 	ex->files++;
 	ex->bytes += len;
 	ex->kernels += tcfs_name_artifact(n->name) == TCFS_ART_GROUP;

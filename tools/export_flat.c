@@ -98,7 +98,7 @@ struct flat_file {
  * file in the store. */
 static int read_file(struct flat *fl, uint64_t dir, struct flat_file *f)
 {
-	char from[PATH_MAX], msg[1024];
+	char from[PATH_MAX];
 	int rc;
 
 	store_path(fl, dir, f->n.name, from, sizeof(from));
@@ -110,8 +110,7 @@ static int read_file(struct flat *fl, uint64_t dir, struct flat_file *f)
 	if (rc == 0)
 		return 0;
 	f->bytes = NULL;
-	snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
-	return tcfs_err_set(rc, "%s: %s", from, msg[0] ? msg : strerror(-rc));
+	return tcfs_err_prefix(rc, "%s", from);
 }
 
 /* Writes f to dirfd/NAME under a temp name, then renames it into place;
@@ -119,23 +118,10 @@ static int read_file(struct flat *fl, uint64_t dir, struct flat_file *f)
 static int put_file(struct flat *fl, int dirfd, const struct flat_file *f,
 		    const char *at)
 {
-	struct timespec times[2] = { { 0, UTIME_OMIT },
-				     { f->n.mtime_ns / 1000000000,
-				       f->n.mtime_ns % 1000000000 } };
-	char tmp[64];
-	int fd, rc;
+	int rc = tcfs_io_put_at(dirfd, f->n.name, f->bytes, f->len,
+				tcfs_ns_portable_mode(f->n.mode),
+				f->n.mtime_ns);
 
-	fd = tcfs_io_create_temp(dirfd, tmp, sizeof(tmp));
-	rc = fd < 0 ? fd : tcfs_io_write_all(fd, f->bytes, f->len);
-	if (rc == 0 && (fchmod(fd, tcfs_ns_portable_mode(f->n.mode)) < 0 ||
-			futimens(fd, times) < 0))
-		rc = -errno;
-	if (fd >= 0 && close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && renameat(dirfd, tmp, dirfd, f->n.name) < 0)
-		rc = -errno;
-	if (rc < 0 && fd >= 0)
-		unlinkat(dirfd, tmp, 0);
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/%s", fl->root, at);
 	fl->files++;

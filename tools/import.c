@@ -6,7 +6,6 @@
  * the store, and the blobs it had added are taken out again.  Files are
  * imported in name order with group files last, as Triton writes them.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -235,72 +234,6 @@ static int open_link(struct import *im, int dirfd, const char *name,
 	return fd;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	int gx = tcfs_name_artifact(x) == TCFS_ART_GROUP;
-	int gy = tcfs_name_artifact(y) == TCFS_ART_GROUP;
-
-	/* Group files last: they are the commit marker of a kernel. */
-	return gx != gy ? gx - gy : strcmp(x, y);
-}
-
-/* The names in a directory, sorted by cmp_names; *out owned by caller. */
-static int list_dir(int fd, char ***out, size_t *n)
-{
-	int dfd = dup(fd);
-	char **v = NULL;
-	size_t used = 0;
-	struct dirent *de;
-	DIR *d;
-
-	if (dfd < 0)
-		return -errno;
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return -errno;
-	}
-	errno = 0;
-	while ((de = readdir(d)) != NULL) {
-		char **nv;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		nv = realloc(v, (used + 1) * sizeof(*v));
-		if (!nv || !(nv[used] = strdup(de->d_name))) {
-			v = nv ? nv : v;
-			errno = ENOMEM;
-			break;
-		}
-		v = nv;
-		used++;
-		errno = 0;
-	}
-	if (errno) {
-		int rc = -errno;
-
-		while (used)
-			free(v[--used]);
-		free(v);
-		closedir(d);
-		return rc;
-	}
-	closedir(d);
-	if (used > 1)
-		qsort(v, used, sizeof(*v), cmp_names);
-	*out = v;
-	*n = used;
-	return 0;
-}
-
-static void free_names(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 static int64_t mtime_ns(const struct stat *st)
 {
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
@@ -395,7 +328,8 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 {
 	char **names;
 	size_t n;
-	int rc = list_dir(fd, &names, &n);
+	int rc = tcfs_io_list_names(fd, tcfs_name_cmp_commit_order, &names,
+				    &n);
 
 	if (rc < 0) {
 		file_err(im, rc, path);
@@ -410,7 +344,7 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 			file_err(im, rc, sub);
 		show_progress(im, 0);
 	}
-	free_names(names, n);
+	tcfs_io_names_free(names, n);
 	return rc;
 }
 
@@ -557,7 +491,8 @@ static void import_level(struct import *im, int fd,
 {
 	char **names;
 	size_t n;
-	int rc = list_dir(fd, &names, &n);
+	int rc = tcfs_io_list_names(fd, tcfs_name_cmp_commit_order, &names,
+				    &n);
 
 	if (rc < 0) {
 		entry_failed(im, rc, path);
@@ -611,7 +546,7 @@ static void import_level(struct import *im, int fd,
 		if (sfd >= 0)
 			close(sfd);
 	}
-	free_names(names, n);
+	tcfs_io_names_free(names, n);
 }
 
 int import_source(struct import *im, const char *src)

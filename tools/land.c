@@ -1,7 +1,6 @@
 /*
  * land: a staged tree copied into a mount as Triton writes (land.h).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,46 +59,17 @@ static void undo(struct land *l)
 	}
 }
 
-/* Group files last: they are the commit marker of a kernel. */
-static int cmp_names(const void *a, const void *b)
+/* dir's names in the order Triton writes a kernel: group files last. */
+static int list(const char *dir, char ***names, size_t *n)
 {
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	int gx = tcfs_name_artifact(x) == TCFS_ART_GROUP;
-	int gy = tcfs_name_artifact(y) == TCFS_ART_GROUP;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc;
 
-	return gx != gy ? gx - gy : strcmp(x, y);
-}
-
-static int list(const char *dir, char ***out, size_t *n)
-{
-	struct dirent **de;
-	char **v;
-	int k = scandir(dir, &de, NULL, NULL);
-
-	if (k < 0)
+	if (fd < 0)
 		return tcfs_err_errno(-errno, "%s", dir);
-	v = calloc((size_t)k + 1, sizeof(*v));
-	*n = 0;
-	for (int i = 0; i < k; i++) {
-		if (v && strcmp(de[i]->d_name, ".") &&
-		    strcmp(de[i]->d_name, ".."))
-			v[(*n)++] = strdup(de[i]->d_name);
-		free(de[i]);
-	}
-	free(de);
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < *n; i++)
-		if (!v[i]) {
-			for (size_t j = 0; j < *n; j++)
-				free(v[j]);
-			free(v);
-			return -ENOMEM;
-		}
-	if (*n > 1)
-		qsort(v, *n, sizeof(*v), cmp_names);
-	*out = v;
-	return 0;
+	rc = tcfs_io_list_names(fd, tcfs_name_cmp_commit_order, names, n);
+	close(fd);
+	return rc < 0 ? tcfs_err_errno(rc, "%s", dir) : 0;
 }
 
 static int copy_file(struct land *l, const char *from, const char *to,
@@ -212,9 +182,7 @@ static int land_dir(struct land *l, const char *rel, int depth)
 						  TCFS_ART_GROUP;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	tcfs_io_names_free(names, n);
 	return rc;
 }
 

@@ -51,6 +51,18 @@ int main(void)
 	tap_eq(tcfs_name_artifact("matmul.autotune.json"), TCFS_ART_AUTOTUNE,
 	       "autotune file");
 
+	{
+		const char *v[] = { "__grp__k.json", "k.json", "b.cubin",
+				    "__grp__a.json", "a.ttir" };
+
+		qsort(v, 5, sizeof(*v), tcfs_name_cmp_commit_order);
+		tap_ok(!strcmp(v[0], "a.ttir") && !strcmp(v[1], "b.cubin") &&
+			       !strcmp(v[2], "k.json") &&
+			       !strcmp(v[3], "__grp__a.json") &&
+			       !strcmp(v[4], "__grp__k.json"),
+		       "commit order: group files last, each part by name");
+	}
+
 	memset(big, 'a', sizeof(big));
 	big[255] = '\0';
 	tap_eq(tcfs_name_check(big), 0, "a 255-byte name is fine");
