@@ -279,3 +279,10 @@ int cli_path_join(char *buf, size_t len, const char *dir, const char *name)
 				    name);
 	return 0;
 }
+
+const char *cli_tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] ? t : "/var/tmp";
+}

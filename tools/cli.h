@@ -112,6 +112,10 @@ void cli_mount_sync(struct tcfs_store *s, char *mount);
 /* dir/name into buf (len bytes): 0, or -ENAMETOOLONG with a message. */
 int cli_path_join(char *buf, size_t len, const char *dir, const char *name);
 
+/* Where commands stage what they unpack or pack: $TMPDIR, else /var/tmp
+ * (a disk, where an image's gigabytes fit better than in a tmpfs). */
+const char *cli_tmp_dir(void);
+
 /* Nanoseconds since the epoch as "2026-11-21 19:15:02" local time. */
 const char *cli_time(int64_t ns, char *buf, size_t len);
 

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "layer.h"
 #include "mcv.h"
 #include "oci.h"
+#include "strset.h"
 
 /* What the base image of --base is allowed to expand to while read. */
 #define BASE_MAX (64ull << 30)
@@ -43,15 +43,15 @@ struct unit {
 struct pack {
 	struct tcfs_store *s;
 	struct layer_writer *lw;
-	const char *prefix;	/* MCV_TRITON_CACHE or MCV_VLLM_CACHE */
+	const struct mcv_layout *layout;	/* Triton's cache, or vLLM's */
 	enum tcfs_group_filter filter;
 	struct mcv_entries entries;	/* of the layer, then of the image */
 	uint64_t files, kernels, failed;
-	void *dirs;		/* dirs already in the layer (tsearch) */
+	struct strset dirs;	/* dirs already in the layer */
 	/* --base */
 	struct oci_image base;
 	int has_base;
-	void *base_paths;	/* its files, as layer paths (tsearch) */
+	struct strset base_paths;	/* its files, as layer paths */
 	char *base_manifest;	/* its io.*.manifest/manifest.json */
 	size_t base_manifest_len;
 	/* the selection */
@@ -93,33 +93,6 @@ static const char *const help =
 	"Exit status: 0 the image is written, 1 it is not (a damaged blob, an\n"
 	"I/O error: see the errors), 2 usage error.\n";
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(a, b);
-}
-
-static void free_str(void *p)
-{
-	free(p);
-}
-
-/* Adds s to a tsearch set: 1 when new, 0 when there, -ENOMEM. */
-static int set_add(void **set, const char *s)
-{
-	char *own = strdup(s), **got;
-
-	got = own ? tsearch(own, set, cmp_str) : NULL;
-	if (!got) {
-		free(own);
-		return -ENOMEM;
-	}
-	if (*got != own) {
-		free(own);
-		return 0;
-	}
-	return 1;
-}
-
 /* A dir of the layer, and the dirs above it, each once. */
 static int add_dirs(struct pack *p, const char *path)
 {
@@ -129,14 +102,14 @@ static int add_dirs(struct pack *p, const char *path)
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *c = strchr(buf, '/'); c; c = strchr(c + 1, '/')) {
 		*c = '\0';
-		rc = set_add(&p->dirs, buf);
+		rc = strset_add(&p->dirs, buf);
 		if (rc > 0)
 			rc = layer_add_dir(p->lw, buf);
 		*c = '/';
 		if (rc < 0)
 			return rc;
 	}
-	rc = set_add(&p->dirs, buf);
+	rc = strset_add(&p->dirs, buf);
 	return rc > 0 ? layer_add_dir(p->lw, buf) : rc;
 }
 
@@ -146,7 +119,7 @@ static int sink_enter(void *ctx, const char *path, const struct tcfs_node *n)
 	char full[PATH_MAX];
 
 	(void)n;
-	snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+	snprintf(full, sizeof(full), "%s/%s", p->layout->cache, path);
 	return add_dirs(p, full);
 }
 
@@ -165,10 +138,8 @@ static int note_meta(struct pack *p, const struct tcfs_node *n,
 		     const char *bytes, size_t len)
 {
 	struct mcv_entry e;
-	size_t nl = strlen(n->name);
 
-	if (nl < 6 || strcmp(n->name + nl - 5, ".json") != 0 ||
-	    tcfs_name_artifact(n->name) == TCFS_ART_GROUP ||
+	if (tcfs_name_artifact(n->name) != TCFS_ART_META ||
 	    !mcv_entry_of_meta(bytes, len, &e))
 		return 0;
 	return mcv_entries_add(&p->entries, &e);
@@ -190,7 +161,7 @@ static int sink_file(void *ctx, const char *path, const char *keydir,
 		bytes = r;
 		len = rlen;
 	}
-	snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+	snprintf(full, sizeof(full), "%s/%s", p->layout->cache, path);
 	rc = layer_add_file(p->lw, full, n->mode, bytes, len);
 	if (rc == 0)
 		rc = note_meta(p, n, bytes, len);
@@ -207,7 +178,7 @@ static int sink_symlink(void *ctx, const char *path, const struct tcfs_node *n,
 	char full[PATH_MAX];
 
 	(void)n;
-	snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
+	snprintf(full, sizeof(full), "%s/%s", p->layout->cache, path);
 	p->files++;
 	return layer_add_symlink(p->lw, full, target);
 }
@@ -264,8 +235,8 @@ static int in_base(struct pack *p, const struct tcfs_node *n,
 		if (p->filter == TCFS_GROUP_BINARY_ONLY &&
 		    tcfs_name_artifact(n->name) == TCFS_ART_IR)
 			return 1;
-		snprintf(full, sizeof(full), "%s/%s", p->prefix, path);
-		return tfind(full, &p->base_paths, cmp_str) != NULL;
+		snprintf(full, sizeof(full), "%s/%s", p->layout->cache, path);
+		return strset_has(&p->base_paths, full);
 	}
 	rc = tcfs_ns_list(p->s, n->ino, 0, 0, &kids, &nk);
 	if (rc < 0)
@@ -278,8 +249,9 @@ static int in_base(struct pack *p, const struct tcfs_node *n,
 	return yes;
 }
 
-/* Everything below dir, less what the base holds: whole key dirs (a
- * kernel is never split between layers), else entry by entry. */
+/* Everything below dir.  With a base, whole key dirs and the entries
+ * beside them, so that tidy_units can leave out what the base holds
+ * without ever splitting a kernel between layers. */
 static int select_tree(struct pack *p, uint64_t dir, const char *path)
 {
 	struct tcfs_node *kids;
@@ -288,31 +260,25 @@ static int select_tree(struct pack *p, uint64_t dir, const char *path)
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char sub[PATH_MAX];
-		int key = 0;
+		int key = 1;
 
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "/" : "",
 			 kids[i].name);
-		int have = p->has_base ? in_base(p, &kids[i], sub) : 0;
-
-		if (have < 0)
-			rc = have;
-		if (have != 0)
-			continue;
 		if (p->has_base && kids[i].kind == TCFS_DIR)
 			rc = tcfs_kernel_is_key_dir(p->s, kids[i].ino, &key);
-		if (rc == 0 && p->has_base && kids[i].kind == TCFS_DIR && !key)
+		if (rc == 0 && !key)
 			rc = select_tree(p, kids[i].ino, sub);
 		else if (rc == 0)
 			rc = add_unit(p, &kids[i], sub);
 	}
 	free(kids);
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 struct pick {
 	struct pack *p;
 	int64_t since;		/* --used-since, or -1 */
-	void *missed;		/* keys that missed since then (tsearch) */
+	struct strset missed;	/* keys that missed since then */
 };
 
 static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
@@ -320,7 +286,7 @@ static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
 	struct pick *k = ctx;
 
 	if (k->since >= 0 && u->last_hit_ns < k->since &&
-	    !tfind(u->k.key, &k->missed, cmp_str))
+	    !strset_has(&k->missed, u->k.key))
 		return 0;
 	return add_unit_ino(k->p, u->k.dir_ino);
 }
@@ -330,7 +296,7 @@ static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
 static int select_kernels(struct pack *p, const struct tcfs_kernel_filter *f,
 			  int filtered, int64_t since)
 {
-	struct pick k = { p, since, NULL };
+	struct pick k = { p, since, { NULL } };
 	struct tcfs_event *ev = NULL;
 	size_t nev = 0;
 	int rc = 0;
@@ -339,7 +305,8 @@ static int select_kernels(struct pack *p, const struct tcfs_kernel_filter *f,
 		rc = tcfs_event_list(p->s, 0, since, 0, &ev, &nev);
 	for (size_t i = 0; rc == 0 && i < nev; i++)
 		if (ev[i].kind == TCFS_PROBE_KERNEL && !ev[i].hit)
-			rc = set_add(&k.missed, ev[i].key) < 0 ? -ENOMEM : 0;
+			rc = strset_add(&k.missed, ev[i].key) < 0 ? -ENOMEM
+								    : 0;
 	if (rc == 0)
 		rc = tcfs_kernel_each_use(p->s, filtered ? f : NULL,
 					  pick_kernel, &k);
@@ -352,7 +319,7 @@ static int select_kernels(struct pack *p, const struct tcfs_kernel_filter *f,
 		    d.kind == TCFS_DIR)
 			rc = add_unit(p, &d, d.name);
 	}
-	tdestroy(k.missed, free_str);
+	strset_free(&k.missed);
 	free(ev);
 	return rc;
 }
@@ -409,7 +376,7 @@ static int base_entry(void *ctx, const char *path, const void *data,
 		b->p->base_manifest = copy;
 		b->p->base_manifest_len = len;
 	}
-	return set_add(&b->p->base_paths, path) < 0 ? -ENOMEM : 0;
+	return strset_add(&b->p->base_paths, path) < 0 ? -ENOMEM : 0;
 }
 
 static int open_base(struct pack *p, const char *arg, const char *tmpdir)
@@ -420,8 +387,7 @@ static int open_base(struct pack *p, const char *arg, const char *tmpdir)
 	int rc = oci_ref_parse(arg, &r);
 
 	snprintf(manifest, sizeof(manifest), "%s/manifest.json",
-		 !strcmp(p->prefix, MCV_VLLM_CACHE) ? MCV_VLLM_MANIFEST
-						    : MCV_TRITON_MANIFEST);
+		 p->layout->manifest);
 	if (rc == 0)
 		rc = oci_image_open(&r, tmpdir, BASE_MAX, &p->base);
 	p->has_base = 1;
@@ -437,13 +403,16 @@ static int open_base(struct pack *p, const char *arg, const char *tmpdir)
 
 /* ---- the image ---- */
 
+/* The machine, as OCI names it (Go's GOARCH). */
 static const char *host_arch(void)
 {
 	struct utsname u;
 
-	if (uname(&u) == 0 && !strcmp(u.machine, "aarch64"))
+	if (uname(&u) < 0)
+		return "amd64";
+	if (!strcmp(u.machine, "aarch64"))
 		return "arm64";
-	if (uname(&u) == 0 && !strcmp(u.machine, "ppc64le"))
+	if (!strcmp(u.machine, "ppc64le"))
 		return "ppc64le";
 	return "amd64";
 }
@@ -455,7 +424,6 @@ static int put_config(struct pack *p, struct oci_out *o, const char *diff_id,
 	cJSON *c = cJSON_CreateObject(), *cfg, *labels, *rootfs, *ids, *hist;
 	const cJSON *bc = p->has_base ? p->base.config : NULL;
 	const cJSON *bh = cJSON_GetObjectItemCaseSensitive(bc, "history");
-	const int vllm = !strcmp(p->prefix, MCV_VLLM_CACHE);
 	const char *arch = NULL, *os = NULL;
 	char *text;
 	int rc;
@@ -474,9 +442,8 @@ static int put_config(struct pack *p, struct oci_out *o, const char *diff_id,
 	cJSON_AddStringToObject(c, "os", os ? os : "linux");
 	cfg = cJSON_AddObjectToObject(c, "config");
 	labels = cfg ? cJSON_AddObjectToObject(cfg, "Labels") : NULL;
-	rc = labels ? mcv_labels_add(labels,
-				     vllm ? MCV_LABELS_VLLM : MCV_LABELS_TRITON,
-				     &p->entries, cache_bytes)
+	rc = labels ? mcv_labels_add(labels, p->layout->labels, &p->entries,
+				     cache_bytes)
 		    : -ENOMEM;
 	rootfs = cJSON_AddObjectToObject(c, "rootfs");
 	if (rootfs)
@@ -541,38 +508,32 @@ static int put_manifest(struct pack *p, struct oci_out *o,
  * holds them too) and the new layer's, each hash once. */
 static int put_mcv_manifest(struct pack *p)
 {
-	const int vllm = !strcmp(p->prefix, MCV_VLLM_CACHE);
 	struct mcv_entries all = { 0 };
+	struct strset hashes = { NULL };
 	char path[64], *text = NULL;
-	size_t len = 0, base_n;
+	size_t len = 0;
 	int rc = 0;
 
 	if (p->base_manifest &&
 	    mcv_manifest_read(p->base_manifest, p->base_manifest_len,
 			      &all) < 0)
 		all.n = 0;	/* not MCV's: the delta's own entries only */
-	base_n = all.n;
-	for (size_t i = 0; rc == 0 && i < p->entries.n; i++) {
-		size_t j;
-
-		for (j = 0; j < base_n && strcmp(all.v[j].hash,
-						 p->entries.v[i].hash);
-		     j++)
-			;
-		if (j == base_n)
+	for (size_t i = 0; rc == 0 && i < all.n; i++)
+		rc = strset_add(&hashes, all.v[i].hash);
+	for (size_t i = 0; rc >= 0 && i < p->entries.n; i++) {
+		rc = strset_add(&hashes, p->entries.v[i].hash);
+		if (rc == 1)
 			rc = mcv_entries_add(&all, &p->entries.v[i]);
 	}
+	rc = rc < 0 ? rc : 0;
+	strset_free(&hashes);
 	free(p->entries.v);
 	p->entries = all;
 	if (rc == 0)
-		rc = mcv_manifest_write(&all, vllm ? "vllm" : "triton", &text,
-					&len);
-	snprintf(path, sizeof(path), "%s",
-		 vllm ? MCV_VLLM_MANIFEST : MCV_TRITON_MANIFEST);
+		rc = mcv_manifest_write(&all, p->layout->kind, &text, &len);
 	if (rc == 0)
-		rc = add_dirs(p, path);
-	snprintf(path, sizeof(path), "%s/manifest.json",
-		 vllm ? MCV_VLLM_MANIFEST : MCV_TRITON_MANIFEST);
+		rc = add_dirs(p, p->layout->manifest);
+	snprintf(path, sizeof(path), "%s/manifest.json", p->layout->manifest);
 	if (rc == 0)
 		rc = layer_add_file(p->lw, path, 0644, text, len);
 	free(text);
@@ -581,20 +542,13 @@ static int put_mcv_manifest(struct pack *p)
 
 /* A store holding vLLM's tree (VLLM_CACHE_ROOT) ships as MCV ships one:
  * under io.vllm.cache/. */
-static const char *cache_prefix(struct tcfs_store *s)
+static const struct mcv_layout *layout_of(struct tcfs_store *s)
 {
 	struct tcfs_node n;
 
 	return tcfs_ns_lookup(s, TCFS_ROOT_INO, "torch_compile_cache", &n) == 0
-		       ? MCV_VLLM_CACHE
-		       : MCV_TRITON_CACHE;
-}
-
-static const char *tmp_dir(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	return t && t[0] ? t : "/var/tmp";
+		       ? &mcv_vllm
+		       : &mcv_triton;
 }
 
 static int print_summary(const struct pack *p, const char *dest,
@@ -641,9 +595,7 @@ static uint64_t base_bytes(const struct pack *p)
 	char key[64];
 	const cJSON *l;
 
-	snprintf(key, sizeof(key), "%s/cache-size-bytes",
-		 !strcmp(p->prefix, MCV_VLLM_CACHE) ? MCV_LABELS_VLLM
-						    : MCV_LABELS_TRITON);
+	snprintf(key, sizeof(key), "%s/cache-size-bytes", p->layout->labels);
 	l = p->has_base ? cJSON_GetObjectItemCaseSensitive(p->base.labels, key)
 			: NULL;
 	return cJSON_IsString(l) ? strtoull(l->valuestring, NULL, 10) : 0;
@@ -661,14 +613,14 @@ static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
 	rc = layer_writer_open(o->dir, &p->lw);
 	if (rc < 0)
 		return rc;
-	rc = add_dirs(p, p->prefix);
+	rc = add_dirs(p, p->layout->cache);
 	for (size_t i = 0; rc == 0 && i < p->nunits; i++) {
 		const char *slash = strrchr(p->units[i].path, '/');
 
 		if (slash) {
 			char parent[PATH_MAX];
 
-			snprintf(parent, sizeof(parent), "%s/%.*s", p->prefix,
+			snprintf(parent, sizeof(parent), "%s/%.*s", p->layout->cache,
 				 (int)(slash - p->units[i].path),
 				 p->units[i].path);
 			rc = add_dirs(p, parent);
@@ -769,8 +721,8 @@ int cmd_pack(int argc, char **argv)
 		return CLI_FAIL;
 	/* Probes the mount holds count: --used-since reads the log. */
 	cli_mount_sync(p.s, NULL);
-	p.prefix = cache_prefix(p.s);
-	rc = base ? open_base(&p, base, tmp_dir()) : 0;
+	p.layout = layout_of(p.s);
+	rc = base ? open_base(&p, base, cli_tmp_dir()) : 0;
 	if (rc == 0 && (filtered || since >= 0))
 		rc = select_kernels(&p, &f, filtered, since);
 	else if (rc == 0)
@@ -784,7 +736,7 @@ int cmd_pack(int argc, char **argv)
 						 "then"
 					       : "no kernel matches");
 	if (rc == 0) {
-		rc = oci_out_open(&ref, tmp_dir(), &o);
+		rc = oci_out_open(&ref, cli_tmp_dir(), &o);
 		opened = 1;
 	}
 	if (rc == 0)
@@ -800,8 +752,8 @@ int cmd_pack(int argc, char **argv)
 		oci_out_close(&o);
 	if (p.has_base)
 		oci_image_close(&p.base);
-	tdestroy(p.dirs, free_str);
-	tdestroy(p.base_paths, free_str);
+	strset_free(&p.dirs);
+	strset_free(&p.base_paths);
 	free(p.base_manifest);
 	free(p.entries.v);
 	free(p.units);

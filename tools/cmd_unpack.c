@@ -89,13 +89,6 @@ static const char *const help =
 	"Exit status: 0 unpacked, 1 not (see the errors; the store is as it\n"
 	"was), 2 usage error.\n";
 
-static const char *tmp_dir(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	return t && t[0] ? t : "/var/tmp";
-}
-
 /* How many bytes the image may unpack to. */
 static uint64_t budget_of(const struct oci_image *img, int64_t max)
 {
@@ -146,12 +139,8 @@ static int stage_layers(struct unpack *u, int64_t max)
 					? u->img.layers[i].digest
 					: u->img.layer_path[i]);
 		rc = oci_image_check_layer(&u->img, i, budget);
-		if (rc < 0 && tcfs_err_msg()[0]) {
-			char msg[1024];
-
-			snprintf(msg, sizeof(msg), "%s", tcfs_err_msg());
-			rc = tcfs_err_set(rc, "%s: %s", u->src, msg);
-		}
+		if (rc < 0)
+			rc = tcfs_err_prefix(rc, "%s", u->src);
 		if (rc == 0)
 			rc = layer_extract(u->img.layer_path[i], where,
 					   u->stage, &budget);
@@ -170,17 +159,16 @@ static int is_dir(const char *path)
  * image) the layer root, less MCV's manifest dirs. */
 static int find_cache(struct unpack *u, char *manifest, size_t len)
 {
-	static const char *const dirs[][2] = {
-		{ MCV_TRITON_CACHE, MCV_TRITON_MANIFEST },
-		{ MCV_VLLM_CACHE, MCV_VLLM_MANIFEST },
+	static const struct mcv_layout *const layouts[] = {
+		&mcv_triton, &mcv_vllm,
 	};
 
 	for (size_t i = 0; i < 2; i++) {
 		if (cli_path_join(u->cache, sizeof(u->cache), u->stage,
-				  dirs[i][0]) < 0)
+				  layouts[i]->cache) < 0)
 			return -ENAMETOOLONG;
 		snprintf(manifest, len, "%s/%s/manifest.json", u->stage,
-			 dirs[i][1]);
+			 layouts[i]->manifest);
 		if (is_dir(u->cache))
 			return 0;
 	}
@@ -188,7 +176,8 @@ static int find_cache(struct unpack *u, char *manifest, size_t len)
 	for (size_t i = 0; i < 2; i++) {
 		char path[PATH_MAX];
 
-		if (cli_path_join(path, sizeof(path), u->stage, dirs[i][1]) < 0)
+		if (cli_path_join(path, sizeof(path), u->stage,
+				  layouts[i]->manifest) < 0)
 			return -ENAMETOOLONG;
 		if (access(path, F_OK) == 0)
 			return cli_path_join(manifest, len, path,
@@ -237,14 +226,15 @@ static int fix_file(const char *path, const struct stat *st, int flag,
 	char *buf = NULL, *tmpl = NULL, *out = NULL, key[PATH_MAX];
 	size_t len = 0, tlen = 0, olen = 0;
 	struct mcv_entry e;
+	enum tcfs_artifact art;
 	int fd, rc = 0;
 
 	if (flag != FTW_F || !S_ISREG(st->st_mode) ||
 	    (uint64_t)st->st_size > TCFS_GROUP_MAX ||
 	    ftw->base <= (int)strlen(u->cache) + 1)
 		return 0;
-	if (strcmp(name + strlen(name) - (strlen(name) >= 5 ? 5 : 0),
-		   ".json") != 0)
+	art = tcfs_name_artifact(name);
+	if (art != TCFS_ART_GROUP && art != TCFS_ART_META)
 		return 0;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len) < 0) {
@@ -254,7 +244,7 @@ static int fix_file(const char *path, const struct stat *st, int flag,
 		return 0;	/* import reports it, naming it */
 	}
 	close(fd);
-	if (tcfs_name_artifact(name) != TCFS_ART_GROUP) {
+	if (art == TCFS_ART_META) {
 		if (mcv_entry_of_meta(buf, len, &e))
 			rc = mcv_entries_add(&u->entries, &e);
 		free(buf);
@@ -477,13 +467,13 @@ int cmd_unpack(int argc, char **argv)
 	if (rc == 0)
 		rc = gpu_detect(&g);
 	gpu_describe(&g, gpus, sizeof(gpus));
-	snprintf(u.stage, sizeof(u.stage), "%s/tcfs-unpack.XXXXXX", tmp_dir());
+	snprintf(u.stage, sizeof(u.stage), "%s/tcfs-unpack.XXXXXX", cli_tmp_dir());
 	if (rc == 0 && !mkdtemp(u.stage)) {
 		rc = tcfs_err_errno(-errno, "%s", u.stage);
 		u.stage[0] = '\0';
 	}
 	if (rc == 0)
-		rc = oci_image_open(&ref, tmp_dir(), max > 0 ? (uint64_t)max : 0,
+		rc = oci_image_open(&ref, cli_tmp_dir(), max > 0 ? (uint64_t)max : 0,
 				    &u.img);
 	if (rc == 0 && gpu_check)
 		rc = check_targets(&u, &g);

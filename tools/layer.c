@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "index/err.h"
 #include "index/io.h"
 #include "layer.h"
+#include "strset.h"
 #include "untar.h"
 
 /* ---- writing ---- */
@@ -276,16 +276,6 @@ static int canon(const char *where, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(a, b);
-}
-
-static void free_str(void *p)
-{
-	free(p);
-}
-
 /* An OCI whiteout: ".wh.NAME" deletes NAME of a lower layer, and
  * ".wh..wh..opq" everything its dir had. */
 static void whiteout(const char *dir, const char *path, const char *base)
@@ -307,14 +297,13 @@ static void whiteout(const char *dir, const char *path, const char *base)
 /* Checks entry e, found as name, and points it at dir.  0 to write it,
  * 1 when handled (a whiteout), or -errno with a message. */
 static int vet(const char *where, const char *dir, struct archive_entry *e,
-	       void **seen)
+	       struct strset *seen)
 {
 	char name[PATH_MAX], to[PATH_MAX];
 	const char *raw = archive_entry_pathname(e);
 	const char *hard = archive_entry_hardlink(e);
 	mode_t type = archive_entry_filetype(e);
 	const char *base;
-	char *own, **got;
 	int rc;
 
 	if (!raw)
@@ -323,17 +312,12 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 	rc = canon(where, raw, name, sizeof(name));
 	if (rc != 0)
 		return rc;
-	own = strdup(name);
-	got = own ? tsearch(own, seen, cmp_str) : NULL;
-	if (!got) {
-		free(own);
-		return -ENOMEM;
-	}
-	if (*got != own) {
-		free(own);
+	rc = strset_add(seen, name);
+	if (rc == 0)
 		return tcfs_err_set(-EEXIST, "%s: entry '%s' appears twice",
 				    where, name);
-	}
+	if (rc < 0)
+		return rc;
 	base = strrchr(name, '/');
 	base = base ? base + 1 : name;
 	if (!strncmp(base, ".wh.", 4)) {
@@ -345,7 +329,7 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 		if (rc < 0)
 			rc = tcfs_err_set(rc, "%s: hard link '%s' to '%s' leaves "
 					  "the image", where, name, hard);
-		if (rc == 0 && !tfind(to, seen, cmp_str))
+		if (rc == 0 && !strset_has(seen, to))
 			rc = tcfs_err_set(-EPERM, "%s: hard link '%s' to '%s', "
 					  "which is not an earlier file of "
 					  "the layer", where, name, hard);
@@ -384,7 +368,7 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 struct vetting {
 	const char *where;
 	const char *dir;
-	void *seen;		/* the entries so far (tsearch) */
+	struct strset seen;	/* the entries so far */
 };
 
 static int vet_layer(void *ctx, struct archive_entry *e)
@@ -397,11 +381,11 @@ static int vet_layer(void *ctx, struct archive_entry *e)
 int layer_extract(const char *file, const char *where, const char *dir,
 		  uint64_t *budget)
 {
-	struct vetting v = { where, dir, NULL };
+	struct vetting v = { where, dir, { NULL } };
 	struct untar u = { file, where, dir, budget, 1, vet_layer, &v };
 	int rc = untar_run(&u);
 
-	tdestroy(v.seen, free_str);
+	strset_free(&v.seen);
 	return rc;
 }
 

@@ -3,7 +3,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,65 +12,44 @@
 #include "mcv.h"
 #include "oci.h"
 
-/* A growing string; err sticks after the first failed allocation. */
-struct buf {
-	char *p;
-	size_t len, cap;
-	int err;
+#define MCV_LABELS_TRITON "cache.triton.image"
+#define MCV_LABELS_VLLM "cache.vllm.image"
+
+const struct mcv_layout mcv_triton = {
+	"io.triton.cache", "io.triton.manifest", MCV_LABELS_TRITON, "triton",
 };
-
-static void put(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void put(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->err)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->p ? b->p + b->len : NULL,
-		      b->p ? b->cap - b->len : 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->err = -EINVAL;
-		return;
-	}
-	if (!b->p || b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		char *np;
-
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		np = realloc(b->p, cap);
-		if (!np) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-		va_start(ap, fmt);
-		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
-}
+const struct mcv_layout mcv_vllm = {
+	"io.vllm.cache", "io.vllm.manifest", MCV_LABELS_VLLM, "vllm",
+};
 
 /* A string as Go writes it; the fields here are hashes and arch names,
  * but a hostile metadata file may hold anything. */
-static void put_gostr(struct buf *b, const char *s)
+static void put_gostr(FILE *b, const char *s)
 {
-	put(b, "\"");
+	fputc('"', b);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\')
-			put(b, "\\%c", *p);
+			fprintf(b, "\\%c", *p);
 		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-			put(b, "\\u%04x", *p);
+			fprintf(b, "\\u%04x", *p);
 		else
-			put(b, "%c", *p);
+			fputc(*p, b);
 	}
-	put(b, "\"");
+	fputc('"', b);
+}
+
+/* Closes b, open_memstream's over *out: 0, or -ENOMEM (and *out freed)
+ * when a write failed. */
+static int put_done(FILE *b, char **out)
+{
+	int bad = ferror(b);
+
+	if (fclose(b) != 0 || bad) {
+		free(*out);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static void copy_field(char *dst, size_t len, const cJSON *v)
@@ -155,90 +133,97 @@ int mcv_targets_add(struct mcv_targets *l, const struct mcv_target *t)
 	return 0;
 }
 
+/* An entry's fields: the target's from target (nested in a kernel's
+ * metadata, beside the rest in MCV's manifest), the others from o. */
+static void entry_fields(struct mcv_entry *e, const cJSON *o,
+			 const cJSON *target)
+{
+	memset(e, 0, sizeof(*e));
+	copy_field(e->hash, sizeof(e->hash),
+		   cJSON_GetObjectItemCaseSensitive(o, "hash"));
+	copy_field(e->backend, sizeof(e->backend),
+		   cJSON_GetObjectItemCaseSensitive(target, "backend"));
+	copy_field(e->arch, sizeof(e->arch),
+		   cJSON_GetObjectItemCaseSensitive(target, "arch"));
+	e->warp_size = int_field(target, "warp_size", NULL);
+	e->ptx_version = int_field(o, "ptx_version", &e->has_ptx);
+	e->num_stages = int_field(o, "num_stages", NULL);
+	e->num_warps = int_field(o, "num_warps", NULL);
+	e->debug = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "debug"));
+}
+
 int mcv_entry_of_meta(const char *json, size_t len, struct mcv_entry *e)
 {
 	cJSON *doc = cJSON_ParseWithLength(json, len);
 	const cJSON *hash = cJSON_GetObjectItemCaseSensitive(doc, "hash");
 	const cJSON *target = cJSON_GetObjectItemCaseSensitive(doc, "target");
-	const cJSON *debug = cJSON_GetObjectItemCaseSensitive(doc, "debug");
 
 	if (!cJSON_IsString(hash) || !hash->valuestring[0] ||
 	    !cJSON_IsObject(target)) {
 		cJSON_Delete(doc);
 		return 0;
 	}
-	memset(e, 0, sizeof(*e));
-	snprintf(e->hash, sizeof(e->hash), "%s", hash->valuestring);
-	copy_field(e->backend, sizeof(e->backend),
-		   cJSON_GetObjectItemCaseSensitive(target, "backend"));
-	copy_field(e->arch, sizeof(e->arch),
-		   cJSON_GetObjectItemCaseSensitive(target, "arch"));
-	e->warp_size = int_field(target, "warp_size", NULL);
-	e->ptx_version = int_field(doc, "ptx_version", &e->has_ptx);
-	e->num_stages = int_field(doc, "num_stages", NULL);
-	e->num_warps = int_field(doc, "num_warps", NULL);
-	e->debug = cJSON_IsTrue(debug);
+	entry_fields(e, doc, target);
 	cJSON_Delete(doc);
 	dummy_key(e);
 	return 1;
 }
 
 /* One entry, indented as MarshalIndent does at depth ind. */
-static void put_entry(struct buf *b, const struct mcv_entry *e,
-		      const char *ind)
+static void put_entry(FILE *b, const struct mcv_entry *e, const char *ind)
 {
-	put(b, "%s{\n%s  \"hash\": ", ind, ind);
+	fprintf(b, "%s{\n%s  \"hash\": ", ind, ind);
 	put_gostr(b, e->hash);
-	put(b, ",\n%s  \"backend\": ", ind);
+	fprintf(b, ",\n%s  \"backend\": ", ind);
 	put_gostr(b, e->backend);
-	put(b, ",\n%s  \"arch\": ", ind);
+	fprintf(b, ",\n%s  \"arch\": ", ind);
 	put_gostr(b, e->arch);
-	put(b, ",\n%s  \"warp_size\": %" PRId64, ind, e->warp_size);
+	fprintf(b, ",\n%s  \"warp_size\": %" PRId64, ind, e->warp_size);
 	if (e->has_ptx)
-		put(b, ",\n%s  \"ptx_version\": %" PRId64, ind, e->ptx_version);
+		fprintf(b, ",\n%s  \"ptx_version\": %" PRId64, ind,
+			e->ptx_version);
 	if (e->num_stages)
-		put(b, ",\n%s  \"num_stages\": %" PRId64, ind, e->num_stages);
+		fprintf(b, ",\n%s  \"num_stages\": %" PRId64, ind,
+			e->num_stages);
 	if (e->num_warps)
-		put(b, ",\n%s  \"num_warps\": %" PRId64, ind, e->num_warps);
+		fprintf(b, ",\n%s  \"num_warps\": %" PRId64, ind,
+			e->num_warps);
 	if (e->debug)
-		put(b, ",\n%s  \"debug\": true", ind);
-	put(b, ",\n%s  \"dummy_key\": \"%s\"\n%s}", ind, e->dummy_key, ind);
+		fprintf(b, ",\n%s  \"debug\": true", ind);
+	fprintf(b, ",\n%s  \"dummy_key\": \"%s\"\n%s}", ind, e->dummy_key,
+		ind);
 }
 
 int mcv_manifest_write(const struct mcv_entries *l, const char *kind,
 		       char **out, size_t *len)
 {
 	const struct mcv_entry *v = l->v;
-	size_t n = l->n;
-	struct buf b = { 0 };
+	const size_t n = l->n;
+	FILE *b = open_memstream(out, len);
 
+	if (!b)
+		return -ENOMEM;
 	if (!n) {
-		put(&b, "{\n  \"%s\": []\n}", kind);
+		fprintf(b, "{\n  \"%s\": []\n}", kind);
 	} else if (!strcmp(kind, "vllm")) {
 		/* VLLMCacheMetadata: {vllmHash, TritonCacheEntries}; one
 		 * for all, as tcfs keeps no per-hash split of entries. */
-		put(&b, "{\n  \"vllm\": [\n    {\n      \"vllmHash\": \"\",\n"
-			"      \"TritonCacheEntries\": [\n");
+		fputs("{\n  \"vllm\": [\n    {\n      \"vllmHash\": \"\",\n"
+		      "      \"TritonCacheEntries\": [\n", b);
 		for (size_t i = 0; i < n; i++) {
-			put_entry(&b, &v[i], "        ");
-			put(&b, i + 1 < n ? ",\n" : "\n");
+			put_entry(b, &v[i], "        ");
+			fputs(i + 1 < n ? ",\n" : "\n", b);
 		}
-		put(&b, "      ]\n    }\n  ]\n}");
+		fputs("      ]\n    }\n  ]\n}", b);
 	} else {
-		put(&b, "{\n  \"%s\": [\n", kind);
+		fprintf(b, "{\n  \"%s\": [\n", kind);
 		for (size_t i = 0; i < n; i++) {
-			put_entry(&b, &v[i], "    ");
-			put(&b, i + 1 < n ? ",\n" : "\n");
+			put_entry(b, &v[i], "    ");
+			fputs(i + 1 < n ? ",\n" : "\n", b);
 		}
-		put(&b, "  ]\n}");
+		fputs("  ]\n}", b);
 	}
-	if (b.err) {
-		free(b.p);
-		return b.err;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
+	return put_done(b, out);
 }
 
 static int append_entries(const cJSON *arr, struct mcv_entries *l)
@@ -246,7 +231,7 @@ static int append_entries(const cJSON *arr, struct mcv_entries *l)
 	const cJSON *j;
 
 	cJSON_ArrayForEach(j, arr) {
-		struct mcv_entry e = { 0 };
+		struct mcv_entry e;
 		const cJSON *hash = cJSON_GetObjectItemCaseSensitive(j, "hash");
 		const cJSON *nested = cJSON_GetObjectItemCaseSensitive(
 			j, "TritonCacheEntries");
@@ -260,17 +245,7 @@ static int append_entries(const cJSON *arr, struct mcv_entries *l)
 		}
 		if (!cJSON_IsString(hash))
 			continue;
-		snprintf(e.hash, sizeof(e.hash), "%s", hash->valuestring);
-		copy_field(e.backend, sizeof(e.backend),
-			   cJSON_GetObjectItemCaseSensitive(j, "backend"));
-		copy_field(e.arch, sizeof(e.arch),
-			   cJSON_GetObjectItemCaseSensitive(j, "arch"));
-		e.warp_size = int_field(j, "warp_size", NULL);
-		e.ptx_version = int_field(j, "ptx_version", &e.has_ptx);
-		e.num_stages = int_field(j, "num_stages", NULL);
-		e.num_warps = int_field(j, "num_warps", NULL);
-		e.debug = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j,
-									"debug"));
+		entry_fields(&e, j, j);
 		copy_field(e.dummy_key, sizeof(e.dummy_key),
 			   cJSON_GetObjectItemCaseSensitive(j, "dummy_key"));
 		if (mcv_entries_add(l, &e) < 0)
@@ -303,46 +278,51 @@ int mcv_labels_add(cJSON *labels, const char *prefix,
 		   const struct mcv_entries *l, uint64_t cache_bytes)
 {
 	struct mcv_targets t = { 0 };
-	struct buf b = { 0 };
-	char key[128], num[32];
-	const size_t n = l->n;
+	char key[128], num[32], *summary = NULL;
+	size_t slen = 0;
+	FILE *b;
+	int rc = 0;
 
 	/* Distinct targets in order of first appearance: the entries come
 	 * sorted, so the label is the same for the same content. */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; rc == 0 && i < l->n; i++) {
 		struct mcv_target c = { .warp_size = l->v[i].warp_size };
 
 		snprintf(c.backend, sizeof(c.backend), "%s", l->v[i].backend);
 		snprintf(c.arch, sizeof(c.arch), "%s", l->v[i].arch);
-		if (mcv_targets_add(&t, &c) < 0) {
-			free(t.v);
-			return -ENOMEM;
-		}
+		rc = mcv_targets_add(&t, &c);
 	}
-	put(&b, "{\"targets\":[");
+	b = rc == 0 ? open_memstream(&summary, &slen) : NULL;
+	if (!b) {
+		free(t.v);
+		return -ENOMEM;
+	}
+	fputs("{\"targets\":[", b);
 	for (size_t i = 0; i < t.n; i++) {
-		put(&b, "%s{\"backend\":", i ? "," : "");
-		put_gostr(&b, t.v[i].backend);
-		put(&b, ",\"arch\":");
-		put_gostr(&b, t.v[i].arch);
-		put(&b, ",\"warp_size\":%" PRId64 "}", t.v[i].warp_size);
+		fprintf(b, "%s{\"backend\":", i ? "," : "");
+		put_gostr(b, t.v[i].backend);
+		fputs(",\"arch\":", b);
+		put_gostr(b, t.v[i].arch);
+		fprintf(b, ",\"warp_size\":%" PRId64 "}", t.v[i].warp_size);
 	}
-	put(&b, "]}");
+	fputs("]}", b);
 	free(t.v);
-	if (b.err) {
-		free(b.p);
-		return b.err;
-	}
+	rc = put_done(b, &summary);
+	if (rc < 0)
+		return rc;
 	snprintf(key, sizeof(key), "%s/summary", prefix);
-	cJSON_AddStringToObject(labels, key, b.p);
-	free(b.p);
+	if (!cJSON_AddStringToObject(labels, key, summary))
+		rc = -ENOMEM;
+	free(summary);
 	snprintf(key, sizeof(key), "%s/entry-count", prefix);
-	snprintf(num, sizeof(num), "%zu", n);
-	cJSON_AddStringToObject(labels, key, num);
+	snprintf(num, sizeof(num), "%zu", l->n);
+	if (rc == 0 && !cJSON_AddStringToObject(labels, key, num))
+		rc = -ENOMEM;
 	snprintf(key, sizeof(key), "%s/cache-size-bytes", prefix);
 	snprintf(num, sizeof(num), "%" PRIu64, cache_bytes);
-	cJSON_AddStringToObject(labels, key, num);
-	return 0;
+	if (rc == 0 && !cJSON_AddStringToObject(labels, key, num))
+		rc = -ENOMEM;
+	return rc;
 }
 
 /* Targets of a JSON array of {backend, arch, warp_size}. */

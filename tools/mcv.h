@@ -13,13 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Where the cache and the manifest sit in an image's layer. */
-#define MCV_TRITON_CACHE "io.triton.cache"
-#define MCV_TRITON_MANIFEST "io.triton.manifest"
-#define MCV_VLLM_CACHE "io.vllm.cache"
-#define MCV_VLLM_MANIFEST "io.vllm.manifest"
-#define MCV_LABELS_TRITON "cache.triton.image"
-#define MCV_LABELS_VLLM "cache.vllm.image"
+/* Where an image keeps a cache and what it says of it: MCV ships Triton
+ * caches and vLLM's trees (VLLM_CACHE_ROOT) alike, under names of each's
+ * own. */
+struct mcv_layout {
+	const char *cache;	/* the cache's dir in the layer */
+	const char *manifest;	/* the dir of its manifest.json */
+	const char *labels;	/* the labels' prefix */
+	const char *kind;	/* the manifest's key: "triton", "vllm" */
+};
+extern const struct mcv_layout mcv_triton, mcv_vllm;
 
 /* A kernel as MCV's manifest lists it (TritonCacheMetadata). */
 struct mcv_entry {

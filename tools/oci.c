@@ -4,7 +4,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -146,8 +145,10 @@ void oci_sha256_buf(const void *buf, size_t len, char *digest)
 	hex_digest(md, digest);
 }
 
-int oci_sha256_file(const char *path, int decompress, uint64_t max,
-		    char *digest, uint64_t *size)
+/* SHA-256 of a file, with decompress of the bytes libarchive's filters
+ * (gzip, zstd, ...) make of it: -EFBIG past max of them. */
+static int sha256_file(const char *path, int decompress, uint64_t max,
+		       char *digest, uint64_t *size)
 {
 	struct oci_sha256 *h = oci_sha256_new();
 	struct archive *a = NULL;
@@ -220,10 +221,14 @@ static int digest_ok(const char *d)
 
 /* ---- small files ---- */
 
-static int read_json_file(const char *path, cJSON **out)
+/* A JSON file of the image, at most OCI_JSON_MAX bytes; its bytes must
+ * hash to want (a digest, and as many bytes as want_size) unless want is
+ * NULL.  Read once: what is checked is what is parsed. */
+static int read_json(const char *path, const char *want, uint64_t want_size,
+		     cJSON **out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	char *buf = NULL;
+	char *buf = NULL, got[OCI_DIGEST_LEN + 1];
 	size_t len = 0;
 	int rc;
 
@@ -237,10 +242,23 @@ static int read_json_file(const char *path, cJSON **out)
 				  path, OCI_JSON_MAX);
 	else if (rc < 0)
 		rc = tcfs_err_errno(rc, "%s", path);
+	if (rc == 0 && want) {
+		oci_sha256_buf(buf, len, got);
+		if (strcmp(got, want) != 0 || len != want_size)
+			rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not "
+					  "match its digest (%s, %llu bytes)",
+					  path, want,
+					  (unsigned long long)want_size);
+	}
 	if (rc == 0 && !(*out = cJSON_ParseWithLength(buf, len)))
 		rc = tcfs_err_set(-EBADMSG, "%s: not JSON", path);
 	free(buf);
 	return rc;
+}
+
+static int read_json_file(const char *path, cJSON **out)
+{
+	return read_json(path, NULL, 0, out);
 }
 
 /* Writes bytes to dir/name atomically (a temp file renamed). */
@@ -421,23 +439,14 @@ static void blob_path(const char *dir, const char *digest, char *path,
 static int read_json_blob(const char *dir, const struct oci_desc *d,
 			  cJSON **out)
 {
-	char path[OCI_PATH], got[OCI_DIGEST_LEN + 1];
-	uint64_t size = 0;
-	int rc;
+	char path[OCI_PATH];
 
 	*out = NULL;
 	blob_path(dir, d->digest, path, sizeof(path));
 	if (d->size > OCI_JSON_MAX)
 		return tcfs_err_set(-EFBIG, "%s: over %u bytes; not an "
 				    "image's", path, OCI_JSON_MAX);
-	rc = oci_sha256_file(path, 0, OCI_JSON_MAX, got, &size);
-	if (rc == 0 && (strcmp(got, d->digest) != 0 || size != d->size))
-		rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not match its "
-				  "digest (%s, %llu bytes)", path, d->digest,
-				  (unsigned long long)d->size);
-	if (rc == 0)
-		rc = read_json_file(path, out);
-	return rc;
+	return read_json(path, d->digest, d->size, out);
 }
 
 /* The manifest tag names in index, for a message. */
@@ -590,10 +599,6 @@ static int open_layout(struct oci_image *img, const char *tag)
 		i++;
 	}
 	take_diff_ids(img);
-	/* Kept: annotations point into the manifest. */
-	img->annotations = cJSON_GetObjectItemCaseSensitive(man, "annotations");
-	cJSON_AddItemToObject(img->config, ".tcfs-manifest", man);
-	man = NULL;
 out:
 	cJSON_Delete(man);
 	return rc;
@@ -755,14 +760,14 @@ int oci_image_check_layer(const struct oci_image *img, size_t i, uint64_t max)
 
 	assert(i < img->nlayers);
 	if (img->docker) {
-		rc = oci_sha256_file(img->layer_path[i], 1, max, got, &size);
+		rc = sha256_file(img->layer_path[i], 1, max, got, &size);
 		if (rc == 0 && strcmp(got, img->diff_id[i]) != 0)
 			rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not "
 					  "match the config's diff_id %s",
 					  img->layer_path[i], img->diff_id[i]);
 		return rc;
 	}
-	rc = oci_sha256_file(img->layer_path[i], 0, UINT64_MAX, got, &size);
+	rc = sha256_file(img->layer_path[i], 0, UINT64_MAX, got, &size);
 	if (rc == 0 && (strcmp(got, img->layers[i].digest) != 0 ||
 			size != img->layers[i].size))
 		rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not match its "
@@ -828,12 +833,6 @@ int oci_out_open(const struct oci_ref *r, const char *tmpdir,
 	if (rc == 0 && mkdir(path, 0755) < 0 && errno != EEXIST)
 		rc = tcfs_err_errno(-errno, "%s", path);
 	return rc;
-}
-
-void oci_out_blob_path(const struct oci_out *o, const char *digest,
-		       char *path, size_t len)
-{
-	blob_path(o->dir, digest, path, len);
 }
 
 int oci_out_put_buf(struct oci_out *o, const char *mt, const void *buf,
@@ -947,48 +946,30 @@ static int write_index(struct oci_out *o, const struct oci_desc *m)
 	return rc;
 }
 
-static int by_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Adds dir's files below name to the archive, sorted, with fixed times
  * and owners: the same layout gives the same bytes. */
 static int tar_add_tree(struct archive *a, const char *base, const char *rel)
 {
 	char path[OCI_PATH + PATH_MAX], **names = NULL;
 	size_t n = 0;
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+	int fd, rc;
 
 	snprintf(path, sizeof(path), "%s%s%s", base, rel[0] ? "/" : "", rel);
-	d = opendir(path);
-	if (!d)
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return tcfs_err_errno(-errno, "%s", path);
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		char **nv;
-
-		if (de->d_name[0] == '.')
-			continue;	/* ., .., our temp files */
-		nv = realloc(names, (n + 1) * sizeof(*names));
-		if (!nv) {
-			rc = -ENOMEM;
-			break;
-		}
-		names = nv;
-		names[n] = strdup(de->d_name);
-		rc = names[n] ? 0 : -ENOMEM;
-		n += rc == 0;
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(names, n, sizeof(*names), by_str);
+	rc = tcfs_io_list_names(fd, NULL, &names, &n);
+	close(fd);
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s", path);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char sub[PATH_MAX], full[OCI_PATH];
-		struct archive_entry *e = archive_entry_new();
+		struct archive_entry *e;
 		struct stat st;
 
+		if (names[i][0] == '.')
+			continue;	/* our temp files */
+		e = archive_entry_new();
 		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel,
 				     rel[0] ? "/" : "",
 				     names[i]) >= sizeof(sub)) {
@@ -1015,24 +996,24 @@ static int tar_add_tree(struct archive *a, const char *base, const char *rel)
 			rc = tar_add_tree(a, base, sub);
 		} else if (rc == 0) {
 			char buf[1 << 16];
-			int fd = open(full, O_RDONLY | O_CLOEXEC);
-			ssize_t got;
+			int in = open(full, O_RDONLY | O_CLOEXEC);
+			ssize_t got = 0;
 
-			if (fd < 0)
+			if (in < 0)
 				rc = tcfs_err_errno(-errno, "%s", full);
-			while (rc == 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+			while (rc == 0 && (got = read(in, buf, sizeof(buf))) > 0)
 				if (archive_write_data(a, buf, (size_t)got) !=
 				    got)
 					rc = tcfs_err_set(
 						-EIO, "%s",
 						archive_error_string(a));
-			if (fd >= 0)
-				close(fd);
+			if (rc == 0 && got < 0)
+				rc = tcfs_err_errno(-errno, "%s", full);
+			if (in >= 0)
+				close(in);
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	tcfs_io_names_free(names, n);
 	return rc;
 }
 

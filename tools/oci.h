@@ -18,7 +18,6 @@
 #define OCI_MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define OCI_MT_CONFIG "application/vnd.oci.image.config.v1+json"
 #define OCI_MT_LAYER_GZIP "application/vnd.oci.image.layer.v1.tar+gzip"
-#define DOCKER_MT_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define DOCKER_MT_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
 #define OCI_REF_NAME "org.opencontainers.image.ref.name"
 
@@ -48,13 +47,8 @@ struct oci_desc {
 	uint64_t size;
 };
 
-/* SHA-256 of a buffer, of a file, as "sha256:HEX" (OCI_DIGEST_LEN + 1
- * bytes).  oci_sha256_file with decompress reads the file through
- * libarchive's filters (gzip, zstd, ...) and fails with -EFBIG past max
- * decompressed bytes. */
+/* SHA-256 of a buffer as "sha256:HEX" (OCI_DIGEST_LEN + 1 bytes). */
 void oci_sha256_buf(const void *buf, size_t len, char *digest);
-int oci_sha256_file(const char *path, int decompress, uint64_t max,
-		    char *digest, uint64_t *size);
 
 /* Incremental SHA-256 for a stream being written. */
 struct oci_sha256;
@@ -71,7 +65,6 @@ struct oci_image {
 	char digest[OCI_DIGEST_LEN + 1];	/* the manifest's */
 	cJSON *config;		/* the image config */
 	const cJSON *labels;	/* its config.Labels, or NULL */
-	const cJSON *annotations;	/* the manifest's, or NULL */
 	size_t nlayers;
 	struct oci_desc *layers;
 	char (*layer_path)[PATH_MAX];	/* each layer's file */
@@ -101,9 +94,6 @@ struct oci_out {
 /* Opens (creating if need be) the layout to write r to. */
 int oci_out_open(const struct oci_ref *r, const char *tmpdir,
 		 struct oci_out *o);
-/* The path of a blob of the layout (need not exist). */
-void oci_out_blob_path(const struct oci_out *o, const char *digest,
-		       char *path, size_t len);
 /* Stores bytes as a blob; fills d (media type mt). */
 int oci_out_put_buf(struct oci_out *o, const char *mt, const void *buf,
 		    size_t len, struct oci_desc *d);
