@@ -192,6 +192,42 @@ int tcfs_io_open_beneath(int dirfd, const char *path, int flags,
 	return fd < 0 ? -errno : (int)fd;
 }
 
+static int rm_at(int dirfd, const char *name, int depth)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int fd, rc;
+
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth >= TCFS_IO_RM_DEPTH)
+		return -ELOOP;
+	/* O_NOFOLLOW: a dir swapped for a link on the way is not entered. */
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					 O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	rc = tcfs_io_list_names(fd, NULL, &names, &n);
+	for (size_t i = 0; i < n; i++) {
+		int r = rm_at(fd, names[i], depth + 1);
+
+		rc = rc < 0 ? rc : r;
+	}
+	tcfs_io_names_free(names, n);
+	close(fd);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+	    rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+int tcfs_io_rm_tree_at(int dirfd, const char *name)
+{
+	return rm_at(dirfd, name, 0);
+}
+
 int tcfs_io_mkdirs(const char *path)
 {
 	char buf[PATH_MAX];

@@ -41,6 +41,15 @@ int tcfs_io_list_names(int dirfd, int (*cmp)(const void *, const void *),
 		       char ***names, size_t *n);
 void tcfs_io_names_free(char **names, size_t n);
 
+/* Removes dirfd/name and, when it is a directory, everything in it,
+ * never following a symlink: a link is removed, not what it names.  At
+ * most TCFS_IO_RM_DEPTH levels deep (-ELOOP past them, with nothing
+ * below that level removed).  0 when nothing is left (ENOENT is no
+ * error), or the first -errno; it goes on past errors, removing what it
+ * can. */
+#define TCFS_IO_RM_DEPTH 64
+int tcfs_io_rm_tree_at(int dirfd, const char *name);
+
 /* Creates path and every missing directory above it (mode 0755, as
  * mkdir -p).  0, or -errno. */
 int tcfs_io_mkdirs(const char *path);

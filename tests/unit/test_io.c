@@ -1,6 +1,7 @@
 /* io: sorted listings, files put whole by rename; err: context prefixed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -91,6 +92,36 @@ static void test_put(int dirfd)
 	}
 }
 
+/* A tree removed without following the links in it: what they name
+ * stays, wherever it is. */
+static void test_rm_tree(int dirfd)
+{
+	char outside[] = "/tmp/tcfs-test-io-outside.XXXXXX";
+	char victim[sizeof(outside) + 8];
+	struct stat st;
+
+	tap_ok(mkdtemp(outside) != NULL, "a dir outside the tree");
+	snprintf(victim, sizeof(victim), "%s/v", outside);
+	close(open(victim, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	mkdirat(dirfd, "t", 0755);
+	mkdirat(dirfd, "t/sub", 0755);
+	mkdirat(dirfd, "t/sub/deeper", 0755);
+	touch(dirfd, "t/sub/deeper/f");
+	tap_eq(symlinkat(outside, dirfd, "t/sub/out"), 0, "a link out of it");
+	tap_eq(symlinkat(victim, dirfd, "t/file-out"), 0, "... to a file too");
+	tap_eq(tcfs_io_rm_tree_at(dirfd, "t"), 0, "the tree is removed");
+	tap_ok(fstatat(dirfd, "t", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+		       errno == ENOENT,
+	       "... all of it");
+	tap_eq(stat(victim, &st), 0, "... and what its links name is not");
+	tap_eq(tcfs_io_rm_tree_at(dirfd, "t"), 0, "nothing there: no error");
+	tap_eq(symlinkat(outside, dirfd, "l2"), 0, "a link alone");
+	tap_eq(tcfs_io_rm_tree_at(dirfd, "l2"), 0, "... is removed");
+	tap_eq(stat(victim, &st), 0, "... not the dir it names");
+	unlink(victim);
+	rmdir(outside);
+}
+
 static void test_err(void)
 {
 	tcfs_err_clear();
@@ -119,6 +150,7 @@ int main(void)
 	unlinkat(dirfd, "b", 0);
 	unlinkat(dirfd, "__grp__a.json", 0);
 	test_put(dirfd);
+	test_rm_tree(dirfd);
 	test_err();
 	unlinkat(dirfd, "f", 0);
 	unlinkat(dirfd, "l", 0);
