@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,8 +349,27 @@ int tcfs_group_render_with(const char *tmpl, size_t len, const char *root,
 	return 0;
 }
 
+/* Whether every child F of cp is ROOT/KEY/F, F a plain name: else 0 and
+ * why (len bytes) names the first that is not. */
+static int children_in_key(const cJSON *cp, const char *key, char *why,
+			   size_t len)
+{
+	for (const cJSON *c = cp->child; c; c = c->next) {
+		size_t rlen;
+		const char *rel = below_key(c->valuestring, key, &rlen);
+
+		if (tcfs_name_check(c->string) == 0 && rel &&
+		    strcmp(rel, c->string) == 0)
+			continue;
+		snprintf(why, len, "child '%.64s' is '%.128s', not a file of "
+			 "its key dir %s", c->string, c->valuestring, key);
+		return 0;
+	}
+	return 1;
+}
+
 int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
-			   char **tmpl, size_t *tlen)
+			   char **tmpl, size_t *tlen, char *why, size_t wlen)
 {
 	cJSON *doc = cJSON_ParseWithLength(bytes, len);
 	cJSON *cp = (cJSON *)child_paths(doc);
@@ -357,14 +377,21 @@ int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
 	char *root = NULL;
 	int rc = 0;
 
-	if (cp)
+	snprintf(why, wlen, "not a group file of Triton's ({\"child_paths\": "
+		 "{NAME: PATH}} with at least one child)");
+	if (cp && cp->child)
+		rc = children_in_key(cp, key, why, wlen);
+	if (rc == 1) {
+		snprintf(why, wlen, "its children lie under different roots");
 		rc = templatize(cp, key, &root);
+	}
 	if (rc == 1)
 		rc = emit(cp, NULL, TCFS_GROUP_ALL, NULL, NULL, &t);
 	if (rc == 0 && t.p) {
 		*tmpl = t.p;
 		*tlen = t.len;
 		t.p = NULL;
+		why[0] = '\0';
 		rc = 1;
 	}
 	free(t.p);

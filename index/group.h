@@ -72,10 +72,14 @@ int tcfs_group_render(const char *tmpl, size_t len, const char *root,
 #define TCFS_GROUP_IMAGE_ROOT ".triton/cache"
 
 /* A template of a group file in any JSON layout (an image's, indented,
- * with relative paths), when every child lies in a dir named key: 1 and
- * *tmpl (owned by the caller, free()); 0 when it is not one; -ENOMEM. */
+ * with relative paths), when it is one exactly as Triton writes them:
+ * each child F at ROOT/KEY/F, F a plain name, ROOT the same for all.
+ * An image is hostile: a child anywhere else (an absolute path, "..",
+ * another key dir's file) makes it no template.  1 and *tmpl (owned by
+ * the caller, free()); 0 when it is not one, why (wlen bytes) saying
+ * which child is out of place; -ENOMEM. */
 int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
-			   char **tmpl, size_t *tlen);
+			   char **tmpl, size_t *tlen, char *why, size_t wlen);
 
 /* Where a child goes instead of ROOT/KEY/F (the mount's -o redirect):
  * given the child's name F, NULL to keep ROOT/KEY/F, else an absolute

@@ -47,6 +47,7 @@ struct pack {
 	enum tcfs_group_filter filter;
 	struct mcv_entries entries;	/* of the layer, then of the image */
 	uint64_t files, kernels, failed;
+	uint64_t links_dropped;	/* symlinks left out (layer_link_ok) */
 	struct strset dirs;	/* dirs already in the layer */
 	/* --base */
 	struct oci_image base;
@@ -69,8 +70,10 @@ static const char *const help =
 	"tree), io.triton.manifest/manifest.json listing every kernel, the\n"
 	"labels cache.triton.image/summary (targets), entry-count and\n"
 	"cache-size-bytes; group files name their children relative to the\n"
-	"cache.  The same content gives the same image digest.  Push it with\n"
-	"skopeo: skopeo copy oci:DIR:TAG docker://REGISTRY/NAME:TAG.\n"
+	"cache.  The same content gives the same image digest.  A symlink\n"
+	"pointing up or out of its dir is left out, with a message (unpack\n"
+	"refuses such links).  Push the image with skopeo: skopeo copy\n"
+	"oci:DIR:TAG docker://REGISTRY/NAME:TAG.\n"
 	"\n"
 	"Options:\n"
 	"  -s, --store DIR        the store (default as for tcfs import)\n"
@@ -178,6 +181,13 @@ static int sink_symlink(void *ctx, const char *path, const struct tcfs_node *n,
 	char full[PATH_MAX];
 
 	(void)n;
+	if (!layer_link_ok(target)) {
+		/* tcfs unpack would refuse the whole image for it. */
+		cli_err("pack", "%s: a symlink to '%s', which points up or out "
+			"of its dir; left out of the image", path, target);
+		p->links_dropped++;
+		return 0;
+	}
 	snprintf(full, sizeof(full), "%s/%s", p->layout->cache, path);
 	p->files++;
 	return layer_add_symlink(p->lw, full, target);
@@ -392,11 +402,15 @@ static int open_base(struct pack *p, const char *arg, const char *tmpdir)
 		rc = oci_image_open(&r, tmpdir, BASE_MAX, &p->base);
 	p->has_base = 1;
 	for (size_t i = 0; rc == 0 && i < p->base.nlayers; i++) {
-		rc = oci_image_check_layer(&p->base, i, BASE_MAX);
+		int fd = oci_image_open_layer(&p->base, i);
+
+		rc = fd < 0 ? fd
+			    : oci_image_check_layer(&p->base, i, fd, BASE_MAX);
 		if (rc == 0)
-			rc = layer_scan(p->base.layer_path[i],
-					p->base.layers[i].digest, manifest,
+			rc = layer_scan(fd, p->base.layers[i].digest, manifest,
 					base_entry, &b);
+		if (fd >= 0)
+			close(fd);
 	}
 	return rc;
 }
@@ -568,6 +582,8 @@ static int print_summary(const struct pack *p, const char *dest,
 		cJSON_AddNumberToObject(o, "layer_bytes", (double)layer->size);
 		cJSON_AddNumberToObject(o, "kernels", (double)p->kernels);
 		cJSON_AddNumberToObject(o, "files", (double)p->files);
+		cJSON_AddNumberToObject(o, "links_left_out",
+					(double)p->links_dropped);
 		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
 		cJSON_AddNumberToObject(o, "manifest_entries",
 					(double)p->entries.n);
@@ -581,6 +597,9 @@ static int print_summary(const struct pack *p, const char *dest,
 	       (unsigned long long)p->kernels, (unsigned long long)p->files,
 	       cli_human(bytes, b1, sizeof(b1)), dest, tag,
 	       cli_human(layer->size, b2, sizeof(b2)));
+	if (p->links_dropped)
+		printf("%llu symlinks left out (they point up or out of their "
+		       "dir)\n", (unsigned long long)p->links_dropped);
 	if (p->has_base)
 		printf("on top of %zu base layer%s\n", p->base.nlayers,
 		       p->base.nlayers == 1 ? "" : "s");

@@ -53,6 +53,8 @@ struct unpack {
 	struct mcv_entries entries;	/* kernels found in the cache */
 	uint64_t fit;		/* of those, kernels the GPUs here run */
 	int binary_only;	/* group files to list no IR */
+	int quiet;		/* -q: no notes (what was skipped), errors
+				 * only */
 	int rc;			/* the first error of a tree walk */
 };
 
@@ -66,12 +68,14 @@ static const char *const help =
 	"of Red Hat's MCV unpack, and so does a one-layer image holding a\n"
 	"plain cache directory.  Every blob is checked against its digest\n"
 	"and every entry before anything is added; a hostile image (paths\n"
-	"leaving it, links out, devices, duplicates, a corrupt stream, a\n"
-	"decompression bomb) is refused and changes nothing.  The image's\n"
-	"targets are checked against the GPUs here (nvidia-smi, rocminfo).\n"
-	"While the store is mounted the kernels land through the mount, in\n"
-	"its views at once.  Each kernel lands whole; a failed unpack leaves\n"
-	"the store as it was.\n"
+	"leaving it, links that point up or out, whiteouts or blobs reached\n"
+	"through links, group files naming other files than their key\n"
+	"dir's, devices, duplicates, a corrupt stream, a decompression bomb)\n"
+	"is refused and changes nothing.  The image's targets are checked\n"
+	"against the GPUs here (nvidia-smi, rocminfo).  While the store is\n"
+	"mounted the kernels land through the mount, in its views at once,\n"
+	"never replacing what Triton's writers land meanwhile.  Each kernel\n"
+	"lands whole; a failed unpack leaves the store as it was.\n"
 	"\n"
 	"Options:\n"
 	"  -s, --store DIR        the store (default as for tcfs import);\n"
@@ -122,6 +126,24 @@ static int check_targets(const struct unpack *u, const struct mcv_targets *g)
 			    u->src, have);
 }
 
+/* Layer i checked and extracted from one descriptor, so that what is
+ * extracted is what was checked. */
+static int stage_layer(struct unpack *u, size_t i, const char *where,
+		       uint64_t *budget)
+{
+	int fd = oci_image_open_layer(&u->img, i), rc;
+
+	if (fd < 0)
+		return tcfs_err_prefix(fd, "%s", u->src);
+	rc = oci_image_check_layer(&u->img, i, fd, *budget);
+	if (rc < 0)
+		rc = tcfs_err_prefix(rc, "%s", u->src);
+	if (rc == 0)
+		rc = layer_extract(fd, where, u->stage, i > 0, budget);
+	close(fd);
+	return rc;
+}
+
 /* Each layer, checked, into the staging dir. */
 static int stage_layers(struct unpack *u, int64_t max)
 {
@@ -138,12 +160,7 @@ static int stage_layers(struct unpack *u, int64_t max)
 			 i + 1, u->img.layers[i].digest[0]
 					? u->img.layers[i].digest
 					: u->img.layer_path[i]);
-		rc = oci_image_check_layer(&u->img, i, budget);
-		if (rc < 0)
-			rc = tcfs_err_prefix(rc, "%s", u->src);
-		if (rc == 0)
-			rc = layer_extract(u->img.layer_path[i], where,
-					   u->stage, &budget);
+		rc = stage_layer(u, i, where, &budget);
 	}
 	return rc;
 }
@@ -215,42 +232,19 @@ static int check_manifest(const struct unpack *u, const char *path)
 }
 
 /* One staged file: a group file gets child paths into its destination
- * (MCV writes them relative), a kernel's metadata is counted. */
-static struct unpack *walking;
-
-static int fix_file(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
+ * (MCV writes them relative), a kernel's metadata is counted.  A group
+ * file naming anything but files of its own key dir is refused, as is
+ * one that is a symlink (which the import would follow). */
+/* A staged group file (its bytes buf) made to name its children in the
+ * destination, or refused. */
+static int fix_group(struct unpack *u, const char *path,
+		     const struct FTW *ftw, const char *buf, size_t len)
 {
-	struct unpack *u = walking;
-	const char *name = path + ftw->base;
-	char *buf = NULL, *tmpl = NULL, *out = NULL, key[PATH_MAX];
-	size_t len = 0, tlen = 0, olen = 0;
-	struct mcv_entry e;
-	enum tcfs_artifact art;
-	int fd, rc = 0;
+	const char *shown = path + strlen(u->stage) + 1;
+	char *tmpl = NULL, *out = NULL, key[PATH_MAX], why[256];
+	size_t tlen = 0, olen = 0;
+	int fd, rc;
 
-	if (flag != FTW_F || !S_ISREG(st->st_mode) ||
-	    (uint64_t)st->st_size > TCFS_GROUP_MAX ||
-	    ftw->base <= (int)strlen(u->cache) + 1)
-		return 0;
-	art = tcfs_name_artifact(name);
-	if (art != TCFS_ART_GROUP && art != TCFS_ART_META)
-		return 0;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len) < 0) {
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-		return 0;	/* import reports it, naming it */
-	}
-	close(fd);
-	if (art == TCFS_ART_META) {
-		if (mcv_entry_of_meta(buf, len, &e))
-			rc = mcv_entries_add(&u->entries, &e);
-		free(buf);
-		u->rc = u->rc ? u->rc : rc;
-		return 0;
-	}
 	/* key: the key dir's path below the cache; its last part the key. */
 	snprintf(key, sizeof(key), "%.*s",
 		 (int)(ftw->base - (int)strlen(u->cache) - 2),
@@ -258,23 +252,72 @@ static int fix_file(const char *path, const struct stat *st, int flag,
 	rc = tcfs_group_template_of(buf, len, strrchr(key, '/')
 						      ? strrchr(key, '/') + 1
 						      : key,
-				    &tmpl, &tlen);
+				    &tmpl, &tlen, why, sizeof(why));
+	if (rc == 0)
+		rc = tcfs_err_set(-EPERM, "%s: %s: %s; refused", u->src, shown,
+				  why);
 	if (rc == 1)
 		rc = tcfs_group_render(tmpl, tlen, u->root, key,
 				       u->binary_only ? TCFS_GROUP_BINARY_ONLY
 						      : TCFS_GROUP_ALL,
 				       &out, &olen);
-	if (rc == 0 && out) {
+	if (rc == 0) {
 		fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
 		rc = fd < 0 ? -errno : tcfs_io_write_all(fd, out, olen);
 		if (fd >= 0)
 			close(fd);
+		if (rc < 0)
+			rc = tcfs_err_errno(rc, "%s", path);
 	}
-	if (rc < 0)
-		u->rc = u->rc ? u->rc : tcfs_err_errno(rc, "%s", path);
 	free(out);
 	free(tmpl);
+	return rc;
+}
+
+static struct unpack *walking;
+
+static int fix_file(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	struct unpack *u = walking;
+	const char *name = path + ftw->base;
+	const char *shown = path + strlen(u->stage) + 1;
+	enum tcfs_artifact art;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, rc = 0;
+
+	if ((flag != FTW_F && flag != FTW_SL) ||
+	    ftw->base <= (int)strlen(u->cache) + 1)
+		return 0;
+	art = tcfs_name_artifact(name);
+	if (art != TCFS_ART_GROUP && art != TCFS_ART_META)
+		return 0;
+	if (art == TCFS_ART_GROUP &&
+	    (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > TCFS_GROUP_MAX))
+		rc = tcfs_err_set(-EPERM, "%s: %s: a group file that is %s; "
+				  "refused", u->src, shown,
+				  S_ISREG(st->st_mode) ? "over 16 MiB"
+						       : "a symlink");
+	if (rc == 0 && !S_ISREG(st->st_mode))
+		return 0;
+	fd = rc ? -1 : open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (rc == 0 && (fd < 0 ||
+			tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len) < 0))
+		rc = tcfs_err_errno(fd < 0 ? -errno : -EIO, "%s: %s", u->src,
+				    shown);
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && art == TCFS_ART_META) {
+		struct mcv_entry e;
+
+		if (mcv_entry_of_meta(buf, len, &e))
+			rc = mcv_entries_add(&u->entries, &e);
+	} else if (rc == 0) {
+		rc = fix_group(u, path, ftw, buf, len);
+	}
 	free(buf);
+	u->rc = u->rc ? u->rc : rc;
 	return 0;
 }
 
@@ -368,8 +411,11 @@ static int land(struct unpack *u, struct cli_common *co, const char *mount,
 		uint64_t *kernels, uint64_t *files, uint64_t *kept,
 		uint64_t *bytes)
 {
-	struct import_opts o = { .cmd = "unpack", .quiet = 1, .tree = 1,
-				 .atomic = 1, .binary_only = u->binary_only };
+	/* Not quiet unless told: a file the import skips (a link leading
+	 * out) is said. */
+	struct import_opts o = { .cmd = "unpack", .quiet = u->quiet,
+				 .tree = 1, .atomic = 1,
+				 .binary_only = u->binary_only };
 	struct tcfs_store *s;
 	struct import im;
 	int rc;
@@ -422,7 +468,7 @@ int cmd_unpack(int argc, char **argv)
 	char manifest[PATH_MAX], gpus[256] = "";
 	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
 	int64_t max = 0;
-	int c, rc, gpu_check = 1, quiet = 0;
+	int c, rc, gpu_check = 1;
 
 	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q", opts,
 				NULL)) != -1) {
@@ -447,7 +493,7 @@ int cmd_unpack(int argc, char **argv)
 			u.binary_only = 1;
 			break;
 		case 'q':
-			quiet = 1;
+			u.quiet = 1;
 			break;
 		default:
 			return cli_usage_err("unpack", "bad option");
@@ -506,7 +552,7 @@ int cmd_unpack(int argc, char **argv)
 		cli_lib_err("unpack", rc, u.src);
 		cli_err("unpack", "%s: nothing unpacked; the store is as it "
 			"was", u.src);
-	} else if (!quiet) {
+	} else if (!u.quiet) {
 		print_summary(&u, store, mount, kernels, files, kept, bytes,
 			      g.n, gpus, co.json);
 	}

@@ -276,34 +276,97 @@ static int canon(const char *where, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-/* An OCI whiteout: ".wh.NAME" deletes NAME of a lower layer, and
- * ".wh..wh..opq" everything its dir had. */
-static void whiteout(const char *dir, const char *path, const char *base)
+int layer_link_ok(const char *target)
 {
-	char victim[PATH_MAX];
-	int parent = (int)(base - path);
+	if (!target || !target[0] || target[0] == '/')
+		return 0;
+	for (const char *c = target; *c;) {
+		const char *end = strchrnul(c, '/');
 
-	if (!strcmp(base, ".wh..wh..opq")) {
-		snprintf(victim, sizeof(victim), "%s/%.*s", dir, parent, path);
-		oci_rm_tree(victim);
-		mkdir(victim, 0755);
-		return;
+		if (end - c == 2 && c[0] == '.' && c[1] == '.')
+			return 0;
+		c = *end ? end + 1 : end;
 	}
-	snprintf(victim, sizeof(victim), "%s/%.*s%s", dir, parent, path,
-		 base + 4);
-	oci_rm_tree(victim);
+	return 1;
 }
 
-/* Checks entry e, found as name, and points it at dir.  0 to write it,
- * 1 when handled (a whiteout), or -errno with a message. */
-static int vet(const char *where, const char *dir, struct archive_entry *e,
-	       struct strset *seen)
+#define WH_PREFIX ".wh."
+#define WH_OPAQUE ".wh..wh..opq"
+
+/* Whether base (the last part of an entry's name) is an OCI whiteout:
+ * 1 if so, 0 if not, -EPERM with a message when it names nothing a
+ * whiteout can remove. */
+static int whiteout_of(const char *where, const char *name, const char *base)
+{
+	const char *victim = base + strlen(WH_PREFIX);
+
+	if (strncmp(base, WH_PREFIX, strlen(WH_PREFIX)) != 0)
+		return 0;
+	if (!strcmp(base, WH_OPAQUE))
+		return 1;
+	if (!victim[0] || !strcmp(victim, ".") || !strcmp(victim, "..") ||
+	    !strncmp(victim, WH_PREFIX, strlen(WH_PREFIX)))
+		return tcfs_err_set(-EPERM, "%s: whiteout '%s' names no "
+				    "entry", where, name);
+	return 1;
+}
+
+/* Applies whiteout name (canonical; base its last part) to what lower
+ * layers put in the staging dir stagefd: ".wh.NAME" removes NAME,
+ * ".wh..wh..opq" everything its dir holds.  Its dir is reached beneath
+ * stagefd without following any symlink, and nothing is removed through
+ * one: a whiteout whose path crosses a link is refused, as only a hostile
+ * image would have one. */
+static int whiteout(int stagefd, const char *where, const char *name,
+		    const char *base)
+{
+	char parent[PATH_MAX];
+	char **names = NULL;
+	size_t n = 0;
+	int pfd, rc;
+
+	snprintf(parent, sizeof(parent), "%.*s", (int)(base - name), name);
+	pfd = parent[0] ? tcfs_io_open_beneath(stagefd, parent,
+					       O_RDONLY | O_DIRECTORY, 1)
+			: dup(stagefd);
+	if (pfd == -1 && !parent[0])
+		pfd = -errno;
+	if (pfd == -ENOENT || pfd == -ENOTDIR)
+		return 0;	/* nothing of a lower layer to remove */
+	if (pfd == -ELOOP || pfd == -EXDEV)
+		return tcfs_err_set(-EPERM, "%s: whiteout '%s' goes through a "
+				    "symlink", where, name);
+	if (pfd < 0)
+		return tcfs_err_errno(pfd, "%s: %s", where, name);
+	if (strcmp(base, WH_OPAQUE) != 0) {
+		rc = tcfs_io_rm_tree_at(pfd, base + strlen(WH_PREFIX));
+	} else {
+		rc = tcfs_io_list_names(pfd, NULL, &names, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			rc = tcfs_io_rm_tree_at(pfd, names[i]);
+		tcfs_io_names_free(names, n);
+	}
+	close(pfd);
+	return rc < 0 ? tcfs_err_errno(rc, "%s: whiteout %s", where, name) : 0;
+}
+
+/* The last part of a canonical name. */
+static const char *base_of(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+
+	return slash ? slash + 1 : name;
+}
+
+/* Checks entry e, found as name, and makes it relative to the staging
+ * dir.  0 to write it, 1 to skip it (a whiteout: whiteouts_apply did
+ * what it says), or -errno with a message. */
+static int vet(const char *where, struct archive_entry *e, struct strset *seen)
 {
 	char name[PATH_MAX], to[PATH_MAX];
 	const char *raw = archive_entry_pathname(e);
 	const char *hard = archive_entry_hardlink(e);
 	mode_t type = archive_entry_filetype(e);
-	const char *base;
 	int rc;
 
 	if (!raw)
@@ -318,12 +381,9 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 				    where, name);
 	if (rc < 0)
 		return rc;
-	base = strrchr(name, '/');
-	base = base ? base + 1 : name;
-	if (!strncmp(base, ".wh.", 4)) {
-		whiteout(dir, name, base);
-		return 1;
-	}
+	rc = whiteout_of(where, name, base_of(name));
+	if (rc != 0)
+		return rc;
 	if (hard) {
 		rc = canon(where, hard, to, sizeof(to));
 		if (rc < 0)
@@ -343,9 +403,10 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 	} else if (type == AE_IFLNK) {
 		const char *t = archive_entry_symlink(e);
 
-		if (!t || !oci_link_stays(name, t))
+		if (!layer_link_ok(t))
 			return tcfs_err_set(-EPERM, "%s: symlink '%s' -> '%s' "
-					    "leads out of the image", where,
+					    "points up or out of its dir (a "
+					    "cache's links point down)", where,
 					    name, t ? t : "");
 	} else if (type != AE_IFREG && type != AE_IFDIR) {
 		return tcfs_err_set(-EPERM, "%s: entry '%s' is a %s; a cache "
@@ -367,7 +428,6 @@ static int vet(const char *where, const char *dir, struct archive_entry *e,
 
 struct vetting {
 	const char *where;
-	const char *dir;
 	struct strset seen;	/* the entries so far */
 };
 
@@ -375,16 +435,75 @@ static int vet_layer(void *ctx, struct archive_entry *e)
 {
 	struct vetting *v = ctx;
 
-	return vet(v->where, v->dir, e, &v->seen);
+	return vet(v->where, e, &v->seen);
 }
 
-int layer_extract(const char *file, const char *where, const char *dir,
+/* Opens the layer fd (from its start) for reading its entries. */
+static int read_open(int fd, const char *where, struct archive **out)
+{
+	struct archive *a = archive_read_new();
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (lseek(fd, 0, SEEK_SET) < 0 ||
+	    archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
+		int rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+				      archive_error_string(a));
+
+		archive_read_free(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+/* A layer's whiteouts apply to the layers below it only, never to its
+ * own entries (the OCI image spec): so they are all applied, in a first
+ * reading of the layer's headers, before any of its entries is written. */
+static int whiteouts_apply(int fd, const char *where, int stagefd)
+{
+	struct archive *a;
+	struct archive_entry *e;
+	int rc = read_open(fd, where, &a), r = ARCHIVE_OK;
+
+	while (rc == 0 && (r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		char name[PATH_MAX];
+		const char *raw = archive_entry_pathname(e);
+
+		rc = raw ? canon(where, raw, name, sizeof(name)) : 0;
+		if (rc == 0 && raw)
+			rc = whiteout_of(where, name, base_of(name));
+		if (rc == 1)
+			rc = whiteout(stagefd, where, name, base_of(name));
+		rc = rc > 0 ? 0 : rc;
+	}
+	if (rc == 0 && r != ARCHIVE_EOF)
+		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
+				  archive_error_string(a));
+	if (a)
+		archive_read_free(a);
+	return rc;
+}
+
+int layer_extract(int fd, const char *where, const char *dir, int lower,
 		  uint64_t *budget)
 {
-	struct vetting v = { where, dir, { NULL } };
-	struct untar u = { file, where, dir, budget, 1, vet_layer, &v };
-	int rc = untar_run(&u);
+	struct vetting v = { where, { NULL } };
+	struct untar u = { fd, where, dir, budget, 1, vet_layer, &v };
+	int stagefd, rc = 0;
 
+	if (lower) {
+		stagefd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (stagefd < 0)
+			return tcfs_err_errno(-errno, "%s", dir);
+		rc = whiteouts_apply(fd, where, stagefd);
+		close(stagefd);
+	}
+	if (rc == 0)
+		rc = untar_run(&u);
 	strset_free(&v.seen);
 	return rc;
 }
@@ -392,25 +511,18 @@ int layer_extract(const char *file, const char *where, const char *dir,
 /* The manifest.json of a layer is a few KiB per thousand kernels. */
 #define SCAN_WANT_MAX (16u << 20)
 
-int layer_scan(const char *file, const char *where, const char *want,
+int layer_scan(int fd, const char *where, const char *want,
 	       int (*fn)(void *ctx, const char *path, const void *data,
 			 size_t len),
 	       void *ctx)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 	struct archive_entry *e;
 	char *data = NULL;
-	int rc = 0, r;
+	int rc = read_open(fd, where, &a), r = ARCHIVE_OK;
 
-	if (!a)
-		return -ENOMEM;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
-		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
-				  archive_error_string(a));
-		goto out;
-	}
+	if (rc < 0)
+		return rc;
 	while (rc == 0 && (r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		char name[PATH_MAX];
 		la_int64_t size = archive_entry_size(e);
@@ -441,7 +553,6 @@ int layer_scan(const char *file, const char *where, const char *want,
 	if (rc == 0 && r != ARCHIVE_EOF)
 		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
 				  archive_error_string(a));
-out:
 	free(data);
 	archive_read_free(a);
 	return rc;

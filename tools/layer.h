@@ -33,20 +33,28 @@ int layer_writer_close(struct layer_writer *w, struct oci_desc *d,
 /* Drops an unfinished layer and its temp file. */
 void layer_writer_abort(struct layer_writer *w);
 
-/* Extracts the layer file into dir, over what earlier layers put there
- * (OCI whiteouts applied), its entries expanding to at most *budget bytes
- * (decremented).  Refused, before anything of the entry is written:
- * absolute paths, "..", names over 255 bytes, links that lead out of
- * dir, devices and fifos, an entry twice, a corrupt stream; where says
- * which layer, for messages. */
-int layer_extract(const char *file, const char *where, const char *dir,
+/* Whether a symlink to target may be in a cache image: relative and
+ * never "..", so that it points down from its own dir.  Links like that
+ * cannot lead out of the image however they chain; tcfs pack writes no
+ * other, and tcfs unpack refuses any other. */
+int layer_link_ok(const char *target);
+
+/* Extracts the layer read from fd (from its start; left open) into dir,
+ * over what the layers below put there when lower is set: its OCI
+ * whiteouts remove their entries first, reached without following any
+ * link.  Its entries expand to at most *budget bytes (decremented).
+ * Refused, before anything of the entry is written: absolute paths,
+ * "..", names over 255 bytes, links other than layer_link_ok's, devices
+ * and fifos, an entry twice, a whiteout through a link, a corrupt
+ * stream; where says which layer, for messages. */
+int layer_extract(int fd, const char *where, const char *dir, int lower,
 		  uint64_t *budget);
 
-/* Lists the regular files of a layer (a base image's, already checked
- * against its digest): fn sees each canonical path, with the bytes of
- * the one named want (up to 16 MiB) and NULL for the others.  A negative
- * return of fn stops the scan and is returned. */
-int layer_scan(const char *file, const char *where, const char *want,
+/* Lists the regular files of a layer read from fd (a base image's,
+ * already checked against its digest): fn sees each canonical path, with
+ * the bytes of the one named want (up to 16 MiB) and NULL for the
+ * others.  A negative return of fn stops the scan and is returned. */
+int layer_scan(int fd, const char *where, const char *want,
 	       int (*fn)(void *ctx, const char *path, const void *data,
 			 size_t len),
 	       void *ctx);

@@ -6,7 +6,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,35 +144,35 @@ void oci_sha256_buf(const void *buf, size_t len, char *digest)
 	hex_digest(md, digest);
 }
 
-/* SHA-256 of a file, with decompress of the bytes libarchive's filters
- * (gzip, zstd, ...) make of it: -EFBIG past max of them. */
-static int sha256_file(const char *path, int decompress, uint64_t max,
-		       char *digest, uint64_t *size)
+/* SHA-256 of fd's bytes from its start (shown names it in messages), or
+ * with decompress of the bytes libarchive's filters (gzip, zstd, ...)
+ * make of them: -EFBIG past max of them, so that no file, however it
+ * grows, is read for longer than its descriptor allows.  fd is left at
+ * its start again. */
+static int sha256_fd(int fd, const char *shown, int decompress, uint64_t max,
+		     char *digest, uint64_t *size)
 {
 	struct oci_sha256 *h = oci_sha256_new();
 	struct archive *a = NULL;
 	struct archive_entry *e;
 	char buf[1 << 16];
 	uint64_t total = 0;
-	int fd = -1, rc = 0;
+	int rc = 0;
 	ssize_t n;
 
 	if (!h)
 		return -ENOMEM;
-	if (decompress) {
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		rc = tcfs_err_errno(-errno, "%s", shown);
+	if (rc == 0 && decompress) {
 		a = archive_read_new();
 		if (!a || archive_read_support_filter_all(a) != ARCHIVE_OK ||
 		    archive_read_support_format_raw(a) != ARCHIVE_OK ||
-		    archive_read_open_filename(a, path, sizeof(buf)) !=
-			    ARCHIVE_OK ||
+		    archive_read_open_fd(a, fd, sizeof(buf)) != ARCHIVE_OK ||
 		    archive_read_next_header(a, &e) != ARCHIVE_OK)
-			rc = tcfs_err_set(-EBADMSG, "%s: %s", path,
+			rc = tcfs_err_set(-EBADMSG, "%s: %s", shown,
 					  a ? archive_error_string(a)
 					    : "out of memory");
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			rc = tcfs_err_errno(-errno, "%s", path);
 	}
 	while (rc == 0) {
 		n = a ? archive_read_data(a, buf, sizeof(buf))
@@ -183,24 +182,24 @@ static int sha256_file(const char *path, int decompress, uint64_t max,
 		if (n < 0 && !a && errno == EINTR)
 			continue;
 		if (n < 0) {
-			rc = a ? tcfs_err_set(-EBADMSG, "%s: %s", path,
+			rc = a ? tcfs_err_set(-EBADMSG, "%s: %s", shown,
 					      archive_error_string(a))
-			       : tcfs_err_errno(-errno, "%s", path);
+			       : tcfs_err_errno(-errno, "%s", shown);
 			break;
 		}
 		total += (uint64_t)n;
 		if (total > max) {
-			rc = tcfs_err_set(-EFBIG, "%s: expands past %llu "
-					  "bytes", path,
-					  (unsigned long long)max);
+			rc = tcfs_err_set(-EFBIG, "%s: over %llu bytes, more "
+					  "than the image says it holds",
+					  shown, (unsigned long long)max);
 			break;
 		}
 		oci_sha256_add(h, buf, (size_t)n);
 	}
 	if (a)
 		archive_read_free(a);
-	if (fd >= 0)
-		close(fd);
+	if (lseek(fd, 0, SEEK_SET) < 0 && rc == 0)
+		rc = tcfs_err_errno(-errno, "%s", shown);
 	oci_sha256_done(h, digest);
 	if (size)
 		*size = total;
@@ -221,20 +220,47 @@ static int digest_ok(const char *d)
 
 /* ---- small files ---- */
 
-/* A JSON file of the image, at most OCI_JSON_MAX bytes; its bytes must
- * hash to want (a digest, and as many bytes as want_size) unless want is
- * NULL.  Read once: what is checked is what is parsed. */
-static int read_json(const char *path, const char *want, uint64_t want_size,
+/* Opens rel, a regular file below dirfd, never leaving dirfd's tree;
+ * with no_links never through a symlink: an image layout has none, and
+ * a hostile one would point one at /dev/zero or a host file.  (docker
+ * save links the layers it shares, so a docker-archive may follow links
+ * that stay inside.)  shown names it in messages. */
+static int open_in(int dirfd, int no_links, const char *rel, const char *shown)
+{
+	struct stat st;
+	int fd = tcfs_io_open_beneath(dirfd, rel, O_RDONLY | O_NOCTTY,
+				      no_links);
+
+	if (fd == -ELOOP || fd == -EXDEV)
+		return tcfs_err_set(-EPERM, "%s: a symlink%s; refused", shown,
+				    no_links ? "" : " leading out of the "
+						    "archive");
+	if (fd < 0)
+		return tcfs_err_errno(fd, "%s", shown);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return tcfs_err_set(-EPERM, "%s: not a regular file; refused",
+				    shown);
+	}
+	return fd;
+}
+
+/* A JSON file rel below dirfd (opened as open_in does), at most
+ * OCI_JSON_MAX bytes; its bytes must hash to want (a digest, and as many
+ * bytes as want_size) unless want is NULL.  Read once: what is checked
+ * is what is parsed. */
+static int read_json(int dirfd, int no_links, const char *rel,
+		     const char *path, const char *want, uint64_t want_size,
 		     cJSON **out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open_in(dirfd, no_links, rel, path);
 	char *buf = NULL, got[OCI_DIGEST_LEN + 1];
 	size_t len = 0;
 	int rc;
 
 	*out = NULL;
 	if (fd < 0)
-		return tcfs_err_errno(-errno, "%s", path);
+		return fd;
 	rc = tcfs_io_read_small(fd, OCI_JSON_MAX, &buf, &len);
 	close(fd);
 	if (rc == -EFBIG)
@@ -256,9 +282,21 @@ static int read_json(const char *path, const char *want, uint64_t want_size,
 	return rc;
 }
 
-static int read_json_file(const char *path, cJSON **out)
+/* The part of path (img->dir/REL) below the image's dir. */
+static const char *rel_of(const struct oci_image *img, const char *path)
 {
-	return read_json(path, NULL, 0, out);
+	size_t n = strlen(img->dir);
+
+	assert(strncmp(path, img->dir, n) == 0 && path[n] == '/');
+	return path + n + 1;
+}
+
+/* A JSON file of the image at path, below img->dir. */
+static int read_json_file(const struct oci_image *img, const char *path,
+			  cJSON **out)
+{
+	return read_json(img->dirfd, !img->docker, rel_of(img, path), path,
+			 NULL, 0, out);
 }
 
 /* Writes bytes to dir/name atomically (a temp file renamed). */
@@ -287,27 +325,19 @@ static int write_file_at(const char *dir, const char *name, const void *buf,
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 void oci_rm_tree(const char *path)
 {
 	if (path && path[0])
-		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		tcfs_io_rm_tree_at(AT_FDCWD, path);
 }
 
 /* ---- archives holding a layout (oci-archive) or docker save ---- */
 
-int oci_link_stays(const char *path, const char *target)
+/* Whether a symlink at path (relative, canonical) to target stays in
+ * the tree it is in by its text: a relative target, never more ".." than
+ * the dirs above the link.  (Through other links it may still lead out:
+ * files of the tree are opened with open_in, which never leaves it.) */
+static int oci_link_stays(const char *path, const char *target)
 {
 	int depth = 0;
 
@@ -393,9 +423,15 @@ static int vet_flat(void *ctx, struct archive_entry *e)
 static int untar_flat(const char *file, const char *dir, uint64_t max)
 {
 	struct flat f = { file, 0 };
-	struct untar u = { file, file, dir, &max, 0, vet_flat, &f };
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct untar u = { fd, file, dir, &max, 0, vet_flat, &f };
+	int rc;
 
-	return untar_run(&u);
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s", file);
+	rc = untar_run(&u);
+	close(fd);
+	return rc;
 }
 
 /* ---- reading an image ---- */
@@ -436,17 +472,21 @@ static void blob_path(const char *dir, const char *digest, char *path,
 }
 
 /* Reads a JSON blob of the layout, checked against d. */
-static int read_json_blob(const char *dir, const struct oci_desc *d,
-			  cJSON **out)
+static int read_json_blob(const struct oci_image *img,
+			  const struct oci_desc *d, cJSON **out)
 {
 	char path[OCI_PATH];
 
 	*out = NULL;
-	blob_path(dir, d->digest, path, sizeof(path));
+	blob_path(img->dir, d->digest, path, sizeof(path));
 	if (d->size > OCI_JSON_MAX)
 		return tcfs_err_set(-EFBIG, "%s: over %u bytes; not an "
 				    "image's", path, OCI_JSON_MAX);
-	return read_json(path, d->digest, d->size, out);
+	if (!path[0])
+		return tcfs_err_set(-ENAMETOOLONG, "%s: path too long",
+				    img->dir);
+	return read_json(img->dirfd, 1, rel_of(img, path), path, d->digest,
+			 d->size, out);
 }
 
 /* The manifest tag names in index, for a message. */
@@ -549,7 +589,7 @@ static int open_layout(struct oci_image *img, const char *tag)
 	int rc, depth = 0;
 
 	snprintf(path, sizeof(path), "%s/index.json", img->dir);
-	rc = read_json_file(path, &index);
+	rc = read_json_file(img, path, &index);
 	if (rc == 0)
 		rc = pick(index, path, tag, &d);
 	/* An index may name an index (a multi-platform image). */
@@ -560,13 +600,13 @@ static int open_layout(struct oci_image *img, const char *tag)
 		if (++depth > 4)
 			return tcfs_err_set(-ELOOP, "%s: indexes nested too "
 					    "deep", img->dir);
-		rc = read_json_blob(img->dir, &d, &index);
+		rc = read_json_blob(img, &d, &index);
 		if (rc == 0)
 			rc = pick(index, d.digest, "", &d);
 	}
 	cJSON_Delete(index);
 	if (rc == 0)
-		rc = read_json_blob(img->dir, &d, &man);
+		rc = read_json_blob(img, &d, &man);
 	if (rc < 0)
 		goto out;
 	snprintf(img->digest, sizeof(img->digest), "%s", d.digest);
@@ -581,7 +621,7 @@ static int open_layout(struct oci_image *img, const char *tag)
 	rc = desc_from(cJSON_GetObjectItemCaseSensitive(man, "config"), path,
 		       &d);
 	if (rc == 0)
-		rc = read_json_blob(img->dir, &d, &img->config);
+		rc = read_json_blob(img, &d, &img->config);
 	if (rc == 0 && !cJSON_IsObject(img->config))
 		rc = tcfs_err_set(-EBADMSG, "%s: the config is not a JSON "
 				  "object", d.digest);
@@ -629,7 +669,7 @@ static int open_docker(struct oci_image *img, const char *tag)
 	int rc, n;
 
 	snprintf(path, sizeof(path), "%s/manifest.json", img->dir);
-	rc = read_json_file(path, &man);
+	rc = read_json_file(img, path, &man);
 	n = cJSON_GetArraySize(man);
 	if (rc == 0 && (!cJSON_IsArray(man) || n == 0))
 		rc = tcfs_err_set(-EBADMSG, "%s: not docker save's manifest",
@@ -659,7 +699,7 @@ static int open_docker(struct oci_image *img, const char *tag)
 	img->docker = 1;
 	rc = docker_path(img, jstr(found, "Config"), path);
 	if (rc == 0)
-		rc = read_json_file(path, &img->config);
+		rc = read_json_file(img, path, &img->config);
 	if (rc == 0 && !cJSON_IsObject(img->config))
 		rc = tcfs_err_set(-EBADMSG, "%s: not an image config", path);
 	layers = cJSON_GetObjectItemCaseSensitive(found, "Layers");
@@ -690,6 +730,13 @@ out:
 	return rc;
 }
 
+/* Every file of the image is opened beneath this descriptor. */
+static int open_dir(struct oci_image *img)
+{
+	img->dirfd = open(img->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return img->dirfd < 0 ? tcfs_err_errno(-errno, "%s", img->dir) : 0;
+}
+
 int oci_image_open(const struct oci_ref *r, const char *tmpdir, uint64_t max,
 		   struct oci_image *img)
 {
@@ -698,6 +745,7 @@ int oci_image_open(const struct oci_ref *r, const char *tmpdir, uint64_t max,
 	int rc;
 
 	memset(img, 0, sizeof(*img));
+	img->dirfd = -1;
 	if (stat(r->path, &st) < 0)
 		return tcfs_err_errno(-errno, "%s", r->path);
 	if (S_ISDIR(st.st_mode)) {
@@ -707,6 +755,9 @@ int oci_image_open(const struct oci_ref *r, const char *tmpdir, uint64_t max,
 					    r->path);
 		if (!realpath(r->path, img->dir))
 			return tcfs_err_errno(-errno, "%s", r->path);
+		rc = open_dir(img);
+		if (rc < 0)
+			return rc;
 		snprintf(probe, sizeof(probe), "%s/oci-layout", img->dir);
 		if (access(probe, F_OK) < 0)
 			return tcfs_err_set(-ENOENT, "%s: not an OCI image "
@@ -729,6 +780,8 @@ int oci_image_open(const struct oci_ref *r, const char *tmpdir, uint64_t max,
 	}
 	snprintf(img->dir, sizeof(img->dir), "%s", img->tmp);
 	rc = untar_flat(r->path, img->dir, max);
+	if (rc == 0)
+		rc = open_dir(img);
 	if (rc < 0)
 		return rc;
 	snprintf(probe, sizeof(probe), "%s/oci-layout", img->dir);
@@ -748,31 +801,43 @@ void oci_image_close(struct oci_image *img)
 	free(img->layers);
 	free(img->layer_path);
 	free(img->diff_id);
+	if (img->dir[0] && img->dirfd >= 0)
+		close(img->dirfd);
 	oci_rm_tree(img->tmp);
 	memset(img, 0, sizeof(*img));
+	img->dirfd = -1;
 }
 
-int oci_image_check_layer(const struct oci_image *img, size_t i, uint64_t max)
+int oci_image_open_layer(const struct oci_image *img, size_t i)
 {
+	assert(i < img->nlayers);
+	return open_in(img->dirfd, !img->docker,
+		       rel_of(img, img->layer_path[i]), img->layer_path[i]);
+}
+
+int oci_image_check_layer(const struct oci_image *img, size_t i, int fd,
+			  uint64_t max)
+{
+	const char *path = img->layer_path[i];
 	char got[OCI_DIGEST_LEN + 1];
 	uint64_t size = 0;
 	int rc;
 
 	assert(i < img->nlayers);
 	if (img->docker) {
-		rc = sha256_file(img->layer_path[i], 1, max, got, &size);
+		rc = sha256_fd(fd, path, 1, max, got, &size);
 		if (rc == 0 && strcmp(got, img->diff_id[i]) != 0)
 			rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not "
 					  "match the config's diff_id %s",
-					  img->layer_path[i], img->diff_id[i]);
+					  path, img->diff_id[i]);
 		return rc;
 	}
-	rc = sha256_file(img->layer_path[i], 0, UINT64_MAX, got, &size);
+	rc = sha256_fd(fd, path, 0, img->layers[i].size, got, &size);
 	if (rc == 0 && (strcmp(got, img->layers[i].digest) != 0 ||
 			size != img->layers[i].size))
 		rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not match its "
-				  "digest (%s, %llu bytes)",
-				  img->layer_path[i], img->layers[i].digest,
+				  "digest (%s, %llu bytes)", path,
+				  img->layers[i].digest,
 				  (unsigned long long)img->layers[i].size);
 	return rc;
 }
@@ -905,7 +970,13 @@ static int write_index(struct oci_out *o, const struct oci_desc *m)
 
 	snprintf(path, sizeof(path), "%s/index.json", o->dir);
 	if (access(path, F_OK) == 0) {
-		rc = read_json_file(path, &index);
+		int dirfd = open(o->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		rc = dirfd < 0 ? tcfs_err_errno(-errno, "%s", o->dir)
+			       : read_json(dirfd, 1, "index.json", path, NULL,
+					   0, &index);
+		if (dirfd >= 0)
+			close(dirfd);
 		if (rc < 0)
 			return rc;
 	}

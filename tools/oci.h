@@ -60,6 +60,7 @@ void oci_sha256_done(struct oci_sha256 *h, char *digest);
 /* An image opened for reading. */
 struct oci_image {
 	char dir[PATH_MAX];	/* the layout (or the archive extracted) */
+	int dirfd;		/* dir's; every file is opened beneath it */
 	char tmp[PATH_MAX];	/* a temp dir of ours to remove, or "" */
 	int docker;		/* a docker-archive: layers are files */
 	char digest[OCI_DIGEST_LEN + 1];	/* the manifest's */
@@ -79,10 +80,18 @@ struct oci_image {
 int oci_image_open(const struct oci_ref *r, const char *tmpdir, uint64_t max,
 		   struct oci_image *img);
 void oci_image_close(struct oci_image *img);
-/* Checks layer i's file against its digest and size (and, for a
- * docker-archive, its uncompressed bytes against the config's diff_id,
- * at most max of them).  0, or -EBADMSG with a message. */
-int oci_image_check_layer(const struct oci_image *img, size_t i, uint64_t max);
+/* Opens layer i's file (layer_path[i]) beneath the image's dir: never
+ * through a symlink in a layout, only through links that stay inside in
+ * a docker-archive, and only a regular file.  The descriptor (the
+ * caller's to close), or -errno with a message. */
+int oci_image_open_layer(const struct oci_image *img, size_t i);
+/* Checks fd, layer i's file open, against its digest and size, reading
+ * no more than the size its descriptor gives (and, for a docker-archive,
+ * its uncompressed bytes against the config's diff_id, at most max of
+ * them).  fd is left at its start, so what is then read of it is what
+ * was checked.  0, or -errno with a message. */
+int oci_image_check_layer(const struct oci_image *img, size_t i, int fd,
+			  uint64_t max);
 
 /* An image layout being written. */
 struct oci_out {
@@ -112,11 +121,6 @@ void oci_out_close(struct oci_out *o);
 
 /* A descriptor as JSON: {"mediaType", "digest", "size"}. */
 cJSON *oci_desc_json(const struct oci_desc *d);
-
-/* Whether a symlink at path (relative, canonical) to target stays in
- * the tree it is in: a relative target, never more ".." than the dirs
- * above the link. */
-int oci_link_stays(const char *path, const char *target);
 
 /* Removes a tree we made (a temp dir); errors are ignored. */
 void oci_rm_tree(const char *path);

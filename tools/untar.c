@@ -63,8 +63,11 @@ int untar_run(const struct untar *u)
 	}
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
-	/* Opened before the chdir, so a relative file name still works. */
-	if (archive_read_open_filename(a, u->file, 1 << 16) != ARCHIVE_OK) {
+	if (lseek(u->fd, 0, SEEK_SET) < 0) {
+		rc = tcfs_err_errno(-errno, "%s", u->where);
+		goto out;
+	}
+	if (archive_read_open_fd(a, u->fd, 1 << 16) != ARCHIVE_OK) {
 		rc = tcfs_err_set(-EBADMSG, "%s: %s", u->where,
 				  archive_error_string(a));
 		goto out;

@@ -12,7 +12,8 @@
 struct archive_entry;
 
 struct untar {
-	const char *file;	/* the archive */
+	int fd;			/* the archive, read from its start; not
+				 * closed */
 	const char *where;	/* names it in messages */
 	const char *dir;	/* extracted into */
 	uint64_t *budget;	/* bytes the entries may still expand to */
@@ -24,7 +25,7 @@ struct untar {
 	void *ctx;
 };
 
-/* Extracts u->file into u->dir; libarchive's secure options refuse, on
+/* Extracts u->fd into u->dir; libarchive's secure options refuse, on
  * top of the vet, any entry that would land outside dir or write
  * through a symlink.  0, or -errno with a message. */
 int untar_run(const struct untar *u);

@@ -119,11 +119,12 @@ static void from_image(void)
 			  "\".triton/cache/" KEY "/k.json\"\n  }\n}";
 	const char *want = "{\"child_paths\": {\"k.cubin\": \"/d/" KEY
 			   "/k.cubin\", \"k.json\": \"/d/" KEY "/k.json\"}}";
-	char *tmpl = NULL, *out = NULL;
+	char *tmpl = NULL, *out = NULL, why[256];
 	size_t tlen = 0, olen = 0;
 
-	tap_eq(tcfs_group_template_of(mcv, strlen(mcv), KEY, &tmpl, &tlen), 1,
-	       "an image's indented, relative group file is a template");
+	tap_eq(tcfs_group_template_of(mcv, strlen(mcv), KEY, &tmpl, &tlen, why,
+				      sizeof(why)),
+	       1, "an image's indented, relative group file is a template");
 	tap_ok(tmpl && tcfs_group_render(tmpl, tlen, "/d", KEY,
 					 TCFS_GROUP_ALL, &out, &olen) == 0 &&
 		       olen == strlen(want) && !memcmp(out, want, olen),
@@ -131,14 +132,32 @@ static void from_image(void)
 	free(tmpl);
 	free(out);
 	tmpl = NULL;
-	const char *other = "{\"child_paths\": {\"a\": \"x/OTHER/a\"}}";
+	/* A hostile image's children: each refused, naming the child. */
+	static const char *const bad[] = {
+		"{\"child_paths\": {\"a\": \"x/OTHER/a\"}}",
+		"{\"child_paths\": {\"a\": \"/etc/shadow\"}}",
+		"{\"child_paths\": {\"a\": \"../../../../etc/passwd\"}}",
+		"{\"child_paths\": {\"a\": \"/r/" KEY "/../OTHER/a\"}}",
+		"{\"child_paths\": {\"a\": \"/r/" KEY "/b\"}}",
+		"{\"child_paths\": {\"a/b\": \"/r/" KEY "/a/b\"}}",
+		"{\"child_paths\": {\"k.cubin\": \".triton/cache/" KEY
+		"/k.cubin\", \"p\": \"/etc/passwd\"}}",
+		"{\"child_paths\": {}}",
+		"{oops",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tap_eq(tcfs_group_template_of(bad[i], strlen(bad[i]), KEY,
+					      &tmpl, &tlen, why, sizeof(why)),
+		       0, "not a template: %s", bad[i]);
+		tap_ok(tmpl == NULL && why[0], "... none given, and why: %s",
+		       why);
+	}
+	const char *two = "{\"child_paths\": {\"a\": \"/r/" KEY "/a\", "
+			  "\"b\": \"/s/" KEY "/b\"}}";
 
-	tap_eq(tcfs_group_template_of(other, strlen(other), KEY, &tmpl,
-				      &tlen),
-	       0, "one naming another key dir is not");
-	tap_eq(tcfs_group_template_of("{oops", 5, KEY, &tmpl, &tlen), 0,
-	       "nor is one that is not JSON");
-	tap_ok(tmpl == NULL, "... and gives no template");
+	tap_eq(tcfs_group_template_of(two, strlen(two), KEY, &tmpl, &tlen, why,
+				      sizeof(why)),
+	       0, "children under two roots: not a template");
 }
 
 int main(void)
