@@ -38,6 +38,10 @@ used when present, for one kind.
         so the only reason for unpack to refuse the image is that property.
         --list prints the kinds, one a line.
 
+    oci_gen.py layered SRC_CACHE_DIR OUT_LAYOUT
+        A valid mcv image of two layers whose second has OCI whiteouts
+        (see layered()); prints the two key dirs they touch.
+
     oci_gen.py archive LAYOUT FILE
         Tars a layout into an oci-archive (the layout's files at the tar
         root), the one-file form `skopeo copy ... oci-archive:` reads.
@@ -441,6 +445,7 @@ class Image:
         if self.key is None:
             fail("%s: no kernel directory in the cache" % src)
         self.labels, self.annotations = {}, {}
+        self.upper = []  # entries of the layers above the first
         prefix = MCV_CACHE if variant == "mcv" else ""
         self.entries = [dir_entry(prefix)] if prefix else []
         for rel, is_dir in paths:
@@ -468,6 +473,10 @@ class Image:
     def add(self, entry):
         self.entries.append(entry)
 
+    def add_layer(self, entries):
+        """A layer above the first, written in the order given."""
+        self.upper.append(entries)
+
     def layer_entries(self):
         return sort_entries(self.entries)
 
@@ -478,21 +487,12 @@ class Image:
             fail("%s: exists and is not an empty directory" % out)
         self.out = out
         os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
-        tmp = os.path.join(out, "blobs", "sha256", ".layer.tmp")
-        with open(tmp, "wb") as f:
-            packed = HashWriter(f)
-            # mtime 0 and no file name in the gzip header: reproducible bytes.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=packed,
-                               mtime=0) as gz:
-                plain = HashWriter(gz)
-                write_tar(self.layer_entries(), plain)
-        self.diff_id = plain.digest()
-        self.layer = {"mediaType": MT_LAYER_GZIP, "digest": packed.digest(),
-                      "size": packed.n}
-        os.rename(tmp, blob_path(out, self.layer["digest"]))
+        self.layer, self.diff_id = self.write_layer(self.layer_entries())
+        self.uppers = [self.write_layer(e) for e in self.upper]
         config = {"created": EPOCH, "architecture": "amd64", "os": "linux",
                   "config": {"Labels": self.labels} if self.labels else {},
-                  "rootfs": {"type": "layers", "diff_ids": [self.diff_id]},
+                  "rootfs": {"type": "layers", "diff_ids": [self.diff_id] + [
+                      d for _, d in self.uppers]},
                   "history": [{"created": EPOCH,
                                "created_by": "tests/e2e/oci_gen.py"}]}
         self.config_bytes = oci_json(config)
@@ -501,13 +501,29 @@ class Image:
         with open(os.path.join(out, "oci-layout"), "wb") as f:
             f.write(oci_json({"imageLayoutVersion": "1.0.0"}))
 
+    def write_layer(self, entries):
+        """A tar+gzip layer blob of entries: (descriptor, diff_id)."""
+        tmp = os.path.join(self.out, "blobs", "sha256", ".layer.tmp")
+        with open(tmp, "wb") as f:
+            packed = HashWriter(f)
+            # mtime 0 and no file name in the gzip header: reproducible bytes.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=packed,
+                               mtime=0) as gz:
+                plain = HashWriter(gz)
+                write_tar(entries, plain)
+        desc = {"mediaType": MT_LAYER_GZIP, "digest": packed.digest(),
+                "size": packed.n}
+        os.rename(tmp, blob_path(self.out, desc["digest"]))
+        return desc, plain.digest()
+
     def write_manifest(self, data=None):
         """(Re)writes the manifest blob and index.json; data replaces the
         manifest's bytes (the manifest-not-json kind)."""
         old = getattr(self, "manifest", None)
         if data is None:
             m = {"schemaVersion": 2, "mediaType": MT_MANIFEST,
-                 "config": self.config, "layers": [self.layer]}
+                 "config": self.config,
+                 "layers": [self.layer] + [l for l, _ in self.uppers]}
             if self.annotations:
                 m["annotations"] = self.annotations
             data = oci_json(m)
@@ -710,6 +726,179 @@ def k_mcv_manifest_not_json(img, out):
     img.write(out)
 
 
+# Issue 20's kinds: links that chain out of the image, and group files
+# that name what is not theirs.  Victims are files beside OUT (made when
+# missing) that must survive.
+
+CHAIN = 12  # deeper than any temp dir the image is unpacked under
+
+
+def victims(out):
+    base = os.path.dirname(os.path.abspath(out))
+    v, vd = os.path.join(base, "victim"), os.path.join(base, "victimdir")
+    os.makedirs(v, exist_ok=True)
+    os.makedirs(vd, exist_ok=True)
+    for path in (os.path.join(v, "file"), os.path.join(vd, "a")):
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write("must survive\n")
+    return v, vd
+
+
+def chain(prefix=""):
+    """Entries making prefix+"x" lead to the host's root through a link
+    chain whose every link stays inside by its text: d1/../dN/y -> N ".."
+    (the image's root), x -> d1/../dN/y/ + N+1 "..".  Returns (entries,
+    path of x)."""
+    dirs = [prefix + "/".join("d%d" % (i + 1) for i in range(n + 1))
+            for n in range(CHAIN)]
+    y = dirs[-1] + "/y"
+    up = prefix.count("/")
+    ents = [dir_entry(d) for d in dirs]
+    ents.append((tarinfo(y, tarfile.SYMTYPE, mode=0o777,
+                         linkname="/".join([".."] * (CHAIN + up))), None))
+    ents.append((tarinfo(prefix + "x", tarfile.SYMTYPE, mode=0o777,
+                         linkname=y[len(prefix):] + "/" +
+                         "/".join([".."] * (CHAIN + 1))), None))
+    return ents, prefix + "x"
+
+
+def k_whiteout_chain(img, out):
+    v, vd = victims(out)
+    ents, x = chain()
+    for e in ents:
+        img.add(e)
+    img.add(bytes_entry(x + v + "/.wh.file", b""))
+    img.add(bytes_entry(x + vd + "/.wh..wh..opq", b""))
+    img.write(out)
+
+
+def k_whiteout_chain_upper(img, out):
+    # The chain in the first layer, the whiteouts in the second.
+    v, vd = victims(out)
+    ents, x = chain()
+    for e in ents:
+        img.add(e)
+    img.add_layer([bytes_entry(x + v + "/.wh.file", b""),
+                   bytes_entry(x + vd + "/.wh..wh..opq", b"")])
+    img.write(out)
+
+
+def k_whiteout_through_link(img, out):
+    # A link that points down (allowed), then a whiteout through it.
+    img.add(dir_entry(in_key(img, "sub")))
+    img.add(bytes_entry(in_key(img, "sub/f"), b"f\n"))
+    img.add((tarinfo(in_key(img, "lnk"), tarfile.SYMTYPE, mode=0o777,
+                     linkname="sub"), None))
+    img.add_layer([bytes_entry(in_key(img, "lnk/.wh.f"), b"")])
+    img.write(out)
+
+
+def k_link_chain_in_cache(img, out):
+    # The chain inside the cache dir, and a kernel file that is a link
+    # through it to a host file (what a mounted unpack copied verbatim).
+    ents, x = chain(MCV_CACHE)
+    for e in ents:
+        img.add(e)
+    img.add((tarinfo(in_key(img, "x.cubin"), tarfile.SYMTYPE, mode=0o777,
+                     linkname="../x/etc/passwd"), None))
+    img.write(out)
+
+
+def group_with(img, out, paths):
+    name = next(e[0].name for e in img.entries
+                if os.path.basename(e[0].name).startswith("__grp__"))
+    img.entries = [e for e in img.entries if e[0].name != name]
+    img.add(bytes_entry(name, go_json({"child_paths": paths},
+                                      indent=True).encode()))
+    img.write(out)
+
+
+def some_child(img):
+    return next(os.path.basename(e[0].name) for e in sort_entries(img.entries)
+                if e[0].isreg() and e[0].name.startswith(MCV_CACHE + img.key)
+                and not os.path.basename(e[0].name).startswith("__grp__"))
+
+
+def k_group_absolute(img, out):
+    group_with(img, out, {"x.cubin": "/etc/shadow"})
+
+
+def k_group_dotdot(img, out):
+    group_with(img, out, {"x.cubin": "../../../../etc/passwd"})
+
+
+def k_group_other_key(img, out):
+    c = some_child(img)
+    group_with(img, out, {c: ".triton/cache/%s/%s" % ("A" * 52, c)})
+
+
+def k_group_mixed(img, out):
+    c = some_child(img)
+    group_with(img, out, {c: ".triton/cache/%s/%s" % (img.key, c),
+                          "y.cubin": "/etc/shadow"})
+
+
+def k_group_symlink(img, out):
+    name = next(e[0].name for e in img.entries
+                if os.path.basename(e[0].name).startswith("__grp__"))
+    img.entries = [e for e in img.entries if e[0].name != name]
+    img.add(bytes_entry(in_key(img, "evil.json"), go_json(
+        {"child_paths": {"x.cubin": "/etc/shadow"}}).encode()))
+    img.add((tarinfo(name, tarfile.SYMTYPE, mode=0o777,
+                     linkname="evil.json"), None))
+    img.write(out)
+
+
+def k_blob_symlink(img, out):
+    # The layer blob of a layout is a link to /dev/zero: read forever.
+    img.write(out)
+    path = blob_path(out, img.layer["digest"])
+    os.remove(path)
+    os.symlink("/dev/zero", path)
+
+
+def outer_chain(entries, target):
+    """An archive's entries plus a chain x, and a link at target's place
+    (a path in the archive) to x/dev/zero."""
+    ents, x = chain()
+    up = "/".join([".."] * target.count("/"))
+    return entries + ents + [(tarinfo(target, tarfile.SYMTYPE, mode=0o777,
+                                      linkname=(up + "/" if up else "") +
+                                      x + "/dev/zero"), None)]
+
+
+def k_ociarchive_blob_chain(img, out):
+    # An oci-archive whose layer blob is a link chain to /dev/zero.
+    lay = out + ".layout"
+    img.write(lay)
+    layer = os.path.relpath(blob_path(lay, img.layer["digest"]), lay)
+    entries = [dir_entry(rel) if d else path_entry(rel, os.path.join(lay, rel))
+               for rel, d in go_walk(lay) if rel != layer]
+    with open(out, "wb") as f:
+        write_tar(outer_chain(entries, layer), f)
+
+
+def k_docker_layer_chain(img, out):
+    # A docker-archive whose layer path goes through a link chain to a
+    # tar on the host (a valid layer: only the path is hostile).
+    v, _ = victims(out)
+    host = os.path.join(v, "outside.tar")
+    with open(host, "wb") as f:
+        write_tar(img.layer_entries(), f)
+    with open(host, "rb") as f:
+        diff_id = "sha256:" + sha256hex(f.read())
+    ents, x = chain()
+    config = oci_json({"architecture": "amd64", "os": "linux",
+                       "config": {"Labels": img.labels},
+                       "rootfs": {"type": "layers", "diff_ids": [diff_id]}})
+    manifest = [{"Config": "config.json", "RepoTags": ["tcfs-test:latest"],
+                 "Layers": [x + host]}]
+    with open(out, "wb") as f:
+        write_tar([bytes_entry("config.json", config)] + ents +
+                  [bytes_entry("manifest.json", oci_json(manifest))], f)
+
+
 KINDS = {
     "dotdot": (k_dotdot, "an entry io.triton.cache/../../escape"),
     "absolute": (k_absolute, "an entry /etc/tcfs-escape"),
@@ -732,7 +921,63 @@ KINDS = {
     "zstd-corrupt": (k_zstd_corrupt, "a tar+zstd layer that is no zstd stream"),
     "mcv-manifest-not-json": (k_mcv_manifest_not_json,
                               "io.triton.manifest/manifest.json is {oops"),
+    "whiteout-chain": (k_whiteout_chain,
+                       "links chained out of the image, whiteouts through "
+                       "them at a victim"),
+    "whiteout-chain-upper": (k_whiteout_chain_upper,
+                             "the same, the whiteouts in a second layer"),
+    "whiteout-through-link": (k_whiteout_through_link,
+                              "a second layer's whiteout through a link"),
+    "link-chain-in-cache": (k_link_chain_in_cache,
+                            "KEY/x.cubin, a link through a chain to "
+                            "/etc/passwd"),
+    "group-absolute": (k_group_absolute, "a group child /etc/shadow"),
+    "group-dotdot": (k_group_dotdot,
+                     "a group child ../../../../etc/passwd"),
+    "group-other-key": (k_group_other_key,
+                        "a group child in another key dir"),
+    "group-mixed": (k_group_mixed,
+                    "a group file with one child in place, one not"),
+    "group-symlink": (k_group_symlink,
+                      "a group file that is a link to a hostile one"),
+    "blob-symlink": (k_blob_symlink,
+                     "the layout's layer blob is a link to /dev/zero"),
+    "ociarchive-blob-chain": (k_ociarchive_blob_chain,
+                              "an oci-archive's layer blob chains to "
+                              "/dev/zero"),
+    "docker-layer-chain": (k_docker_layer_chain,
+                           "a docker-archive layer path through a link "
+                           "chain to a host tar"),
 }
+
+
+# --- a valid image of two layers, with whiteouts ------------------------------
+
+def layered(src, out):
+    """Layer 1: the cache, plus KEY/stale.bin and KEY2/junk.bin.  Layer 2:
+    KEY/.wh.stale.bin (removes layer 1's file), KEY/.wh.new.bin beside
+    KEY/new.bin (a whiteout never removes its own layer's entry), and
+    KEY2/.wh..wh..opq with KEY2's files again (junk.bin goes, they stay)."""
+    img = Image(src)
+    keys = sorted({e[0].name[len(MCV_CACHE):].split("/")[0]
+                   for e in img.entries if e[0].name.startswith(MCV_CACHE)
+                   and e[0].name != MCV_CACHE} - {""})
+    key, key2 = keys[0], keys[1]
+    img.add(bytes_entry(MCV_CACHE + key + "/stale.bin", b"stale\n"))
+    img.add(bytes_entry(MCV_CACHE + key2 + "/junk.bin", b"junk\n"))
+    again = [e for e in sort_entries(img.entries)
+             if e[0].name.startswith(MCV_CACHE + key2 + "/")
+             and e[0].name != MCV_CACHE + key2 + "/junk.bin"]
+    # Whiteouts after entries of their own layer that they would cover.
+    half = len(again) // 2
+    img.add_layer([bytes_entry(MCV_CACHE + key + "/.wh.stale.bin", b""),
+                   bytes_entry(MCV_CACHE + key + "/new.bin", b"new\n"),
+                   bytes_entry(MCV_CACHE + key + "/.wh.new.bin", b"")] +
+                  again[:half] +
+                  [bytes_entry(MCV_CACHE + key2 + "/.wh..wh..opq", b"")] +
+                  again[half:])
+    img.write(out)
+    print(key, key2)
 
 
 # --- oci-archive -------------------------------------------------------------
@@ -755,6 +1000,7 @@ USAGE = """usage:
                    [--docker-archive FILE] [--grp-paths rewrite|sanitize|keep]
   oci_gen.py hostile KIND SRC_CACHE_DIR OUT_LAYOUT
   oci_gen.py hostile --list
+  oci_gen.py layered SRC_CACHE_DIR OUT_LAYOUT
   oci_gen.py archive LAYOUT FILE"""
 
 
@@ -798,6 +1044,10 @@ def main(argv):
         if len(args) != 3 or args[0] not in KINDS:
             fail("%s\nkinds: %s" % (USAGE, " ".join(KINDS)))
         KINDS[args[0]][0](Image(args[1]), args[2])
+    elif cmd == "layered":
+        if len(args) != 2:
+            fail(USAGE)
+        layered(args[0], args[1])
     elif cmd == "archive":
         if len(args) != 2:
             fail(USAGE)

@@ -203,18 +203,32 @@ check_rc "--no-gpu-check unpacks it anyway" 0
 check_eq "... its CUDA kernels" "$NC" "$(kernels_of "$T_TMP/s-nogpu")"
 
 # --- hostile images ---------------------------------------------------------
+# Files outside everything, which some kinds aim at (oci_gen.py victims()):
+# each must survive every image.
+mkdir -p "$T_TMP/victim" "$T_TMP/victimdir"
+echo "must survive" >"$T_TMP/victim/file"
+echo "must survive" >"$T_TMP/victimdir/a"
+victims_left() {
+	cat "$T_TMP/victim/file" "$T_TMP/victimdir/a" 2>/dev/null | tr '\n' ' '
+}
 before=$(info_numbers "$S2")
+nkinds=0
 for kind in $(python3 "$GEN" hostile --list); do
 	python3 "$GEN" hostile "$kind" "$SMALL" "$T_TMP/h-$kind" >/dev/null 2>&1 ||
 		{ not_ok "oci_gen.py makes the $kind image"; continue; }
-	tcfs unpack --store "$S2" "$T_TMP/h-$kind"
+	# (timeout: a blob read forever must fail here, not hang the suite.)
+	run timeout 120 "$TCFS" unpack --store "$S2" "$T_TMP/h-$kind"
 	check_rc "hostile image ($kind): refused" 1
 	check_grep "... with a message naming the image" "h-$kind" "$ERR"
 	check_eq "... and the store is as it was" "$before" "$(info_numbers "$S2")"
 	check_eq "... and nothing is written outside" "" \
 		"$(ls /etc/tcfs-escape "$T_TMP/outside" "$T_TMP/escape" 2>/dev/null)"
-	rm -rf "$T_TMP/h-$kind"
+	check_eq "... and nothing outside is removed" \
+		"must survive must survive " "$(victims_left)"
+	rm -rf "$T_TMP/h-$kind" "$T_TMP/h-$kind.layout"
+	nkinds=$((nkinds + 1))
 done
+diag "$nkinds kinds of hostile image, each refused"
 check_eq "nothing is left in TMPDIR after the refusals" 0 "$(staged_left)"
 tcfs unpack --store "$S2" --max-size 1M "$I:v1"
 check_rc "an image over --max-size is refused" 1
