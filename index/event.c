@@ -214,9 +214,9 @@ static const char *const sql_count_since[] = {
 		" FROM events WHERE time >= ? AND kind = 'kernel'"
 		" GROUP BY name ORDER BY name",
 	[TCFS_BY_PROCESS] =
-		"SELECT '', '', comm, pid, sum(hit), sum(1 - hit), min(time)"
-		" FROM events WHERE time >= ? GROUP BY pid, comm"
-		" ORDER BY min(id)",
+		"SELECT '', '', comm, pid, sum(hit), sum(1 - hit), min(time),"
+		" uid FROM events WHERE time >= ? AND (? < 0 OR uid = ?)"
+		" GROUP BY pid, comm, uid ORDER BY min(id)",
 	[TCFS_BY_NEW] =
 		"SELECT key, name, '', 0, 0, count(*), min(time)"
 		" FROM events p WHERE time >= ? AND kind = 'kernel' AND hit = 0"
@@ -236,17 +236,23 @@ static int fill_count(void *ctx, void *elem, sqlite3_stmt *st)
 	c->hits = (uint64_t)sqlite3_column_int64(st, 4);
 	c->misses = (uint64_t)sqlite3_column_int64(st, 5);
 	c->first_ns = sqlite3_column_int64(st, 6);
+	c->uid = sqlite3_column_count(st) > 7 ? sqlite3_column_int64(st, 7)
+					      : -1;
 	return 0;
 }
 
 int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
-		     int64_t since_ns, struct tcfs_event_count **out,
-		     size_t *n)
+		     int64_t since_ns, int64_t uid,
+		     struct tcfs_event_count **out, size_t *n)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int rc;
 
-	if (since_ns == 0 && by != TCFS_BY_PROCESS)
+	if (by == TCFS_BY_PROCESS)
+		rc = tcfs_db_collect(db, sizeof(**out), fill_count, NULL, out,
+				     n, sql_count_since[by], "iii", since_ns,
+				     uid, uid);
+	else if (since_ns == 0)
 		rc = tcfs_db_collect(db, sizeof(**out), fill_count, NULL, out,
 				     n, sql_count_all[by], "");
 	else

@@ -81,17 +81,23 @@ struct tcfs_event_count {
 	char name[TCFS_NAME_MAX + 1];
 	char comm[17];
 	int32_t pid;
+	int64_t uid;		/* TCFS_BY_PROCESS: its user, -1 unknown */
 	uint64_t hits, misses;
 	int64_t first_ns;	/* the group's first event */
 };
 
+/* Every user's processes, for tcfs_event_count's uid. */
+#define TCFS_EVENT_ALL_USERS ((int64_t)-1)
+
 /* Probes since since_ns, counted by group, in order of first appearance
  * (by name for TCFS_BY_KERNEL).  With since_ns 0 all probes count, those
- * trimmed from the log too, except by process (only the log knows).
- * *out is owned by the caller (free()). */
+ * trimmed from the log too, except by process (only the log knows).  By
+ * process, only the processes of user uid (TCFS_EVENT_ALL_USERS: all);
+ * the other groups count every user's probes.  *out is owned by the
+ * caller (free()). */
 int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
-		     int64_t since_ns, struct tcfs_event_count **out,
-		     size_t *n);
+		     int64_t since_ns, int64_t uid,
+		     struct tcfs_event_count **out, size_t *n);
 
 /* Deletes every event and every count (tcfs stats --reset); *n
  * (optional) gets how many events. */
