@@ -13,6 +13,7 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "index/config.h"
 #include "index/err.h"
 #include "index/store.h"
 #include "index/vec.h"
@@ -23,7 +24,9 @@
  * probe table. */
 #define EVENTS_FLUSH_MS 100
 /* How often the log is trimmed to its bounds (event.h), which are read
- * again each time: a change by tcfs config shows within this. */
+ * again each time: a change by tcfs config shows within this.  It is
+ * trimmed sooner once as many events as it keeps were logged since: a
+ * flood of probes grows the index by one bound at most between trims. */
 #define EVENTS_TRIM_NS (2 * 1000000000LL)
 /* Events that wait for a batch, at most: beyond, they are dropped (and
  * counted), whatever a flood of probes asks of the writer. */
@@ -49,6 +52,8 @@ struct fs_events {
 				 * store (the thread's, as is:) */
 	int tight;		/* the last batch found the index tight */
 	int64_t trimmed_ns;	/* when the log was last trimmed (thread) */
+	uint64_t logged;	/* events logged since (thread) */
+	int64_t max_events;	/* the bound then read, 0: none yet */
 	uint64_t asked;		/* syncs asked for (mu) */
 	uint64_t written;	/* of those, done by the last round (mu) */
 	pthread_cond_t synced;	/* written moved */
@@ -135,20 +140,28 @@ static void write_batch(struct tcfs_fs *fs, struct tcfs_event *q, size_t n,
 		return;
 	}
 	e->unlogged = 0;
+	e->logged += n;
 }
 
-/* Keeps the log within its bounds, every EVENTS_TRIM_NS. */
-static void trim(struct tcfs_fs *fs)
+/* Keeps the log within its bounds: every EVENTS_TRIM_NS, once a bound's
+ * worth of events was logged, or now (force). */
+static void trim(struct tcfs_fs *fs, int force)
 {
 	struct fs_events *e = fs->events;
 	int64_t now = tcfs_ns_now();
+	int due = force || now - e->trimmed_ns >= EVENTS_TRIM_NS ||
+		  (e->max_events > 0 && e->logged >= (uint64_t)e->max_events);
 
-	if (now - e->trimmed_ns < EVENTS_TRIM_NS || tcfs_store_tight(fs->store))
+	if (!due || tcfs_store_tight(fs->store))
 		return;
 	e->trimmed_ns = now;
+	e->logged = 0;
 	if (tcfs_event_trim(fs->store, NULL) < 0)
 		syslog(LOG_ERR, "tcfs: the probe log could not be trimmed: %s",
 		       tcfs_err_msg());
+	if (tcfs_config_get(fs->store, TCFS_CONFIG_LOG_MAX_EVENTS,
+			    &e->max_events, NULL) < 0)
+		e->max_events = 0;
 }
 
 static void *writer(void *arg)
@@ -190,7 +203,7 @@ static void *writer(void *arg)
 		free(inv);
 		write_batch(fs, q, n, dropped);
 		free(q);
-		trim(fs);
+		trim(fs, 0);
 		for (size_t i = 0; i < e->nticks; i++)
 			e->ticks[i](fs);
 		if (tcfs_store_sync(fs->store) < 0)
@@ -265,6 +278,7 @@ void fs_events_stop(struct tcfs_fs *fs)
 	/* Logged while it stopped; dropped ones unknown to the store now
 	 * are only told. */
 	write_batch(fs, e->q, e->n, e->dropped);
+	trim(fs, 1);	/* the store at rest is within its bounds too */
 	if (e->unlogged)
 		syslog(LOG_WARNING, "tcfs: %llu probe events were not logged "
 		       "(the disk was full)", (unsigned long long)e->unlogged);

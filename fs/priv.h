@@ -316,10 +316,15 @@ void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off);
 size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 			    uint64_t *k);
 
-/* report.c: the .tcfs/ files' bytes (index/report.h), for view.c:
- * *bytes owned by the caller (free()). */
-int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
-		     size_t *len);
+/* report.c: the .tcfs/ files' bytes (index/report.h), for view.c, as
+ * viewer sees them (fs_report_viewer): *bytes owned by the caller
+ * (free()). */
+int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, int64_t viewer,
+		     char **bytes, size_t *len);
+/* Whose processes the requester of req may see in the reports: every
+ * user's (TCFS_EVENT_ALL_USERS) for root and the mount's owner, else only
+ * the requester's own (its uid). */
+int64_t fs_report_viewer(fuse_req_t req);
 
 /* The low-level operations, by module. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

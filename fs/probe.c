@@ -9,8 +9,11 @@
  * probe, and later ones by the same process are folded into it; the
  * memory of a process is dropped when it exits.  So is its command name,
  * read from /proc once per process rather than once per probe: a probe's
- * lookup waits for it.
+ * lookup waits for it.  That memory is bounded, per user and in all,
+ * whatever a process probes: anyone who can reach the mount may probe
+ * names without end.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,14 @@
 
 #define PROBE_BUCKETS 4096
 #define PROC_BUCKETS 256
+/* Paths remembered at most: for one user's processes, for all (tens of
+ * MB), and the users they may be of at once.  Beyond, a lookup is not
+ * remembered, and the same process's next lookup of that path counts as
+ * a probe again: a user's flood costs the accuracy of its own counts, not
+ * memory nor others' counts. */
+#define SEEN_PER_USER (64 * 1024)
+#define SEEN_MAX (256 * 1024)
+#define SEEN_USERS 64
 
 /* What the table keeps per process (first in each entry): the pid it is
  * dropped with. */
@@ -39,6 +50,7 @@ struct of_pid {
  * after the miss; its cache root stays. */
 struct seen {
 	struct of_pid of;
+	uid_t uid;
 	char *path;
 };
 
@@ -65,6 +77,11 @@ struct fs_probes {
 	struct recent recent[RECENT_SLOTS];
 	pthread_mutex_t mu;
 	struct of_pid *bucket[PROBE_BUCKETS];	/* struct seen */
+	size_t nseen;				/* in bucket, <= SEEN_MAX */
+	struct {
+		uid_t uid;
+		size_t n;			/* its paths; 0: a free slot */
+	} users[SEEN_USERS];
 	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
 };
 
@@ -102,14 +119,52 @@ enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 	}
 }
 
+/* The count of paths remembered for uid's processes, or a free one for
+ * it (n 0); NULL when every slot is another user's.  Under p->mu. */
+static size_t *user_paths(struct fs_probes *p, uid_t uid)
+{
+	size_t *free_slot = NULL;
+
+	for (size_t i = 0; i < SEEN_USERS; i++) {
+		if (p->users[i].n && p->users[i].uid == uid)
+			return &p->users[i].n;
+		if (!p->users[i].n && !free_slot) {
+			free_slot = &p->users[i].n;
+			p->users[i].uid = uid;
+		}
+	}
+	return free_slot;
+}
+
+/* Remembers path for pid, of uid, if there is room; under p->mu. */
+static void remember(struct fs_probes *p, size_t b, pid_t pid, uid_t uid,
+		     const char *path)
+{
+	size_t *n = user_paths(p, uid);
+	struct seen *s;
+
+	if (!n || *n >= SEEN_PER_USER || p->nseen >= SEEN_MAX)
+		return;
+	s = malloc(sizeof(*s));
+	if (!s || !(s->path = strdup(path))) {
+		free(s);	/* out of memory: count it again */
+		return;
+	}
+	s->of.pid = pid;
+	s->uid = uid;
+	s->of.next = p->bucket[b];
+	p->bucket[b] = &s->of;
+	++*n;
+	p->nseen++;
+}
+
 /* 1 if the process had probed this path before; else remembers it. */
-static int already_seen(struct fs_probes *p, pid_t pid, uint64_t root,
-			const char *key, const char *name)
+static int already_seen(struct fs_probes *p, pid_t pid, uid_t uid,
+			uint64_t root, const char *key, const char *name)
 {
 	char path[2 * TCFS_NAME_MAX + 24];
 	size_t b, len;
 	struct of_pid *o;
-	struct seen *s;
 	int seen = 0;
 
 	len = (size_t)snprintf(path, sizeof(path), "%llu/%s/%s",
@@ -119,16 +174,8 @@ static int already_seen(struct fs_probes *p, pid_t pid, uint64_t root,
 	for (o = p->bucket[b]; o && !seen; o = o->next)
 		seen = o->pid == pid &&
 		       strcmp(((struct seen *)o)->path, path) == 0;
-	if (!seen) {
-		s = malloc(sizeof(*s));
-		if (s && (s->path = strdup(path))) {
-			s->of.pid = pid;
-			s->of.next = p->bucket[b];
-			p->bucket[b] = &s->of;
-		} else {
-			free(s);	/* out of memory: count it again */
-		}
-	}
+	if (!seen)
+		remember(p, b, pid, uid, path);
 	pthread_mutex_unlock(&p->mu);
 	return seen;
 }
@@ -189,11 +236,12 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	atomic_store(&r->ino, parent->ino);
 	atomic_store(&r->at_ns, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 	if (ctx->pid <= 0 ||
-	    already_seen(fs->probes, ctx->pid, parent->parent, parent->name,
-			 name))
+	    already_seen(fs->probes, ctx->pid, ctx->uid, parent->parent,
+			 parent->name, name))
 		return;
 	ev.time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	ev.pid = ctx->pid;
+	ev.uid = ctx->uid;
 	comm_of(fs->probes, ctx->pid, ev.comm, sizeof(ev.comm));
 	snprintf(ev.key, sizeof(ev.key), "%s", parent->name);
 	if (kind != TCFS_PROBE_KERNEL ||
@@ -264,21 +312,28 @@ static int exited(struct pids_asked *a, pid_t pid)
 	return dead;
 }
 
-static void free_seen(struct of_pid *o)
+static void free_seen(struct fs_probes *p, struct of_pid *o)
 {
-	free(((struct seen *)o)->path);
-	free(o);
+	struct seen *s = (struct seen *)o;
+	size_t *n = user_paths(p, s->uid);
+
+	assert(n && *n > 0 && p->nseen > 0);
+	--*n;
+	p->nseen--;
+	free(s->path);
+	free(s);
 }
 
-static void free_proc(struct of_pid *o)
+static void free_proc(struct fs_probes *p, struct of_pid *o)
 {
+	(void)p;
 	free(o);
 }
 
 /* Frees the entries of every process that has exited, or of all. */
-static void drop_from(struct of_pid **bucket, size_t n,
+static void drop_from(struct fs_probes *p, struct of_pid **bucket, size_t n,
 		      struct pids_asked *asked, int only_dead,
-		      void (*drop)(struct of_pid *))
+		      void (*drop)(struct fs_probes *, struct of_pid *))
 {
 	for (size_t b = 0; b < n; b++) {
 		struct of_pid **link = &bucket[b];
@@ -291,7 +346,7 @@ static void drop_from(struct of_pid **bucket, size_t n,
 				continue;
 			}
 			*link = o->next;
-			drop(o);
+			drop(p, o);
 		}
 	}
 }
@@ -301,8 +356,8 @@ static void drop_if(struct fs_probes *p, int only_dead)
 	struct pids_asked asked = { 0 };
 
 	pthread_mutex_lock(&p->mu);
-	drop_from(p->bucket, PROBE_BUCKETS, &asked, only_dead, free_seen);
-	drop_from(p->procs, PROC_BUCKETS, &asked, only_dead, free_proc);
+	drop_from(p, p->bucket, PROBE_BUCKETS, &asked, only_dead, free_seen);
+	drop_from(p, p->procs, PROC_BUCKETS, &asked, only_dead, free_proc);
 	pthread_mutex_unlock(&p->mu);
 }
 

@@ -1,4 +1,5 @@
-/* report: the bytes of the .tcfs/ files, index/report.h's into memory. */
+/* report: the bytes of the .tcfs/ files, index/report.h's into memory,
+ * and whose processes each requester may see in them. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,8 +7,17 @@
 #include "index/report.h"
 #include "priv.h"
 
-int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
-		     size_t *len)
+int64_t fs_report_viewer(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (ctx->uid == 0 || ctx->uid == fs_of(req)->uid)
+		return TCFS_EVENT_ALL_USERS;
+	return (int64_t)ctx->uid;
+}
+
+int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, int64_t viewer,
+		     char **bytes, size_t *len)
 {
 	struct tcfs_report_daemon d = {
 		atomic_load(&fs->requests),
@@ -21,7 +31,7 @@ int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, char **bytes,
 	if (f == FS_VIEW_METRICS)
 		rc = tcfs_report_metrics(fs->store, &d, out);
 	else
-		rc = tcfs_report_stats(fs->store, 0, fs->root,
+		rc = tcfs_report_stats(fs->store, 0, fs->root, viewer,
 				       f == FS_VIEW_STATS_JSON, out, NULL);
 	if (fclose(out) != 0 && rc == 0)
 		rc = -ENOMEM;

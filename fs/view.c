@@ -70,6 +70,19 @@ static const struct {
 };
 #define NFIXED (sizeof(fixed_names) / sizeof(fixed_names[0]))
 
+/* A report's inode also says whose view it is, in the bits above its id:
+ * 0 everyone's (root, the mount's owner), else uid + 1, that user's own
+ * processes only (fs_report_viewer).  A view per inode: the kernel keeps
+ * pages per inode, and must never give one user's to another. */
+#define VIEWER_SHIFT 8
+#define FIXED_OF(val) ((val) & ((1u << VIEWER_SHIFT) - 1))
+
+/* Whether val, a TAG_FIXED inode's, is a report's (viewer or not). */
+static int is_report(uint64_t val)
+{
+	return FIXED_OF(val) >= FIX_STATS && FIXED_OF(val) <= FIX_METRICS;
+}
+
 /* Names and targets seen, by id (index + 1); found again by their hash. */
 struct intern {
 	char **s;
@@ -78,18 +91,21 @@ struct intern {
 	size_t nslot;
 };
 
-/* A .tcfs/ file as last rendered: a stat and the read after it see the
- * same bytes. */
+/* A .tcfs/ file as last rendered for one inode (a viewer's): a stat and
+ * the read after it see the same bytes. */
 struct rendered {
+	uint64_t ino;		/* 0: free */
 	char *bytes;
 	size_t len;
 	int64_t at_ns;
 };
+/* Renderings kept: the oldest goes for a new one. */
+#define RENDERED_SLOTS 16
 
 struct fs_views {
 	pthread_mutex_t mu;
 	struct intern names, targets;	/* targets: "BACKEND-ARCH" */
-	struct rendered files[FIX_METRICS - FIX_STATS + 1];
+	struct rendered files[RENDERED_SLOTS];
 	int browse;			/* by-name/ and by-arch/ shown */
 	int64_t start_ns;		/* the views' times */
 };
@@ -264,7 +280,8 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 	vn->ino = ino;
 	switch (vn->tag) {
 	case TAG_FIXED:
-		rc = val >= 1 && val <= FIX_SYNC ? 0 : -ESTALE;
+		rc = FIXED_OF(val) >= 1 && FIXED_OF(val) <= FIX_SYNC &&
+		     (val == FIXED_OF(val) || is_report(val)) ? 0 : -ESTALE;
 		break;
 	case TAG_NAME:
 		rc = named(v, &v->names, val, vn->name, sizeof(vn->name));
@@ -307,20 +324,58 @@ static int link_target(struct tcfs_fs *fs, const struct vnode *vn, char *buf,
 	return tcfs_ns_path(fs->store, vn->keydir.ino, buf + n, len - n);
 }
 
-/* Renders a .tcfs/ file anew, or gives the rendering a stat just made;
- * *bytes is a copy (caller frees). */
-static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
+/* The slot of ino's rendering, or the one to take for it. */
+static struct rendered *rendered_slot(struct fs_views *v, uint64_t ino)
+{
+	struct rendered *old = &v->files[0];
+
+	for (size_t i = 0; i < RENDERED_SLOTS; i++) {
+		if (v->files[i].ino == ino)
+			return &v->files[i];
+		if (v->files[i].at_ns < old->at_ns)
+			old = &v->files[i];
+	}
+	return old;
+}
+
+/* Keeps a copy of ino's new rendering, for the read after the stat. */
+static void keep_rendering(struct fs_views *v, uint64_t ino, const char *buf,
+			   size_t n, int64_t now)
+{
+	struct rendered *r;
+
+	pthread_mutex_lock(&v->mu);
+	r = rendered_slot(v, ino);
+	free(r->bytes);
+	r->ino = 0;
+	r->bytes = malloc(n ? n : 1);
+	if (r->bytes) {
+		memcpy(r->bytes, buf, n);
+		r->ino = ino;
+		r->len = n;
+		r->at_ns = now;
+	}
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* Renders a .tcfs/ file (its inode: which, for whom) anew, or gives the
+ * rendering a stat just made; *bytes is a copy (caller frees). */
+static int render_file(struct tcfs_fs *fs, uint64_t ino, int fresh,
 		       char **bytes, size_t *len)
 {
 	struct fs_views *v = fs->views;
-	struct rendered *r = &v->files[id - FIX_STATS];
+	uint64_t val = ino & TAG_MASK, id = FIXED_OF(val);
+	int64_t viewer = (int64_t)(val >> VIEWER_SHIFT) - 1;
+	struct rendered *r;
 	int64_t now = tcfs_ns_now();
 	char *buf = NULL;
 	size_t n = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&v->mu);
-	if (!fresh && r->bytes && now - r->at_ns < RENDERED_NS) {
+	r = rendered_slot(v, ino);
+	if (!fresh && r->ino == ino && r->bytes &&
+	    now - r->at_ns < RENDERED_NS) {
 		buf = malloc(r->len ? r->len : 1);
 		if (buf) {
 			memcpy(buf, r->bytes, r->len);
@@ -337,18 +392,10 @@ static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
 		rc = fs_report_render(fs, id == FIX_STATS ? FS_VIEW_STATS
 				   : id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
 							  : FS_VIEW_METRICS,
-			       &buf, &n);
+			       viewer, &buf, &n);
 		if (rc < 0)
 			return rc;
-		pthread_mutex_lock(&v->mu);
-		free(r->bytes);
-		r->bytes = malloc(n ? n : 1);
-		if (r->bytes) {
-			memcpy(r->bytes, buf, n);
-			r->len = n;
-			r->at_ns = now;
-		}
-		pthread_mutex_unlock(&v->mu);
+		keep_rendering(v, ino, buf, n, now);
 	}
 	*bytes = buf;
 	*len = n;
@@ -358,7 +405,7 @@ static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
 static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 {
 	int64_t t = fs->views->start_ns;
-	uint64_t val = vn->ino & TAG_MASK;
+	uint64_t val = FIXED_OF(vn->ino & TAG_MASK);
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = vn->ino;
@@ -386,7 +433,7 @@ static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 	} else if (vn->tag == TAG_FIXED && val >= FIX_STATS) {
 		char *bytes;
 		size_t len;
-		int rc = render_file(fs, (enum fixed)val, 1, &bytes, &len);
+		int rc = render_file(fs, vn->ino, 1, &bytes, &len);
 
 		if (rc < 0)
 			return rc;
@@ -588,6 +635,8 @@ int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
 		return 1;
 	}
 	rc = vlookup(fs, parent, name, &vn);
+	if (rc == 0 && vn.tag == TAG_FIXED && is_report(vn.ino & TAG_MASK))
+		vn.ino |= (uint64_t)(fs_report_viewer(req) + 1) << VIEWER_SHIFT;
 	if (rc < 0)
 		reply_miss(req, rc);
 	else
@@ -629,7 +678,8 @@ void fs_view_readlink(fuse_req_t req, uint64_t ino)
 
 void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
 {
-	uint64_t val = ino & TAG_MASK;
+	uint64_t val = FIXED_OF(ino & TAG_MASK);
+	int64_t viewer = fs_report_viewer(req);
 	char *bytes = NULL;
 	size_t len = 0, o;
 	int rc;
@@ -642,7 +692,13 @@ void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	rc = render_file(fs_of(req), (enum fixed)val, 0, &bytes, &len);
+	/* Another user's view (a descriptor handed over) is not read. */
+	if (viewer != TCFS_EVENT_ALL_USERS &&
+	    (ino & TAG_MASK) >> VIEWER_SHIFT != (uint64_t)viewer + 1) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	rc = render_file(fs_of(req), ino, 0, &bytes, &len);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;

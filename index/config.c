@@ -21,8 +21,8 @@ static const char sql_unset[] = "DELETE FROM config WHERE key = ?";
 const struct tcfs_config_key tcfs_config_keys[] = {
 	{ TCFS_CONFIG_LOG_MAX_EVENTS, TCFS_CONFIG_COUNT, 1000000, 1,
 	  INT64_C(1) << 40,
-	  "probe events the log keeps; older ones go (tcfs stats keeps "
-	  "counting them)" },
+	  "probe events the log keeps, and counts per user of names never "
+	  "there; older ones go (tcfs stats keeps counting them)" },
 	{ TCFS_CONFIG_LOG_MAX_AGE, TCFS_CONFIG_SECONDS, 30 * DAY, 1,
 	  100 * 365 * (int64_t)DAY,
 	  "how long the log keeps a probe event" },

@@ -11,12 +11,12 @@
 #include "store.h"
 
 static const char sql_insert[] =
-	"INSERT INTO events (time, pid, comm, key, name, kind, hit, view)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+	"INSERT INTO events (time, pid, comm, key, name, kind, hit, view, uid)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
 static const char sql_count[] =
 	"INSERT INTO probe_counts"
-	" (key, name, kind, hits, misses, first, last, last_hit)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+	" (key, name, kind, hits, misses, first, last, last_hit, uid)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	" ON CONFLICT (key, name, kind) DO UPDATE SET"
 	" hits = hits + excluded.hits, misses = misses + excluded.misses,"
 	" last = max(last, excluded.last),"
@@ -27,12 +27,43 @@ static const char sql_dropped[] =
 static const char sql_trim_count[] =
 	"DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?";
 static const char sql_trim_age[] = "DELETE FROM events WHERE time < ?";
+
+/* A kernel probe's kernel is in the cache now: a miss followed by the
+ * kernel landing makes a new kernel, a miss alone does not.  Its key dir
+ * may be in any cache root (only key dirs have kernel rows). */
+#define LANDED(t)                                                         \
+	"EXISTS (SELECT 1 FROM kernels k JOIN nodes g ON g.ino = k.grp_ino" \
+	" JOIN nodes d ON d.ino = g.parent WHERE k.name = " t ".name"       \
+	" AND d.name = " t ".key)"
+
+/* The counts of names never there (never hit, and no kernel now; a
+ * module's only count is the totals'), each user's newest first (r).  The
+ * order is total, so both statements of a fold pick the same rows. */
+#define ABSENT                                                            \
+	"SELECT key, name, kind, misses, first, last, row_number() OVER"     \
+	" (PARTITION BY uid ORDER BY last DESC, key, name, kind) AS r"       \
+	" FROM probe_counts p WHERE hits = 0 AND key <> ''"                  \
+	" AND (kind = 'module' OR NOT " LANDED("p") ")"
+/* Those beyond the bound, into the row of their kind... */
+static const char sql_fold_add[] =
+	"INSERT INTO probe_counts"
+	" (key, name, kind, hits, misses, first, last, last_hit, uid)"
+	" SELECT '', '', kind, 0, sum(misses), min(first), max(last), 0, -1"
+	" FROM (" ABSENT ") WHERE r > ? GROUP BY kind"
+	" ON CONFLICT (key, name, kind) DO UPDATE SET"
+	" misses = misses + excluded.misses, first = min(first, excluded.first),"
+	" last = max(last, excluded.last)";
+/* ...and gone. */
+static const char sql_fold_del[] =
+	"DELETE FROM probe_counts WHERE (key, name, kind) IN"
+	" (SELECT key, name, kind FROM (" ABSENT ") WHERE r > ?)";
 static const char sql_log_info[] =
 	"SELECT count(*), coalesce(min(time), 0),"
 	" (SELECT coalesce(sum(value), 0) FROM counters"
 	"  WHERE name = 'events_dropped') FROM events";
 static const char sql_list[] =
-	"SELECT id, time, pid, comm, key, name, kind, hit, view FROM events"
+	"SELECT id, time, pid, comm, key, name, kind, hit, view, uid"
+	" FROM events"
 	" WHERE id > ? AND time >= ? ORDER BY id LIMIT ?";
 static const char sql_clear[] = "DELETE FROM events";
 static const char sql_clear_counts[] = "DELETE FROM probe_counts";
@@ -46,15 +77,15 @@ static const char *kind_name(enum tcfs_probe k)
 
 static int add_one(struct tcfs_db *db, const struct tcfs_event *e)
 {
-	int rc = tcfs_db_exec(db, sql_insert, "idttttdt", e->time_ns, e->pid,
+	int rc = tcfs_db_exec(db, sql_insert, "idttttdti", e->time_ns, e->pid,
 			      e->comm, e->key, e->name, kind_name(e->kind),
-			      e->hit, e->view);
+			      e->hit, e->view, e->uid);
 
 	if (rc >= 0)
-		rc = tcfs_db_exec(db, sql_count, "tttddiii", e->key, e->name,
+		rc = tcfs_db_exec(db, sql_count, "tttddiiii", e->key, e->name,
 				  kind_name(e->kind), e->hit, !e->hit,
 				  e->time_ns, e->time_ns,
-				  e->hit ? e->time_ns : (int64_t)0);
+				  e->hit ? e->time_ns : (int64_t)0, e->uid);
 	return rc;
 }
 
@@ -97,8 +128,12 @@ int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed)
 		rc = tcfs_db_exec(db, sql_trim_age, "i",
 				  tcfs_ns_now() - max_age * 1000000000);
 	}
-	if (rc >= 0)
+	if (rc >= 0) {
 		n += rc;
+		rc = tcfs_db_exec(db, sql_fold_add, "i", max_events);
+	}
+	if (rc >= 0)
+		rc = tcfs_db_exec(db, sql_fold_del, "i", max_events);
 	rc = tcfs_db_end(db, rc < 0 ? rc : 0);
 	if (rc == 0 && trimmed)
 		*trimmed = (uint64_t)n;
@@ -132,6 +167,7 @@ static int fill_event(void *ctx, void *elem, sqlite3_stmt *st)
 	e->id = sqlite3_column_int64(st, 0);
 	e->time_ns = sqlite3_column_int64(st, 1);
 	e->pid = sqlite3_column_int(st, 2);
+	e->uid = sqlite3_column_int64(st, 9);
 	snprintf(e->comm, sizeof(e->comm), "%s", tcfs_db_text(st, 3, NULL));
 	snprintf(e->key, sizeof(e->key), "%s", tcfs_db_text(st, 4, NULL));
 	snprintf(e->name, sizeof(e->name), "%s", tcfs_db_text(st, 5, NULL));
@@ -152,14 +188,6 @@ int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 	return rc < 0 ? rc : 0;
 }
 
-/* A kernel probe's kernel is in the cache now: a miss followed by the
- * kernel landing makes a new kernel, a miss alone does not.  Its key dir
- * may be in any cache root (only key dirs have kernel rows). */
-#define LANDED(t)                                                         \
-	"EXISTS (SELECT 1 FROM kernels k JOIN nodes g ON g.ino = k.grp_ino" \
-	" JOIN nodes d ON d.ino = g.parent WHERE k.name = " t ".name"       \
-	" AND d.name = " t ".key)"
-
 /* Every probe ever, from the counts (tcfs_event_count with since 0). */
 static const char *const sql_count_all[] = {
 	[TCFS_BY_KIND] =
@@ -167,7 +195,7 @@ static const char *const sql_count_all[] = {
 		" FROM probe_counts GROUP BY kind ORDER BY kind DESC",
 	[TCFS_BY_KERNEL] =
 		"SELECT '', name, '', 0, sum(hits), sum(misses), min(first)"
-		" FROM probe_counts WHERE kind = 'kernel'"
+		" FROM probe_counts WHERE kind = 'kernel' AND key <> ''"
 		" GROUP BY name ORDER BY name",
 	[TCFS_BY_NEW] =
 		"SELECT key, name, '', 0, 0, misses, first"
@@ -186,9 +214,9 @@ static const char *const sql_count_since[] = {
 		" FROM events WHERE time >= ? AND kind = 'kernel'"
 		" GROUP BY name ORDER BY name",
 	[TCFS_BY_PROCESS] =
-		"SELECT '', '', comm, pid, sum(hit), sum(1 - hit), min(time)"
-		" FROM events WHERE time >= ? GROUP BY pid, comm"
-		" ORDER BY min(id)",
+		"SELECT '', '', comm, pid, sum(hit), sum(1 - hit), min(time),"
+		" uid FROM events WHERE time >= ? AND (? < 0 OR uid = ?)"
+		" GROUP BY pid, comm, uid ORDER BY min(id)",
 	[TCFS_BY_NEW] =
 		"SELECT key, name, '', 0, 0, count(*), min(time)"
 		" FROM events p WHERE time >= ? AND kind = 'kernel' AND hit = 0"
@@ -208,17 +236,23 @@ static int fill_count(void *ctx, void *elem, sqlite3_stmt *st)
 	c->hits = (uint64_t)sqlite3_column_int64(st, 4);
 	c->misses = (uint64_t)sqlite3_column_int64(st, 5);
 	c->first_ns = sqlite3_column_int64(st, 6);
+	c->uid = sqlite3_column_count(st) > 7 ? sqlite3_column_int64(st, 7)
+					      : -1;
 	return 0;
 }
 
 int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
-		     int64_t since_ns, struct tcfs_event_count **out,
-		     size_t *n)
+		     int64_t since_ns, int64_t uid,
+		     struct tcfs_event_count **out, size_t *n)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int rc;
 
-	if (since_ns == 0 && by != TCFS_BY_PROCESS)
+	if (by == TCFS_BY_PROCESS)
+		rc = tcfs_db_collect(db, sizeof(**out), fill_count, NULL, out,
+				     n, sql_count_since[by], "iii", since_ns,
+				     uid, uid);
+	else if (since_ns == 0)
 		rc = tcfs_db_collect(db, sizeof(**out), fill_count, NULL, out,
 				     n, sql_count_all[by], "");
 	else

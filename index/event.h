@@ -4,9 +4,14 @@
  *
  * The log is bounded: it keeps at most log-max-events events, none older
  * than log-max-age (config.h), while every probe is also counted per
- * kernel and key for good (table probe_counts), so the totals of tcfs
- * stats and the time of each kernel's last hit outlive the events.  The
- * mount may drop events when the disk is full; it counts those.
+ * kernel and key (table probe_counts), so the totals of tcfs stats and the
+ * time of each kernel's last hit outlive the events.  Those counts are
+ * bounded too, as anyone who can reach the mount may probe names that are
+ * never there: beyond log-max-events rows per user, the oldest rows of
+ * names that never hit and are no kernel now are folded into one row per
+ * kind (key and name ""), which only the totals count.  Rows of kernels
+ * that are there (hits; misses that became kernels) stay.  The mount may
+ * drop events when the disk is full; it counts those.
  */
 #ifndef TCFS_EVENT_H
 #define TCFS_EVENT_H
@@ -27,6 +32,7 @@ struct tcfs_event {
 	int64_t id;		/* set by the store */
 	int64_t time_ns;
 	int32_t pid;
+	int64_t uid;		/* the process's user; -1: unknown (older) */
 	char comm[17];		/* the process's command name */
 	char key[TCFS_NAME_MAX + 1];
 	char name[TCFS_NAME_MAX + 1];	/* kernel name, or module file name */
@@ -44,8 +50,9 @@ int tcfs_event_add(struct tcfs_store *s, const struct tcfs_event *ev,
  * which fits where no new event would (the disk nearly full). */
 int tcfs_event_dropped(struct tcfs_store *s, uint64_t n);
 
-/* Deletes the events beyond the log's bounds (config.h); *trimmed
- * (optional) gets how many. */
+/* Deletes the events beyond the log's bounds (config.h), and folds the
+ * counts of names never there beyond them; *trimmed (optional) gets how
+ * many events went. */
 int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed);
 
 /* What the log holds now. */
@@ -74,17 +81,23 @@ struct tcfs_event_count {
 	char name[TCFS_NAME_MAX + 1];
 	char comm[17];
 	int32_t pid;
+	int64_t uid;		/* TCFS_BY_PROCESS: its user, -1 unknown */
 	uint64_t hits, misses;
 	int64_t first_ns;	/* the group's first event */
 };
 
+/* Every user's processes, for tcfs_event_count's uid. */
+#define TCFS_EVENT_ALL_USERS ((int64_t)-1)
+
 /* Probes since since_ns, counted by group, in order of first appearance
  * (by name for TCFS_BY_KERNEL).  With since_ns 0 all probes count, those
- * trimmed from the log too, except by process (only the log knows).
- * *out is owned by the caller (free()). */
+ * trimmed from the log too, except by process (only the log knows).  By
+ * process, only the processes of user uid (TCFS_EVENT_ALL_USERS: all);
+ * the other groups count every user's probes.  *out is owned by the
+ * caller (free()). */
 int tcfs_event_count(struct tcfs_store *s, enum tcfs_event_by by,
-		     int64_t since_ns, struct tcfs_event_count **out,
-		     size_t *n);
+		     int64_t since_ns, int64_t uid,
+		     struct tcfs_event_count **out, size_t *n);
 
 /* Deletes every event and every count (tcfs stats --reset); *n
  * (optional) gets how many events. */

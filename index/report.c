@@ -56,19 +56,23 @@ struct stats {
 	const char *mount;		/* "" when not mounted */
 };
 
-static int load(struct tcfs_store *s, int64_t since, struct stats *st)
+/* The counts since since; processes only uid's (event.h). */
+static int load(struct tcfs_store *s, int64_t since, int64_t uid,
+		struct stats *st)
 {
+	const int64_t all = TCFS_EVENT_ALL_USERS;
 	int rc;
 
-	rc = tcfs_event_count(s, TCFS_BY_KIND, since, &st->kind, &st->nkind);
+	rc = tcfs_event_count(s, TCFS_BY_KIND, since, all, &st->kind,
+			      &st->nkind);
 	if (rc == 0)
-		rc = tcfs_event_count(s, TCFS_BY_KERNEL, since, &st->kernel,
-				      &st->nkernel);
+		rc = tcfs_event_count(s, TCFS_BY_KERNEL, since, all,
+				      &st->kernel, &st->nkernel);
 	if (rc == 0)
-		rc = tcfs_event_count(s, TCFS_BY_PROCESS, since, &st->proc,
-				      &st->nproc);
+		rc = tcfs_event_count(s, TCFS_BY_PROCESS, since, uid,
+				      &st->proc, &st->nproc);
 	if (rc == 0)
-		rc = tcfs_event_count(s, TCFS_BY_NEW, since, &st->fresh,
+		rc = tcfs_event_count(s, TCFS_BY_NEW, since, all, &st->fresh,
 				      &st->nfresh);
 	if (rc == 0)
 		rc = tcfs_event_log_info(s, &st->log);
@@ -215,6 +219,11 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 
 		cJSON_AddNumberToObject(p, "pid", st->proc[i].pid);
 		cJSON_AddStringToObject(p, "comm", st->proc[i].comm);
+		if (st->proc[i].uid >= 0)
+			cJSON_AddNumberToObject(p, "uid",
+						(double)st->proc[i].uid);
+		else
+			cJSON_AddNullToObject(p, "uid");
 		cJSON_AddItemToArray(a, p);
 	}
 	cJSON_AddItemToObject(o, "modules", hit_miss(st->mod_hits,
@@ -234,6 +243,18 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 				(double)st->ev.evicted_requested);
 	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
 	return tcfs_json_print(o, out);
+}
+
+static void print_proc(const struct tcfs_event_count *p, FILE *out)
+{
+	char c[TCFS_UTF8_SHOW_MAX];
+
+	fprintf(out, "  %d %s", p->pid,
+		tcfs_utf8_printable(p->comm, c, sizeof(c)));
+	if (p->uid >= 0)
+		fprintf(out, " (uid %lld)", (long long)p->uid);
+	fprintf(out, ": %llu hits, %llu misses\n",
+		(unsigned long long)p->hits, (unsigned long long)p->misses);
 }
 
 static void print_text(struct tcfs_store *s, const struct stats *st,
@@ -278,10 +299,7 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 	if (st->nproc)
 		fprintf(out, "\nper process\n");
 	for (size_t i = 0; i < st->nproc; i++)
-		fprintf(out, "  %d %s: %llu hits, %llu misses\n", st->proc[i].pid,
-		       tcfs_utf8_printable(st->proc[i].comm, a, sizeof(a)),
-		       (unsigned long long)st->proc[i].hits,
-		       (unsigned long long)st->proc[i].misses);
+		print_proc(&st->proc[i], out);
 }
 
 static void stats_free(struct stats *st)
@@ -293,14 +311,14 @@ static void stats_free(struct stats *st)
 }
 
 int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
-		      const char *mount, int json, FILE *out,
+		      const char *mount, int64_t uid, int json, FILE *out,
 		      uint64_t *misses)
 {
 	struct stats st = { 0 };
 	int rc;
 
 	st.mount = mount ? mount : "";
-	rc = load(s, since_ns, &st);
+	rc = load(s, since_ns, uid, &st);
 	if (rc == 0 && json)
 		rc = print_json(s, &st, out);
 	else if (rc == 0)
@@ -362,7 +380,7 @@ int tcfs_report_metrics(struct tcfs_store *s,
 	int rc;
 
 	st.mount = "";
-	rc = load(s, 0, &st);
+	rc = load(s, 0, TCFS_EVENT_ALL_USERS, &st);
 	if (rc == 0)
 		rc = tcfs_info_get(s, &info);
 	if (rc < 0)

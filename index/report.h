@@ -20,14 +20,17 @@ struct tcfs_report_daemon {
 };
 
 /* tcfs stats: probes since since_ns (0: all), as text or JSON; mount is
- * the store's mount point, or NULL.  *misses (unless NULL) gets the
- * kernel misses counted.  0 or -errno. */
+ * the store's mount point, or NULL.  The process list shows only the
+ * processes of user uid (TCFS_EVENT_ALL_USERS, event.h: everyone's), as
+ * the mount shows another user; every other count is everyone's.
+ * *misses (unless NULL) gets the kernel misses counted.  0 or -errno. */
 int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,
-		      const char *mount, int json, FILE *out,
+		      const char *mount, int64_t uid, int json, FILE *out,
 		      uint64_t *misses);
 
 /* The same counts and the store's sizes as Prometheus metrics; d NULL
- * when no mount serves the store.  0 or -errno. */
+ * when no mount serves the store.  Nothing in them is a process's, so
+ * every user may see them.  0 or -errno. */
 int tcfs_report_metrics(struct tcfs_store *s,
 			const struct tcfs_report_daemon *d, FILE *out);
 

@@ -226,6 +226,19 @@ static const char schema_v8[] =
 	"       WHERE g.ino = NEW.grp_ino);"
 	"  END;";
 
+/*
+ * Version 9.
+ *
+ * events.uid, probe_counts.uid: the user whose process probed (for
+ * probe_counts, the first probe of the row); -1 when logged before.  A
+ * process list shows other users' processes only to root and the mount's
+ * owner, and probes of names never there are folded per user (event.h),
+ * so one user's flood folds only its own rows.
+ */
+static const char schema_v9[] =
+	"ALTER TABLE events ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;"
+	"ALTER TABLE probe_counts ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -235,6 +248,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 6, schema_v6 },
 	{ 7, schema_v7, 1 },
 	{ 8, schema_v8 },
+	{ 9, schema_v9 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

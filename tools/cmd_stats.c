@@ -27,7 +27,8 @@ static const char *const help =
 	"ever, and so do the counts per kernel.  Counts per process, and\n"
 	"everything with --since, come from the events the log still holds.\n"
 	"While the disk is nearly full the mount logs no probes: it counts\n"
-	"them as dropped.\n"
+	"them as dropped.  Through the mount (MOUNT/.tcfs/stats), a user other\n"
+	"than root and the mount's owner sees only its own processes.\n"
 	"\n"
 	"Options:\n"
 	"  -s, --store DIR   the store (default as for tcfs import)\n"
@@ -37,7 +38,7 @@ static const char *const help =
 	"      --json        print {cache_dir, store, hits, misses, hit_rate,\n"
 	"                    new_kernels_count, new_kernels: [KEY], per_kernel:\n"
 	"                    {NAME: {hits, misses}}, per_process: [{pid, comm,\n"
-	"                    hits, misses}], modules: {hits, misses}, log:\n"
+	"                    uid, hits, misses}], modules: {hits, misses}, log:\n"
 	"                    {events, oldest, max_events, max_age_seconds,\n"
 	"                    dropped}}\n"
 	"      --max-misses N\n"
@@ -103,7 +104,9 @@ int cmd_stats(int argc, char **argv)
 	if (prom)
 		rc = tcfs_report_metrics(s, NULL, stdout);
 	else
-		rc = tcfs_report_stats(s, co.since_ns, mount, co.json, stdout,
+		/* Who can open the store (its owner, root) sees it all. */
+		rc = tcfs_report_stats(s, co.since_ns, mount,
+				       TCFS_EVENT_ALL_USERS, co.json, stdout,
 				       &misses);
 	if (rc == 0 && reset)
 		rc = tcfs_event_clear(s, NULL);

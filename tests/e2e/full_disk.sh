@@ -22,17 +22,20 @@ elif ! command -v mkfs.ext4 >/dev/null; then
 fi
 WRITERS=$(dirname "$0")/full_writers.py
 MIB=$((1024 * 1024))
+SMALL=$(fixture_top triton-3.6-h200-small.tgz cA)
+SMALL_KERNELS=26
 # Blobs leave this to the index on a small file system (index/space.h).
 RESERVE=$((8 * MIB))
 KEY=JLI3W7YUZ6H6IB4PG6NA55MGXJ3OX4IC7GWTMUKQ2I2QRVL7WMAQ
 
-# small_fs NAME: a fresh 20 MB ext4 at $T_TMP/NAME, loop-mounted; sets F.
+# small_fs NAME [SIZE]: a fresh ext4 of SIZE (20M) at $T_TMP/NAME,
+# loop-mounted; sets F.
 # With 4 KiB blocks, as on any real disk: with 1 KiB ones (mkfs's choice
 # for so small a file system) SQLite's shared memory file can be left
 # sparse under a page, and touching it on a full disk is a SIGBUS.
 small_fs() {
 	F=$T_TMP/$1
-	truncate -s 20M "$F.img" && mkfs.ext4 -q -F -b 4096 "$F.img" && mkdir -p "$F" &&
+	truncate -s "${2:-20M}" "$F.img" && mkfs.ext4 -q -F -b 4096 "$F.img" && mkdir -p "$F" &&
 		mount -o loop "$F.img" "$F" || {
 		echo "Bail out! cannot loop-mount an ext4 image"
 		exit 1
@@ -57,7 +60,7 @@ mount_on() {
 	mkdir -p "$M"
 	at_exit "fusermount3 -uz '$M'"
 	tcfs mount "$@" --store "$S" "$M"
-	check_rc "$name: tcfs mount on a 20 MB ext4" 0
+	check_rc "$name: tcfs mount on a small ext4" 0
 }
 
 # remount_checked NAME CHECK...: unmounts, runs fsck, mounts again and
@@ -212,3 +215,84 @@ check_eq "every probe is logged or counted as dropped" "$N" "$((logged + dropped
 check_num "some were dropped: the log yields to the tree" "$dropped" -gt 0
 tcfs fsck --store "$S"
 check_rc "probes: fsck exits 0" 0
+
+echo "# --- another user probes names never there, with room: the index stays bounded"
+# All that a probe of an absent name adds to the index is bounded by
+# log-max-events: its event, and its row of counts, folded beyond the
+# bound into one row per kind, so the totals still count it.  Rows of
+# kernels that are there (hits, misses that became kernels) stay, and the
+# flood folds only its own user's rows: a miss by root before it, whose
+# kernel lands after it, is still a new kernel.
+small_fs flood 200M
+mount_on flood -o allow_other
+tcfs config --store "$S" log-max-events 1000
+check_rc "flood: tcfs config log-max-events 1000" 0
+replay flood-cold "$SMALL" "$M"
+replay flood-warm "$SMALL" "$M"
+K=$(find "$SMALL" -mindepth 2 -maxdepth 2 -name '__grp__*.json' -printf '%h\n' | sort | sed -n 1p)
+G=$(basename "$(find "$K" -name '__grp__*.json' | sed -n 1p)")
+# shellcheck disable=SC2019 # base32: A-Z rotated stays a key
+LATE=$(basename "$K" | tr 'A-Z' 'B-ZA')
+mkdir -p "$M/late/$LATE"
+# Root's job, as Triton: a probe that misses, then (once the flood is
+# over) the put, the group file last, each renamed into place.
+python3 - "$M/late/$LATE" "$K" "$G" "$T_TMP/flood-done" >"$T_TMP/late.out" 2>&1 <<'PY' &
+import os, shutil, sys, time
+dst, src, grp, done = sys.argv[1:]
+print("miss:", not os.path.exists(os.path.join(dst, grp)), flush=True)
+while not os.path.exists(done):
+    time.sleep(0.05)
+for f in sorted(os.listdir(src), key=lambda f: f == grp):
+    tmp = os.path.join(dst, "tmp.pid_%d_late" % os.getpid())
+    os.makedirs(tmp, exist_ok=True)
+    shutil.copyfile(os.path.join(src, f), os.path.join(tmp, f))
+    os.replace(os.path.join(tmp, f), os.path.join(dst, f))
+    os.rmdir(tmp)
+print("put: done", flush=True)
+PY
+late_pid=$!
+until grep -q miss "$T_TMP/late.out" 2>/dev/null || ! kill -0 $late_pid 2>/dev/null; do
+	sleep 0.05
+done
+check_grep "root's probe of a kernel not there yet misses" "miss: True" "$T_TMP/late.out"
+mkdir -m 755 "$M/$KEY"
+N=100000
+chmod o+x "$T_TMP"
+SYSPY=python3
+[ -x /usr/bin/python3 ] && SYSPY=/usr/bin/python3
+cat >"$T_TMP/flood.py" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    os.path.exists(os.path.join(d, "__grp__absent%d.json" % i))
+PY
+run setpriv --reuid=65534 --regid=65534 --clear-groups "$SYSPY" "$T_TMP/flood.py" \
+	"$M/$KEY" "$N"
+check_rc "$N probes of absent group files by user nobody run through" 0
+touch "$T_TMP/flood-done"
+wait $late_pid
+check_eq "a put after the flood succeeds (root lands the late kernel)" \
+	"miss: True put: done" "$(tr '\n' ' ' <"$T_TMP/late.out" | sed 's/ $//')"
+tcfs umount "$M"
+check_rc "flood: tcfs umount exits 0" 0
+rows=$(sqlite3 "$S/index.db" "SELECT count(*) FROM probe_counts")
+events=$(sqlite3 "$S/index.db" "SELECT count(*) FROM events")
+size=$(stat -c %s "$S/index.db")
+diag "after $N probes: probe_counts $rows rows, events $events rows, index.db $size bytes"
+check_num "probe_counts stays near log-max-events (1000)" "$rows" -le 1100
+check_num "the log keeps at most log-max-events events" "$events" -le 1000
+check_num "index.db stays small (under 4 MiB)" "$size" -le $((4 * MIB))
+tcfs stats --json --store "$S"
+cp "$OUT" "$T_TMP/flood-stats.json"
+check_eq "the totals still count every probe of the flood as a miss" \
+	"$((SMALL_KERNELS + 1 + N)) 0" \
+	"$(json_eval "$T_TMP/flood-stats.json" "'%d %d' % (d['misses'], d['log']['dropped'])")"
+check_eq "... and the replays' hits" "$SMALL_KERNELS" "$(json_get "$T_TMP/flood-stats.json" hits)"
+check_eq "every kernel that missed then landed is a new kernel, the late one too" \
+	"$((SMALL_KERNELS + 1)) True" \
+	"$(json_eval "$T_TMP/flood-stats.json" "'%d %s' % (d['new_kernels_count'], '$LATE' in d['new_kernels'])")"
+check_num "per kernel: the kernels' names, and the flood's newest names only" \
+	"$(json_eval "$T_TMP/flood-stats.json" "len([k for k in d['per_kernel'] if k.startswith('absent')])")" \
+	-le 1000
+tcfs fsck --store "$S"
+check_rc "flood: fsck exits 0" 0
