@@ -119,6 +119,17 @@ skip() {
 	echo "ok $TAP_N - $1 # SKIP $2"
 }
 
+# require_cmds CMD...: skips the whole script unless every CMD is there.
+require_cmds() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null && continue
+		echo "1..0 # SKIP $c is not installed (tools/deps.sh)"
+		TAP_PLAN_DONE=1
+		exit 0
+	done
+}
+
 # diag TEXT...: a TAP comment (each line prefixed with "# ").
 diag() {
 	printf '%s\n' "$@" | sed 's/^/# /'

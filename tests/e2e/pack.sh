@@ -7,12 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 GEN=$(dirname "$0")/oci_gen.py
-for tool in skopeo umoci; do
-	command -v "$tool" >/dev/null || {
-		echo "1..0 # SKIP $tool is not installed (tools/deps.sh)"
-		exit 0
-	}
-done
+require_cmds skopeo umoci
 # pack and unpack stage under TMPDIR: what they leave there is checked.
 export TMPDIR=$T_TMP/tmp
 mkdir -p "$TMPDIR"

@@ -9,12 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 GEN=$(dirname "$0")/oci_gen.py
-for tool in skopeo umoci; do
-	command -v "$tool" >/dev/null || {
-		echo "1..0 # SKIP $tool is not installed (tools/deps.sh)"
-		exit 0
-	}
-done
+require_cmds skopeo umoci
 export TMPDIR=$T_TMP/tmp
 mkdir -p "$TMPDIR"
 export TCFS_GPUS=
