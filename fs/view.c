@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -88,9 +89,10 @@ struct rendered {
 
 struct fs_views {
 	pthread_mutex_t mu;
-	struct intern names, targets;	/* targets: "BACKEND-ARCH" */
+	struct intern names, targets;	/* targets: as target_name shows */
 	struct rendered files[FIX_METRICS - FIX_STATS + 1];
 	int browse;			/* by-name/ and by-arch/ shown */
+	atomic_int too_long;		/* a name was left out (said once) */
 	int64_t start_ns;		/* the views' times */
 };
 
@@ -219,25 +221,112 @@ static int named(struct fs_views *v, struct intern *in, uint64_t id,
 	return rc;
 }
 
-/* "cuda-90" into its backend and arch: backends hold no '-'. */
+/*
+ * Names in a view are strings from the store (a kernel's name, its
+ * metadata's backend and arch), which may hold what no file name may: a
+ * '/', or be "." or "..".  Such characters are shown as %XX, and so is
+ * '%' itself (and each '-' of a backend, which ends the backend in a
+ * target's name), so that every string is one entry that a path can name
+ * and that names it alone.  A string too long to show even so is left
+ * out of the listing.
+ */
+static int shown_name(const char *s, const char *also, char *out, size_t len)
+{
+	int dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+	size_t o = 0;
+
+	assert(len > 0);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		int esc = c == '%' || c == '/' || (dots && c == '.') ||
+			  (also && strchr(also, c));
+
+		if (o + (esc ? 3 : 1) >= len || o + (esc ? 3 : 1) > NAME_MAX)
+			return -ENAMETOOLONG;
+		if (esc)
+			o += (size_t)snprintf(out + o, 4, "%%%02X", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The string a shown name stands for; -ENOENT for any name that
+ * shown_name never gives (each string has one entry, not several). */
+static int real_name(const char *shown, const char *also, char *out,
+		     size_t len)
+{
+	char again[NAME_MAX + 1];
+	const char *p = shown;
+	size_t o = 0;
+
+	for (; *p; o++) {
+		int hi = p[0] == '%' ? hex_digit(p[1]) : 0;
+		int lo = p[0] == '%' && hi >= 0 ? hex_digit(p[2]) : 0;
+
+		if (o + 1 >= len || hi < 0 || lo < 0 ||
+		    (p[0] == '%' && hi == 0 && lo == 0))
+			return -ENOENT;
+		out[o] = p[0] == '%' ? (char)(hi << 4 | lo) : p[0];
+		p += p[0] == '%' ? 3 : 1;
+	}
+	out[o] = '\0';
+	if (shown_name(out, also, again, sizeof(again)) < 0 ||
+	    strcmp(again, shown) != 0)
+		return -ENOENT;
+	return 0;
+}
+
+/* A target's name in by-arch/: BACKEND-ARCH, each shown as above. */
+static int target_name(const struct tcfs_kernel_target *t, char *out,
+		       size_t len)
+{
+	char arch[NAME_MAX + 1];
+	size_t n;
+	int rc = shown_name(t->backend, "-", out, len);
+
+	if (rc == 0)
+		rc = shown_name(t->arch, NULL, arch, sizeof(arch));
+	n = rc == 0 ? strlen(out) : 0;
+	if (rc == 0 && (n + 1 + strlen(arch) >= len ||
+			n + 1 + strlen(arch) > NAME_MAX))
+		rc = -ENAMETOOLONG;
+	if (rc == 0)
+		snprintf(out + n, len - n, "-%s", arch);
+	return rc;
+}
+
+/* A target's name into its backend and arch: -ENOENT when it is none
+ * that target_name gives. */
 static int split_target(const char *t, struct tcfs_kernel_target *out)
 {
 	const char *dash = strchr(t, '-');
+	char backend[NAME_MAX + 1];
+	int rc;
 
 	if (!dash || dash == t || !dash[1] ||
-	    (size_t)(dash - t) >= sizeof(out->backend) ||
-	    strlen(dash + 1) >= sizeof(out->arch))
+	    (size_t)(dash - t) >= sizeof(backend))
 		return -ENOENT;
-	memcpy(out->backend, t, (size_t)(dash - t));
-	out->backend[dash - t] = '\0';
-	snprintf(out->arch, sizeof(out->arch), "%s", dash + 1);
-	return 0;
+	memcpy(backend, t, (size_t)(dash - t));
+	backend[dash - t] = '\0';
+	rc = real_name(backend, "-", out->backend, sizeof(out->backend));
+	if (rc == 0)
+		rc = real_name(dash + 1, NULL, out->arch, sizeof(out->arch));
+	return rc;
 }
 
 static int target_of(struct fs_views *v, uint64_t id,
 		     struct tcfs_kernel_target *t)
 {
-	char buf[sizeof(t->backend) + sizeof(t->arch) + 1];
+	char buf[NAME_MAX + 1];
 	int rc = named(v, &v->targets, id, buf, sizeof(buf));
 
 	return rc < 0 ? rc : split_target(buf, t);
@@ -501,13 +590,18 @@ static uint64_t name_ino(const struct tcfs_kernel_target *t, uint64_t tid,
 	return t ? ino_of(TAG_ARCHNAME, tid << 32 | id) : ino_of(TAG_NAME, id);
 }
 
-/* by-name/NAME, or by-arch/TARGET/NAME: -ENOENT when no kernel has it. */
-static int name_dir(struct tcfs_fs *fs, const char *name,
+/* by-name/NAME, or by-arch/TARGET/NAME (shown: NAME as listed):
+ * -ENOENT when no kernel has it. */
+static int name_dir(struct tcfs_fs *fs, const char *shown,
 		    const struct tcfs_kernel_target *t, uint64_t tid,
 		    struct vnode *out)
 {
+	char name[TCFS_NAME_MAX + 1];
 	uint32_t id;
-	int rc = name_exists(fs, name, t);
+	int rc = real_name(shown, NULL, name, sizeof(name));
+
+	if (rc == 0)
+		rc = name_exists(fs, name, t);
 
 	if (rc < 0)
 		return rc;
@@ -677,6 +771,17 @@ static void add(struct page *pg, const char *name, uint64_t ino, int dir,
 		pg->used += len;
 }
 
+/* rc, from shown_name or target_name: a name too long to show is left
+ * out, said once per mount. */
+static int listable(struct fs_views *v, int rc)
+{
+	if (rc < 0 && !atomic_exchange(&v->too_long, 1))
+		syslog(LOG_NOTICE, "tcfs: a kernel whose name or target is "
+		       "too long to show escaped is left out of by-name/ or "
+		       "by-arch/");
+	return rc;
+}
+
 /* Entries from offset off on (the query's rows from off - 2). */
 static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 		struct page *pg)
@@ -698,10 +803,12 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 				       nt ? nt->arch : NULL, from, want, &names,
 				       &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
+			char s[NAME_MAX + 1];
 			uint32_t id = intern_locked(v, &v->names, names[i].s);
 
-			if (id)
-				add(pg, names[i].s, name_ino(nt, val, id), 1,
+			if (id && listable(v, shown_name(names[i].s, NULL, s,
+						      sizeof(s))) == 0)
+				add(pg, s, name_ino(nt, val, id), 1,
 				    off + (off_t)i + 1);
 		}
 		free(names);
@@ -710,12 +817,11 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 
 		rc = tcfs_kernel_targets(fs->store, from, want, &ts, &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			char s[sizeof(ts->backend) + sizeof(ts->arch) + 1];
-			uint32_t id;
+			char s[NAME_MAX + 1];
+			uint32_t id = 0;
 
-			snprintf(s, sizeof(s), "%s-%s", ts[i].backend,
-				 ts[i].arch);
-			id = intern_locked(v, &v->targets, s);
+			if (listable(v, target_name(&ts[i], s, sizeof(s))) == 0)
+				id = intern_locked(v, &v->targets, s);
 			if (id)
 				add(pg, s, ino_of(TAG_ARCH, id), 1,
 				    off + (off_t)i + 1);
