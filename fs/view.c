@@ -2,13 +2,14 @@
  * view: the inodes that are not rows of the store, browsing views at the
  * mount root: by-name/NAME/KEY and by-arch/TARGET/NAME/KEY (symlinks to
  * the key dirs, at whatever depth, as in /dev/disk/by-*), and .tcfs/
- * (reports made at read time).  Every request handler asks here first (fs_view_ino); writes on
+ * (reports, each lookup of one rendering it anew under an inode of its
+ * own).  Every request handler asks here first (fs_view_ino); writes on
  * these inodes, and on the reserved names at the root, get EROFS.
  *
  * An inode number's top bits say what it is (TAG_*), the rest which one:
  * a key dir's own inode for a link, or an id this module hands out for a
  * kernel name or a target, kept for the daemon's life (there are few).
- * Nothing here is on Triton's path, so nothing is cached by the kernel:
+ * Nothing here is on Triton's path, so no name is cached by the kernel:
  * a kernel shows as soon as its group file lands, and goes with it.  The
  * lists come from indexed queries (index/kernel.h), page by page.
  */
@@ -79,25 +80,36 @@ struct intern {
 	size_t nslot;
 };
 
-/* A .tcfs/ file as last rendered: a stat and the read after it see the
- * same bytes. */
-struct rendered {
+/*
+ * A .tcfs/ file as one lookup rendered it, under a node id of its own
+ * (TAG_FIXED, the file's id and a sequence number): a rendering's
+ * size and bytes never part, however many are made meanwhile, and with
+ * no open in no-open mode the inode is all a reader holds.  Kept until
+ * the kernel forgets the inode, or, past SNAPS_MAX or SNAPS_BYTES, the
+ * oldest goes (a reader that still holds it gets ESTALE).
+ */
+struct snap {
+	uint64_t ino;
 	char *bytes;
 	size_t len;
 	int64_t at_ns;
+	uint64_t nlookup;	/* the kernel's lookups of ino */
+	struct snap *next;	/* an older one */
 };
+#define SNAPS_MAX 256
+#define SNAPS_BYTES (64u << 20)
+#define SNAP_SHIFT 4		/* below: the file's enum fixed */
 
 struct fs_views {
 	pthread_mutex_t mu;
 	struct intern names, targets;	/* targets: as target_name shows */
-	struct rendered files[FIX_METRICS - FIX_STATS + 1];
+	struct snap *snaps;		/* the newest first */
+	size_t nsnaps, snap_bytes;
+	uint64_t snap_seq;		/* the last snapshot's number */
 	int browse;			/* by-name/ and by-arch/ shown */
 	atomic_int too_long;		/* a name was left out (said once) */
 	int64_t start_ns;		/* the views' times */
 };
-
-/* A rendering serves reads this long after the stat that made it. */
-#define RENDERED_NS (1000 * 1000000LL)
 
 static uint64_t ino_of(enum tag t, uint64_t v)
 {
@@ -142,8 +154,13 @@ void fs_views_free(struct fs_views *v)
 		return;
 	intern_free(&v->names);
 	intern_free(&v->targets);
-	for (size_t i = 0; i < sizeof(v->files) / sizeof(v->files[0]); i++)
-		free(v->files[i].bytes);
+	while (v->snaps) {
+		struct snap *sn = v->snaps;
+
+		v->snaps = sn->next;
+		free(sn->bytes);
+		free(sn);
+	}
 	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
@@ -396,52 +413,170 @@ static int link_target(struct tcfs_fs *fs, const struct vnode *vn, char *buf,
 	return tcfs_ns_path(fs->store, vn->keydir.ino, buf + n, len - n);
 }
 
-/* Renders a .tcfs/ file anew, or gives the rendering a stat just made;
- * *bytes is a copy (caller frees). */
-static int render_file(struct tcfs_fs *fs, enum fixed id, int fresh,
-		       char **bytes, size_t *len)
+/* Renders a .tcfs/ file (*bytes: caller frees). */
+static int render_file(struct tcfs_fs *fs, enum fixed id, char **bytes,
+		       size_t *len)
+{
+	/* Exact: the probes of every process that asked are in, and so are
+	 * files written in place and closed (tools that read the store next
+	 * see their bytes). */
+	fs_files_flush_all(fs);
+	fs_events_sync(fs);
+	return fs_report_render(fs, id == FIX_STATS ? FS_VIEW_STATS
+				: id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
+						       : FS_VIEW_METRICS,
+				bytes, len);
+}
+
+static int is_snap(uint64_t ino)
+{
+	return tag_of(ino) == TAG_FIXED &&
+	       (ino & TAG_MASK) >> SNAP_SHIFT != 0;
+}
+
+static void snap_free(struct fs_views *v, struct snap **link)
+{
+	struct snap *sn = *link;
+
+	*link = sn->next;
+	v->nsnaps--;
+	v->snap_bytes -= sn->len;
+	free(sn->bytes);
+	free(sn);
+}
+
+/* Drops the oldest snapshots past the bounds; the views' lock held. */
+static void snaps_trim(struct fs_views *v)
+{
+	while (v->nsnaps > SNAPS_MAX || v->snap_bytes > SNAPS_BYTES) {
+		struct snap **link = &v->snaps;
+
+		assert(*link);
+		while ((*link)->next)
+			link = &(*link)->next;
+		if (link == &v->snaps)
+			break;	/* the one just made stays, whatever its size */
+		snap_free(v, link);
+	}
+}
+
+static void snap_stat(struct tcfs_fs *fs, const struct snap *sn,
+		      struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	/* The file's own number, as readdir lists it, whichever rendering:
+	 * a stat and the open after it (cp, say, checks) see one file. */
+	st->st_ino = ino_of(TAG_FIXED, sn->ino & ((1u << SNAP_SHIFT) - 1));
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)sn->len;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((sn->len + 511) / 512);
+	st->st_mtim.tv_sec = sn->at_ns / 1000000000;
+	st->st_mtim.tv_nsec = sn->at_ns % 1000000000;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/* A new rendering of file id under a new inode (*ino), looked up once:
+ * *st its attributes. */
+static int snap_new(struct tcfs_fs *fs, enum fixed id, uint64_t *ino,
+		    struct stat *st)
 {
 	struct fs_views *v = fs->views;
-	struct rendered *r = &v->files[id - FIX_STATS];
-	int64_t now = tcfs_ns_now();
-	char *buf = NULL;
-	size_t n = 0;
+	struct snap *sn = calloc(1, sizeof(*sn));
+	int rc = sn ? render_file(fs, id, &sn->bytes, &sn->len) : -ENOMEM;
+
+	if (rc < 0) {
+		free(sn);
+		return rc;
+	}
+	sn->at_ns = tcfs_ns_now();
+	sn->nlookup = 1;
+	pthread_mutex_lock(&v->mu);
+	sn->ino = ino_of(TAG_FIXED, ++v->snap_seq << SNAP_SHIFT | id);
+	sn->next = v->snaps;
+	v->snaps = sn;
+	v->nsnaps++;
+	v->snap_bytes += sn->len;
+	*ino = sn->ino;
+	snap_stat(fs, sn, st);
+	snaps_trim(v);
+	pthread_mutex_unlock(&v->mu);
+	return 0;
+}
+
+/* The link to snapshot ino, or to NULL; the views' lock held. */
+static struct snap **snap_find(struct fs_views *v, uint64_t ino)
+{
+	struct snap **link = &v->snaps;
+
+	while (*link && (*link)->ino != ino)
+		link = &(*link)->next;
+	return link;
+}
+
+void fs_view_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
+{
+	struct fs_views *v = fs->views;
+	struct snap **link;
+
+	if (!is_snap(ino))
+		return;		/* no other view inode counts lookups */
+	pthread_mutex_lock(&v->mu);
+	link = snap_find(v, ino);
+	if (*link && (*link)->nlookup > n)
+		(*link)->nlookup -= n;
+	else if (*link)
+		snap_free(v, link);
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* Snapshot ino's attributes (bytes NULL), or a copy of up to len of its
+ * bytes from off (*bytes, *got: owned by the caller). */
+static int snap_get(struct tcfs_fs *fs, uint64_t ino, struct stat *st,
+		    off_t off, size_t len, char **bytes, size_t *got)
+{
+	struct fs_views *v = fs->views;
+	struct snap *sn;
 	int rc = 0;
 
 	pthread_mutex_lock(&v->mu);
-	if (!fresh && r->bytes && now - r->at_ns < RENDERED_NS) {
-		buf = malloc(r->len ? r->len : 1);
-		if (buf) {
-			memcpy(buf, r->bytes, r->len);
-			n = r->len;
-		}
+	sn = *snap_find(v, ino);
+	if (!sn) {
+		rc = -ESTALE;
+	} else if (!bytes) {
+		snap_stat(fs, sn, st);
+	} else {
+		size_t o = (size_t)off < sn->len ? (size_t)off : sn->len;
+
+		*got = sn->len - o < len ? sn->len - o : len;
+		*bytes = malloc(*got ? *got : 1);
+		if (*bytes)
+			memcpy(*bytes, sn->bytes + o, *got);
+		else
+			rc = -ENOMEM;
 	}
 	pthread_mutex_unlock(&v->mu);
-	if (!buf) {
-		/* Exact: the probes of every process that asked are in, and
-		 * so are files written in place and closed (tools that read
-		 * the store next see their bytes). */
-		fs_files_flush_all(fs);
-		fs_events_sync(fs);
-		rc = fs_report_render(fs, id == FIX_STATS ? FS_VIEW_STATS
-				   : id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
-							  : FS_VIEW_METRICS,
-			       &buf, &n);
-		if (rc < 0)
-			return rc;
-		pthread_mutex_lock(&v->mu);
-		free(r->bytes);
-		r->bytes = malloc(n ? n : 1);
-		if (r->bytes) {
-			memcpy(r->bytes, buf, n);
-			r->len = n;
-			r->at_ns = now;
-		}
-		pthread_mutex_unlock(&v->mu);
-	}
-	*bytes = buf;
-	*len = n;
 	return rc;
+}
+
+/* A lookup of a .tcfs/ file: a new snapshot, never cached as the name's
+ * (each lookup renders anew); the inode's attributes never change. */
+static void reply_snap(fuse_req_t req, enum fixed id)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e = { 0 };
+	int rc = snap_new(fs, id, &e.ino, &e.attr);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.attr_timeout = FS_TTL;
+	if (fuse_reply_entry(req, &e) != 0)
+		fs_view_forget(fs, e.ino, 1);
 }
 
 static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
@@ -473,18 +608,7 @@ static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
 	} else if (vn->tag == TAG_FIXED && val >= FIX_STATS) {
-		char *bytes;
-		size_t len;
-		int rc = render_file(fs, (enum fixed)val, 1, &bytes, &len);
-
-		if (rc < 0)
-			return rc;
-		free(bytes);
-		st->st_mode = S_IFREG | 0444;
-		st->st_nlink = 1;
-		st->st_size = (off_t)len;
-		/* A new time each stat: the kernel drops pages it kept. */
-		t = tcfs_ns_now();
+		return -ESTALE;	/* only its snapshots are looked up */
 	}
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
@@ -684,6 +808,9 @@ int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
 	rc = vlookup(fs, parent, name, &vn);
 	if (rc < 0)
 		reply_miss(req, rc);
+	else if (vn.tag == TAG_FIXED && (vn.ino & TAG_MASK) >= FIX_STATS &&
+		 (vn.ino & TAG_MASK) <= FIX_METRICS)
+		reply_snap(req, (enum fixed)(vn.ino & TAG_MASK));
 	else
 		reply_vnode(req, &vn);
 	return 1;
@@ -694,8 +821,17 @@ void fs_view_getattr(fuse_req_t req, uint64_t ino)
 	struct tcfs_fs *fs = fs_of(req);
 	struct vnode vn;
 	struct stat st;
-	int rc = resolve(fs, ino, &vn);
+	int rc;
 
+	if (is_snap(ino)) {
+		rc = snap_get(fs, ino, &st, 0, 0, NULL, NULL);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_attr(req, &st, FS_TTL);
+		return;
+	}
+	rc = resolve(fs, ino, &vn);
 	if (rc == 0)
 		rc = vstat(fs, &vn, &st);
 	if (rc < 0)
@@ -725,24 +861,24 @@ void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
 {
 	uint64_t val = ino & TAG_MASK;
 	char *bytes = NULL;
-	size_t len = 0, o;
+	size_t len = 0;
 	int rc;
 
 	if (tag_of(ino) == TAG_FIXED && val == FIX_SYNC) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	if (tag_of(ino) != TAG_FIXED || val < FIX_STATS || val > FIX_METRICS) {
-		fuse_reply_err(req, EISDIR);
+	if (!is_snap(ino)) {
+		fuse_reply_err(req, tag_of(ino) == TAG_FIXED && val >= FIX_STATS
+					    ? ESTALE
+					    : EISDIR);
 		return;
 	}
-	rc = render_file(fs_of(req), (enum fixed)val, 0, &bytes, &len);
-	if (rc < 0) {
+	rc = snap_get(fs_of(req), ino, NULL, off, size, &bytes, &len);
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	o = (size_t)off < len ? (size_t)off : len;
-	fuse_reply_buf(req, bytes + o, len - o < size ? len - o : size);
+	else
+		fuse_reply_buf(req, bytes, len);
 	free(bytes);
 }
 

@@ -4,7 +4,8 @@
 # kernels table as it is now (live: a kernel shows once its group file
 # lands, and goes with it), read-only (EROFS), counted once by du and find,
 # and hidden by -o noviews, with names no file may have escaped as %XX;
-# and .tcfs/, reports made at read time.
+# and .tcfs/, reports made at read time, each read whole even while
+# kernels land.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -282,6 +283,7 @@ erofs "a new file in .tcfs: EROFS" touch "$M/.tcfs/new"
 tcfs stats --prometheus --store "$S"
 check_grep "tcfs stats --prometheus prints the metrics offline" \
 	'^tcfs_kernels 154$' "$OUT"
+
 echo "# --- names no file may have: escaped as %XX"
 # Kernels whose metadata names a target with '/' or '-' in it, or whose
 # name is ".", ".." or holds '%': each is one entry that names it alone,
@@ -362,3 +364,64 @@ tcfs umount "$M"
 check_rc "unmount" 0
 tcfs fsck --store "$S"
 check_rc "tcfs fsck never sees the views: clean" 0
+
+echo "# --- .tcfs/ read whole while kernels land"
+# Each read of a .tcfs/ file is one rendering, the size the kernel was
+# given and the bytes alike, however many renderings are made meanwhile:
+# eight processes land kernels (a cold replay each, then warm ones until
+# the reader is done) while another reads the reports 60 times.
+S5=$T_TMP/busy-store
+M5=$T_TMP/busy-mnt
+mkdir -p "$M5"
+at_exit "fusermount3 -uz '$M5'"
+tcfs mount --store "$S5" "$M5"
+check_rc "a fresh store for writers" 0
+pids=()
+touch "$T_TMP/busy.run"
+for i in 1 2 3 4 5 6 7 8; do
+	(while [ -e "$T_TMP/busy.run" ]; do
+		python3 "$REPLAY/replay.py" --shuffle "$SRC" "$M5" || exit 1
+	done) >/dev/null 2>&1 &
+	pids+=($!)
+	at_exit "kill ${pids[-1]}"
+done
+python3 - "$M5" "$T_TMP/busy.run" "${pids[@]}" >"$T_TMP/busy.out" <<'PY'
+import json, os, re, sys
+m, run, pids = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+line = re.compile(rb"^(#.*|[a-z_]+(\{[^}\n]*\})? \S+)$")
+def state(pid):  # None once reaped, "Z" once exited
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+def alive():
+    return any(state(p) not in (None, "Z") for p in pids)
+reads = busy = bad_json = bad_prom = 0
+while reads < 60:
+    on = alive()
+    try:
+        json.load(open(os.path.join(m, ".tcfs/stats.json")))
+    except ValueError:
+        bad_json += 1
+    b = open(os.path.join(m, ".tcfs/metrics.prom"), "rb").read()
+    if not b.endswith(b"\n") or not all(line.match(l)
+                                        for l in b[:-1].split(b"\n")):
+        bad_prom += 1
+    reads += 1
+    busy += on
+os.unlink(run)
+print("reads %d busy %d bad_json %d bad_prom %d"
+      % (reads, busy, bad_json, bad_prom))
+PY
+diag "$(cat "$T_TMP/busy.out")"
+read -r _ reads _ busy _ bad_json _ bad_prom <"$T_TMP/busy.out"
+check_num "the reports were read while the writers ran" "${busy:-0}" -ge 50
+check_eq "every read of stats.json is valid JSON" "0 of $reads" "${bad_json:-x} of $reads"
+check_eq "every read of metrics.prom is whole lines" "0 of $reads" "${bad_prom:-x} of $reads"
+failed=0
+for p in "${pids[@]}"; do
+	wait "$p" || failed=$((failed + 1))
+done
+check_eq "every writer's replays complete (exit 0)" 0 "$failed"
+tcfs umount "$M5"
+check_rc "unmount" 0
