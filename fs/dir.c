@@ -167,17 +167,12 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	}
 }
 
-/* After the reply.  The kernel moves the file's cache entry, and with it
- * the entry's timeout: a file that lands on a probe name from a name the
- * kernel may cache is dropped from its cache (by the events thread).  Only
- * then: an invalidation waits in the kernel for the directory, and should
- * the daemon die meanwhile, with a request it had read holding that
- * directory, neither could ever end.  The writers Triton and Inductor
- * know publish from names never cached (lookup.c), so they cause none.
- * A key dir moved into place (Inductor's os.replace) brings group files
- * that can now be made key-relative. */
-static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
-			 int from_cached)
+/* Before the reply: a group file that lands in its key dir, or a key
+ * dir moved into place (Inductor's os.replace) with group files, can now
+ * be made key-relative, which changes the size it renders to.  The first
+ * lookup after the rename must see that size: a reader that looked up
+ * the raw size would read the rendering cut to it. */
+static void landed(struct tcfs_fs *fs, uint64_t dir, const char *name)
 {
 	struct tcfs_node n, *kids = NULL;
 	size_t nk = 0;
@@ -188,8 +183,6 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
 	if (n.kind == TCFS_FILE) {
 		struct tcfs_node keydir;
 
-		if (from_cached && fs_probe_name(name))
-			fs_events_inval(fs, dir, name);
 		if (tcfs_ns_get(fs->store, dir, &keydir) == 0)
 			relocate_groups(fs, &keydir, &n, 1);
 		return;
@@ -204,6 +197,24 @@ static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
 		if (kids[i].kind == TCFS_FILE && fs_drops(fs, kids[i].name))
 			tcfs_ns_unlink(fs->store, n.ino, kids[i].name);
 	free(kids);
+}
+
+/* After the reply.  The kernel moves the file's cache entry, and with it
+ * the entry's timeout: a file that lands on a probe name from a name the
+ * kernel may cache is dropped from its cache (by the events thread).  Only
+ * then: an invalidation waits in the kernel for the directory, and should
+ * the daemon die meanwhile, with a request it had read holding that
+ * directory, neither could ever end.  The writers Triton and Inductor
+ * know publish from names never cached (lookup.c), so they cause none. */
+static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
+			 int from_cached)
+{
+	struct tcfs_node n;
+
+	if (from_cached && fs_probe_name(name) &&
+	    tcfs_ns_lookup(fs->store, dir, name, &n) == 0 &&
+	    n.kind == TCFS_FILE)
+		fs_events_inval(fs, dir, name);
 }
 
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -265,6 +276,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	free(pins);
 	if (rc == 0)
 		rc = tcfs_store_sync(fs->store);
+	if (rc == 0)
+		landed(fs, newparent, newname);
 	fuse_reply_err(req, -rc);
 	if (rc == 0) {
 		after_rename(fs, newparent, newname, !fs_probe_name(name));

@@ -76,11 +76,20 @@ static void fs_lost(void *ctx, int rc)
 }
 
 /* A node kept in limbo goes when the kernel has forgotten every lookup of
- * it (inode.c); live nodes are not affected. */
+ * it (inode.c); live nodes are not affected.  So does a rendering of a
+ * .tcfs/ file (view.c). */
+static void forget(struct tcfs_fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	if (fs_view_ino(ino))
+		fs_view_forget(fs, ino, nlookup);
+	else
+		fs_inode_forget(fs, fs_row(ino), nlookup);
+}
+
 static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	fs_count(req);
-	fs_inode_forget(fs_of(req), fs_row(ino), nlookup);
+	forget(fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -89,8 +98,7 @@ static void fs_op_forget_multi(fuse_req_t req, size_t count,
 {
 	fs_count(req);
 	for (size_t i = 0; i < count; i++)
-		fs_inode_forget(fs_of(req), fs_row(forgets[i].ino),
-				forgets[i].nlookup);
+		forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 

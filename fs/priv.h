@@ -306,6 +306,9 @@ int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name);
 /* 1 when parent/name is the view's, and answered; 0 when it is not. */
 int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name);
 void fs_view_getattr(fuse_req_t req, uint64_t ino);
+/* FORGET of a view's inode: a .tcfs/ file's rendering goes with the
+ * kernel's last lookup of it. */
+void fs_view_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
 void fs_view_readlink(fuse_req_t req, uint64_t ino);
 void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off);
 void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off);

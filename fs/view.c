@@ -2,13 +2,14 @@
  * view: the inodes that are not rows of the store, browsing views at the
  * mount root: by-name/NAME/KEY and by-arch/TARGET/NAME/KEY (symlinks to
  * the key dirs, at whatever depth, as in /dev/disk/by-*), and .tcfs/
- * (reports made at read time).  Every request handler asks here first (fs_view_ino); writes on
+ * (reports, each lookup of one rendering it anew under an inode of its
+ * own).  Every request handler asks here first (fs_view_ino); writes on
  * these inodes, and on the reserved names at the root, get EROFS.
  *
  * An inode number's top bits say what it is (TAG_*), the rest which one:
  * a key dir's own inode for a link, or an id this module hands out for a
  * kernel name or a target, kept for the daemon's life (there are few).
- * Nothing here is on Triton's path, so nothing is cached by the kernel:
+ * Nothing here is on Triton's path, so no name is cached by the kernel:
  * a kernel shows as soon as its group file lands, and goes with it.  The
  * lists come from indexed queries (index/kernel.h), page by page.
  */
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -70,19 +72,6 @@ static const struct {
 };
 #define NFIXED (sizeof(fixed_names) / sizeof(fixed_names[0]))
 
-/* A report's inode also says whose view it is, in the bits above its id:
- * 0 everyone's (root, the mount's owner), else uid + 1, that user's own
- * processes only (fs_report_viewer).  A view per inode: the kernel keeps
- * pages per inode, and must never give one user's to another. */
-#define VIEWER_SHIFT 8
-#define FIXED_OF(val) ((val) & ((1u << VIEWER_SHIFT) - 1))
-
-/* Whether val, a TAG_FIXED inode's, is a report's (viewer or not). */
-static int is_report(uint64_t val)
-{
-	return FIXED_OF(val) >= FIX_STATS && FIXED_OF(val) <= FIX_METRICS;
-}
-
 /* Names and targets seen, by id (index + 1); found again by their hash. */
 struct intern {
 	char **s;
@@ -91,27 +80,40 @@ struct intern {
 	size_t nslot;
 };
 
-/* A .tcfs/ file as last rendered for one inode (a viewer's): a stat and
- * the read after it see the same bytes. */
-struct rendered {
-	uint64_t ino;		/* 0: free */
+/*
+ * A .tcfs/ file as one lookup rendered it, under a node id of its own
+ * (TAG_FIXED, the file's id and a sequence number): a rendering's
+ * size and bytes never part, however many are made meanwhile, and with
+ * no open in no-open mode the inode is all a reader holds.  Kept until
+ * the kernel forgets the inode, or, past SNAPS_MAX or SNAPS_BYTES, the
+ * oldest goes (a reader that still holds it gets ESTALE).  A rendering
+ * is for the user whose lookup made it (fs_report_viewer): it shows other
+ * users' processes only to root and the mount's owner, and no other user
+ * reads it (a descriptor handed over gets EACCES).
+ */
+struct snap {
+	uint64_t ino;
+	int64_t viewer;		/* whose processes it shows, or everyone's */
 	char *bytes;
 	size_t len;
 	int64_t at_ns;
+	uint64_t nlookup;	/* the kernel's lookups of ino */
+	struct snap *next;	/* an older one */
 };
-/* Renderings kept: the oldest goes for a new one. */
-#define RENDERED_SLOTS 16
+#define SNAPS_MAX 256
+#define SNAPS_BYTES (64u << 20)
+#define SNAP_SHIFT 4		/* below: the file's enum fixed */
 
 struct fs_views {
 	pthread_mutex_t mu;
-	struct intern names, targets;	/* targets: "BACKEND-ARCH" */
-	struct rendered files[RENDERED_SLOTS];
+	struct intern names, targets;	/* targets: as target_name shows */
+	struct snap *snaps;		/* the newest first */
+	size_t nsnaps, snap_bytes;
+	uint64_t snap_seq;		/* the last snapshot's number */
 	int browse;			/* by-name/ and by-arch/ shown */
+	atomic_int too_long;		/* a name was left out (said once) */
 	int64_t start_ns;		/* the views' times */
 };
-
-/* A rendering serves reads this long after the stat that made it. */
-#define RENDERED_NS (1000 * 1000000LL)
 
 static uint64_t ino_of(enum tag t, uint64_t v)
 {
@@ -156,8 +158,13 @@ void fs_views_free(struct fs_views *v)
 		return;
 	intern_free(&v->names);
 	intern_free(&v->targets);
-	for (size_t i = 0; i < sizeof(v->files) / sizeof(v->files[0]); i++)
-		free(v->files[i].bytes);
+	while (v->snaps) {
+		struct snap *sn = v->snaps;
+
+		v->snaps = sn->next;
+		free(sn->bytes);
+		free(sn);
+	}
 	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
@@ -235,25 +242,112 @@ static int named(struct fs_views *v, struct intern *in, uint64_t id,
 	return rc;
 }
 
-/* "cuda-90" into its backend and arch: backends hold no '-'. */
+/*
+ * Names in a view are strings from the store (a kernel's name, its
+ * metadata's backend and arch), which may hold what no file name may: a
+ * '/', or be "." or "..".  Such characters are shown as %XX, and so is
+ * '%' itself (and each '-' of a backend, which ends the backend in a
+ * target's name), so that every string is one entry that a path can name
+ * and that names it alone.  A string too long to show even so is left
+ * out of the listing.
+ */
+static int shown_name(const char *s, const char *also, char *out, size_t len)
+{
+	int dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+	size_t o = 0;
+
+	assert(len > 0);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		int esc = c == '%' || c == '/' || (dots && c == '.') ||
+			  (also && strchr(also, c));
+
+		if (o + (esc ? 3 : 1) >= len || o + (esc ? 3 : 1) > NAME_MAX)
+			return -ENAMETOOLONG;
+		if (esc)
+			o += (size_t)snprintf(out + o, 4, "%%%02X", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The string a shown name stands for; -ENOENT for any name that
+ * shown_name never gives (each string has one entry, not several). */
+static int real_name(const char *shown, const char *also, char *out,
+		     size_t len)
+{
+	char again[NAME_MAX + 1];
+	const char *p = shown;
+	size_t o = 0;
+
+	for (; *p; o++) {
+		int hi = p[0] == '%' ? hex_digit(p[1]) : 0;
+		int lo = p[0] == '%' && hi >= 0 ? hex_digit(p[2]) : 0;
+
+		if (o + 1 >= len || hi < 0 || lo < 0 ||
+		    (p[0] == '%' && hi == 0 && lo == 0))
+			return -ENOENT;
+		out[o] = p[0] == '%' ? (char)(hi << 4 | lo) : p[0];
+		p += p[0] == '%' ? 3 : 1;
+	}
+	out[o] = '\0';
+	if (shown_name(out, also, again, sizeof(again)) < 0 ||
+	    strcmp(again, shown) != 0)
+		return -ENOENT;
+	return 0;
+}
+
+/* A target's name in by-arch/: BACKEND-ARCH, each shown as above. */
+static int target_name(const struct tcfs_kernel_target *t, char *out,
+		       size_t len)
+{
+	char arch[NAME_MAX + 1];
+	size_t n;
+	int rc = shown_name(t->backend, "-", out, len);
+
+	if (rc == 0)
+		rc = shown_name(t->arch, NULL, arch, sizeof(arch));
+	n = rc == 0 ? strlen(out) : 0;
+	if (rc == 0 && (n + 1 + strlen(arch) >= len ||
+			n + 1 + strlen(arch) > NAME_MAX))
+		rc = -ENAMETOOLONG;
+	if (rc == 0)
+		snprintf(out + n, len - n, "-%s", arch);
+	return rc;
+}
+
+/* A target's name into its backend and arch: -ENOENT when it is none
+ * that target_name gives. */
 static int split_target(const char *t, struct tcfs_kernel_target *out)
 {
 	const char *dash = strchr(t, '-');
+	char backend[NAME_MAX + 1];
+	int rc;
 
 	if (!dash || dash == t || !dash[1] ||
-	    (size_t)(dash - t) >= sizeof(out->backend) ||
-	    strlen(dash + 1) >= sizeof(out->arch))
+	    (size_t)(dash - t) >= sizeof(backend))
 		return -ENOENT;
-	memcpy(out->backend, t, (size_t)(dash - t));
-	out->backend[dash - t] = '\0';
-	snprintf(out->arch, sizeof(out->arch), "%s", dash + 1);
-	return 0;
+	memcpy(backend, t, (size_t)(dash - t));
+	backend[dash - t] = '\0';
+	rc = real_name(backend, "-", out->backend, sizeof(out->backend));
+	if (rc == 0)
+		rc = real_name(dash + 1, NULL, out->arch, sizeof(out->arch));
+	return rc;
 }
 
 static int target_of(struct fs_views *v, uint64_t id,
 		     struct tcfs_kernel_target *t)
 {
-	char buf[sizeof(t->backend) + sizeof(t->arch) + 1];
+	char buf[NAME_MAX + 1];
 	int rc = named(v, &v->targets, id, buf, sizeof(buf));
 
 	return rc < 0 ? rc : split_target(buf, t);
@@ -280,8 +374,7 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 	vn->ino = ino;
 	switch (vn->tag) {
 	case TAG_FIXED:
-		rc = FIXED_OF(val) >= 1 && FIXED_OF(val) <= FIX_SYNC &&
-		     (val == FIXED_OF(val) || is_report(val)) ? 0 : -ESTALE;
+		rc = val >= 1 && val <= FIX_SYNC ? 0 : -ESTALE;
 		break;
 	case TAG_NAME:
 		rc = named(v, &v->names, val, vn->name, sizeof(vn->name));
@@ -324,88 +417,182 @@ static int link_target(struct tcfs_fs *fs, const struct vnode *vn, char *buf,
 	return tcfs_ns_path(fs->store, vn->keydir.ino, buf + n, len - n);
 }
 
-/* The slot of ino's rendering, or the one to take for it. */
-static struct rendered *rendered_slot(struct fs_views *v, uint64_t ino)
+/* Renders a .tcfs/ file for viewer (*bytes: caller frees). */
+static int render_file(struct tcfs_fs *fs, enum fixed id, int64_t viewer,
+		       char **bytes, size_t *len)
 {
-	struct rendered *old = &v->files[0];
-
-	for (size_t i = 0; i < RENDERED_SLOTS; i++) {
-		if (v->files[i].ino == ino)
-			return &v->files[i];
-		if (v->files[i].at_ns < old->at_ns)
-			old = &v->files[i];
-	}
-	return old;
+	/* Exact: the probes of every process that asked are in, and so are
+	 * files written in place and closed (tools that read the store next
+	 * see their bytes). */
+	fs_files_flush_all(fs);
+	fs_events_sync(fs);
+	return fs_report_render(fs, id == FIX_STATS ? FS_VIEW_STATS
+				: id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
+						       : FS_VIEW_METRICS,
+				viewer, bytes, len);
 }
 
-/* Keeps a copy of ino's new rendering, for the read after the stat. */
-static void keep_rendering(struct fs_views *v, uint64_t ino, const char *buf,
-			   size_t n, int64_t now)
+static int is_snap(uint64_t ino)
 {
-	struct rendered *r;
+	return tag_of(ino) == TAG_FIXED &&
+	       (ino & TAG_MASK) >> SNAP_SHIFT != 0;
+}
 
-	pthread_mutex_lock(&v->mu);
-	r = rendered_slot(v, ino);
-	free(r->bytes);
-	r->ino = 0;
-	r->bytes = malloc(n ? n : 1);
-	if (r->bytes) {
-		memcpy(r->bytes, buf, n);
-		r->ino = ino;
-		r->len = n;
-		r->at_ns = now;
+static void snap_free(struct fs_views *v, struct snap **link)
+{
+	struct snap *sn = *link;
+
+	*link = sn->next;
+	v->nsnaps--;
+	v->snap_bytes -= sn->len;
+	free(sn->bytes);
+	free(sn);
+}
+
+/* Drops the oldest snapshots past the bounds; the views' lock held. */
+static void snaps_trim(struct fs_views *v)
+{
+	while (v->nsnaps > SNAPS_MAX || v->snap_bytes > SNAPS_BYTES) {
+		struct snap **link = &v->snaps;
+
+		assert(*link);
+		while ((*link)->next)
+			link = &(*link)->next;
+		if (link == &v->snaps)
+			break;	/* the one just made stays, whatever its size */
+		snap_free(v, link);
 	}
+}
+
+static void snap_stat(struct tcfs_fs *fs, const struct snap *sn,
+		      struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	/* The file's own number, as readdir lists it, whichever rendering:
+	 * a stat and the open after it (cp, say, checks) see one file. */
+	st->st_ino = ino_of(TAG_FIXED, sn->ino & ((1u << SNAP_SHIFT) - 1));
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)sn->len;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((sn->len + 511) / 512);
+	st->st_mtim.tv_sec = sn->at_ns / 1000000000;
+	st->st_mtim.tv_nsec = sn->at_ns % 1000000000;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/* A new rendering of file id under a new inode (*ino), looked up once:
+ * *st its attributes. */
+static int snap_new(struct tcfs_fs *fs, enum fixed id, int64_t viewer,
+		    uint64_t *ino, struct stat *st)
+{
+	struct fs_views *v = fs->views;
+	struct snap *sn = calloc(1, sizeof(*sn));
+	int rc = sn ? render_file(fs, id, viewer, &sn->bytes, &sn->len)
+		    : -ENOMEM;
+
+	if (rc < 0) {
+		free(sn);
+		return rc;
+	}
+	sn->at_ns = tcfs_ns_now();
+	sn->viewer = viewer;
+	sn->nlookup = 1;
+	pthread_mutex_lock(&v->mu);
+	sn->ino = ino_of(TAG_FIXED, ++v->snap_seq << SNAP_SHIFT | id);
+	sn->next = v->snaps;
+	v->snaps = sn;
+	v->nsnaps++;
+	v->snap_bytes += sn->len;
+	*ino = sn->ino;
+	snap_stat(fs, sn, st);
+	snaps_trim(v);
+	pthread_mutex_unlock(&v->mu);
+	return 0;
+}
+
+/* The link to snapshot ino, or to NULL; the views' lock held. */
+static struct snap **snap_find(struct fs_views *v, uint64_t ino)
+{
+	struct snap **link = &v->snaps;
+
+	while (*link && (*link)->ino != ino)
+		link = &(*link)->next;
+	return link;
+}
+
+void fs_view_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
+{
+	struct fs_views *v = fs->views;
+	struct snap **link;
+
+	if (!is_snap(ino))
+		return;		/* no other view inode counts lookups */
+	pthread_mutex_lock(&v->mu);
+	link = snap_find(v, ino);
+	if (*link && (*link)->nlookup > n)
+		(*link)->nlookup -= n;
+	else if (*link)
+		snap_free(v, link);
 	pthread_mutex_unlock(&v->mu);
 }
 
-/* Renders a .tcfs/ file (its inode: which, for whom) anew, or gives the
- * rendering a stat just made; *bytes is a copy (caller frees). */
-static int render_file(struct tcfs_fs *fs, uint64_t ino, int fresh,
-		       char **bytes, size_t *len)
+/* Snapshot ino's attributes (bytes NULL), or a copy of up to len of its
+ * bytes from off (*bytes, *got: owned by the caller), for viewer:
+ * -EACCES when it is another user's rendering. */
+static int snap_get(struct tcfs_fs *fs, uint64_t ino, int64_t viewer,
+		    struct stat *st, off_t off, size_t len, char **bytes,
+		    size_t *got)
 {
 	struct fs_views *v = fs->views;
-	uint64_t val = ino & TAG_MASK, id = FIXED_OF(val);
-	int64_t viewer = (int64_t)(val >> VIEWER_SHIFT) - 1;
-	struct rendered *r;
-	int64_t now = tcfs_ns_now();
-	char *buf = NULL;
-	size_t n = 0;
+	struct snap *sn;
 	int rc = 0;
 
 	pthread_mutex_lock(&v->mu);
-	r = rendered_slot(v, ino);
-	if (!fresh && r->ino == ino && r->bytes &&
-	    now - r->at_ns < RENDERED_NS) {
-		buf = malloc(r->len ? r->len : 1);
-		if (buf) {
-			memcpy(buf, r->bytes, r->len);
-			n = r->len;
-		}
+	sn = *snap_find(v, ino);
+	if (!sn) {
+		rc = -ESTALE;
+	} else if (viewer != TCFS_EVENT_ALL_USERS && sn->viewer != viewer) {
+		rc = -EACCES;
+	} else if (!bytes) {
+		snap_stat(fs, sn, st);
+	} else {
+		size_t o = (size_t)off < sn->len ? (size_t)off : sn->len;
+
+		*got = sn->len - o < len ? sn->len - o : len;
+		*bytes = malloc(*got ? *got : 1);
+		if (*bytes)
+			memcpy(*bytes, sn->bytes + o, *got);
+		else
+			rc = -ENOMEM;
 	}
 	pthread_mutex_unlock(&v->mu);
-	if (!buf) {
-		/* Exact: the probes of every process that asked are in, and
-		 * so are files written in place and closed (tools that read
-		 * the store next see their bytes). */
-		fs_files_flush_all(fs);
-		fs_events_sync(fs);
-		rc = fs_report_render(fs, id == FIX_STATS ? FS_VIEW_STATS
-				   : id == FIX_STATS_JSON ? FS_VIEW_STATS_JSON
-							  : FS_VIEW_METRICS,
-			       viewer, &buf, &n);
-		if (rc < 0)
-			return rc;
-		keep_rendering(v, ino, buf, n, now);
-	}
-	*bytes = buf;
-	*len = n;
 	return rc;
+}
+
+/* A lookup of a .tcfs/ file: a new snapshot, never cached as the name's
+ * (each lookup renders anew); the inode's attributes never change. */
+static void reply_snap(fuse_req_t req, enum fixed id)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e = { 0 };
+	int rc = snap_new(fs, id, fs_report_viewer(req), &e.ino, &e.attr);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.attr_timeout = FS_TTL;
+	if (fuse_reply_entry(req, &e) != 0)
+		fs_view_forget(fs, e.ino, 1);
 }
 
 static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 {
 	int64_t t = fs->views->start_ns;
-	uint64_t val = FIXED_OF(vn->ino & TAG_MASK);
+	uint64_t val = vn->ino & TAG_MASK;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = vn->ino;
@@ -431,18 +618,7 @@ static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
 	} else if (vn->tag == TAG_FIXED && val >= FIX_STATS) {
-		char *bytes;
-		size_t len;
-		int rc = render_file(fs, vn->ino, 1, &bytes, &len);
-
-		if (rc < 0)
-			return rc;
-		free(bytes);
-		st->st_mode = S_IFREG | 0444;
-		st->st_nlink = 1;
-		st->st_size = (off_t)len;
-		/* A new time each stat: the kernel drops pages it kept. */
-		t = tcfs_ns_now();
+		return -ESTALE;	/* only its snapshots are looked up */
 	}
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
@@ -548,13 +724,18 @@ static uint64_t name_ino(const struct tcfs_kernel_target *t, uint64_t tid,
 	return t ? ino_of(TAG_ARCHNAME, tid << 32 | id) : ino_of(TAG_NAME, id);
 }
 
-/* by-name/NAME, or by-arch/TARGET/NAME: -ENOENT when no kernel has it. */
-static int name_dir(struct tcfs_fs *fs, const char *name,
+/* by-name/NAME, or by-arch/TARGET/NAME (shown: NAME as listed):
+ * -ENOENT when no kernel has it. */
+static int name_dir(struct tcfs_fs *fs, const char *shown,
 		    const struct tcfs_kernel_target *t, uint64_t tid,
 		    struct vnode *out)
 {
+	char name[TCFS_NAME_MAX + 1];
 	uint32_t id;
-	int rc = name_exists(fs, name, t);
+	int rc = real_name(shown, NULL, name, sizeof(name));
+
+	if (rc == 0)
+		rc = name_exists(fs, name, t);
 
 	if (rc < 0)
 		return rc;
@@ -635,10 +816,11 @@ int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
 		return 1;
 	}
 	rc = vlookup(fs, parent, name, &vn);
-	if (rc == 0 && vn.tag == TAG_FIXED && is_report(vn.ino & TAG_MASK))
-		vn.ino |= (uint64_t)(fs_report_viewer(req) + 1) << VIEWER_SHIFT;
 	if (rc < 0)
 		reply_miss(req, rc);
+	else if (vn.tag == TAG_FIXED && (vn.ino & TAG_MASK) >= FIX_STATS &&
+		 (vn.ino & TAG_MASK) <= FIX_METRICS)
+		reply_snap(req, (enum fixed)(vn.ino & TAG_MASK));
 	else
 		reply_vnode(req, &vn);
 	return 1;
@@ -649,8 +831,18 @@ void fs_view_getattr(fuse_req_t req, uint64_t ino)
 	struct tcfs_fs *fs = fs_of(req);
 	struct vnode vn;
 	struct stat st;
-	int rc = resolve(fs, ino, &vn);
+	int rc;
 
+	if (is_snap(ino)) {
+		rc = snap_get(fs, ino, fs_report_viewer(req), &st, 0, 0, NULL,
+			      NULL);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_attr(req, &st, FS_TTL);
+		return;
+	}
+	rc = resolve(fs, ino, &vn);
 	if (rc == 0)
 		rc = vstat(fs, &vn, &st);
 	if (rc < 0)
@@ -678,33 +870,27 @@ void fs_view_readlink(fuse_req_t req, uint64_t ino)
 
 void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
 {
-	uint64_t val = FIXED_OF(ino & TAG_MASK);
-	int64_t viewer = fs_report_viewer(req);
+	uint64_t val = ino & TAG_MASK;
 	char *bytes = NULL;
-	size_t len = 0, o;
+	size_t len = 0;
 	int rc;
 
 	if (tag_of(ino) == TAG_FIXED && val == FIX_SYNC) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	if (tag_of(ino) != TAG_FIXED || val < FIX_STATS || val > FIX_METRICS) {
-		fuse_reply_err(req, EISDIR);
+	if (!is_snap(ino)) {
+		fuse_reply_err(req, tag_of(ino) == TAG_FIXED && val >= FIX_STATS
+					    ? ESTALE
+					    : EISDIR);
 		return;
 	}
-	/* Another user's view (a descriptor handed over) is not read. */
-	if (viewer != TCFS_EVENT_ALL_USERS &&
-	    (ino & TAG_MASK) >> VIEWER_SHIFT != (uint64_t)viewer + 1) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
-	rc = render_file(fs_of(req), ino, 0, &bytes, &len);
-	if (rc < 0) {
+	rc = snap_get(fs_of(req), ino, fs_report_viewer(req), NULL, off, size,
+		      &bytes, &len);
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	o = (size_t)off < len ? (size_t)off : len;
-	fuse_reply_buf(req, bytes + o, len - o < size ? len - o : size);
+	else
+		fuse_reply_buf(req, bytes, len);
 	free(bytes);
 }
 
@@ -733,6 +919,17 @@ static void add(struct page *pg, const char *name, uint64_t ino, int dir,
 		pg->used += len;
 }
 
+/* rc, from shown_name or target_name: a name too long to show is left
+ * out, said once per mount. */
+static int listable(struct fs_views *v, int rc)
+{
+	if (rc < 0 && !atomic_exchange(&v->too_long, 1))
+		syslog(LOG_NOTICE, "tcfs: a kernel whose name or target is "
+		       "too long to show escaped is left out of by-name/ or "
+		       "by-arch/");
+	return rc;
+}
+
 /* Entries from offset off on (the query's rows from off - 2). */
 static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 		struct page *pg)
@@ -754,10 +951,12 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 				       nt ? nt->arch : NULL, from, want, &names,
 				       &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
+			char s[NAME_MAX + 1];
 			uint32_t id = intern_locked(v, &v->names, names[i].s);
 
-			if (id)
-				add(pg, names[i].s, name_ino(nt, val, id), 1,
+			if (id && listable(v, shown_name(names[i].s, NULL, s,
+						      sizeof(s))) == 0)
+				add(pg, s, name_ino(nt, val, id), 1,
 				    off + (off_t)i + 1);
 		}
 		free(names);
@@ -766,12 +965,11 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 
 		rc = tcfs_kernel_targets(fs->store, from, want, &ts, &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			char s[sizeof(ts->backend) + sizeof(ts->arch) + 1];
-			uint32_t id;
+			char s[NAME_MAX + 1];
+			uint32_t id = 0;
 
-			snprintf(s, sizeof(s), "%s-%s", ts[i].backend,
-				 ts[i].arch);
-			id = intern_locked(v, &v->targets, s);
+			if (listable(v, target_name(&ts[i], s, sizeof(s))) == 0)
+				id = intern_locked(v, &v->targets, s);
 			if (id)
 				add(pg, s, ino_of(TAG_ARCH, id), 1,
 				    off + (off_t)i + 1);

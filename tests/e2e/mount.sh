@@ -2,9 +2,9 @@
 # The mount under Triton's own traffic (tests/replay/replay.py on the
 # multitarget fixture, 154 kernels and 5 modules): cold then warm, with 1
 # and with 8 processes racing on the same keys, Triton 3.0/3.1's in-place
-# temp files and Inductor's directory rename.  Every byte read is checked
-# by the replay; every count of tcfs stats is checked exactly against what
-# each replaying process saw.
+# temp files and Inductor's directory rename, and group files read the
+# moment they land.  Every byte read is checked by the replay; every count
+# of tcfs stats is checked exactly against what each replaying process saw.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -143,6 +143,65 @@ check_eq "inductor: kernels indexed when their dir lands" "$KERNELS" \
 	"$(json_get "$OUT" kernels)"
 check_eq "inductor: no tmp.* dir is left at the top" "" \
 	"$(ls "$M" | grep '^tmp\.' | head -3)"
+
+# A group file naming its children outside the mount (a cache copied
+# from /e) is stored key-relative once it lands in its key dir, and shown
+# with the mount's path: a size other than the one written.  Read the
+# moment its rename returns, it is whole and shown so, however it landed.
+echo "# --- group files read the moment they land"
+mount_fresh land
+python3 - "$SRC" "$M" >"$T_TMP/land.out" <<'PY'
+import json, os, sys
+src, m = sys.argv[1:]
+groups = sorted((key, f) for key in os.listdir(src)
+                for f in os.listdir(os.path.join(src, key))
+                if f.startswith("__grp__"))
+bad = {"3.0": 0, "3.6": 0, "inductor": 0}
+for n, (key, grp) in enumerate(groups[:90]):
+    style = ("3.0", "3.6", "inductor")[n // 30]
+    kids = json.load(open(os.path.join(src, key, grp)))["child_paths"]
+    body = json.dumps({"child_paths": {c: "/e/%s/%s" % (key, c)
+                                       for c in kids}})
+    final = os.path.join(m, key, grp)
+    if style == "inductor":
+        tmpd = os.path.join(m, "tmp.%d" % n)
+        os.mkdir(tmpd)
+        tmp = os.path.join(tmpd, grp)
+    else:
+        os.mkdir(os.path.join(m, key))
+        tmpd = os.path.join(m, key, "tmp.pid_%d_%d" % (os.getpid(), n))
+        if style == "3.6":
+            os.mkdir(tmpd)
+            tmp = os.path.join(tmpd, grp)
+        else:
+            tmp = final + ".tmp.pid_%d_%d" % (os.getpid(), n)
+    with open(tmp, "w") as f:
+        f.write(body)
+    os.replace(tmpd if style == "inductor" else tmp,
+               os.path.join(m, key) if style == "inductor" else final)
+    if style == "3.6":
+        os.rmdir(tmpd)
+    got = open(final, "rb").read()
+    try:
+        paths = json.loads(got)["child_paths"].values()
+        ok = all(p.startswith(os.path.join(m, key) + "/") for p in paths)
+    except ValueError:
+        ok = False
+    if not ok:
+        bad[style] += 1
+        print("bad %s %s: %r" % (style, key, got[-80:]))
+for style, n in bad.items():
+    print("%s %d" % (style, n))
+PY
+check_eq "Triton 3.0's in place temp files: 30 of 30 read whole, under the mount" \
+	"3.0 0" "$(grep '^3.0 ' "$T_TMP/land.out")"
+check_eq "Triton 3.6's temp dirs: 30 of 30 read whole, under the mount" \
+	"3.6 0" "$(grep '^3.6 ' "$T_TMP/land.out")"
+check_eq "Inductor's key dirs: 30 of 30 read whole, under the mount" \
+	"inductor 0" "$(grep '^inductor ' "$T_TMP/land.out")"
+diag "$(grep '^bad ' "$T_TMP/land.out" | head -3)"
+tcfs umount "$M"
+check_rc "unmount" 0
 
 echo "# --- --no-fsync: the same traffic, blobs not fsynced"
 S=$T_TMP/nosync-store

@@ -3,7 +3,9 @@
 # by-arch/TARGET/NAME/KEY are symlinks to the key dirs, made from the
 # kernels table as it is now (live: a kernel shows once its group file
 # lands, and goes with it), read-only (EROFS), counted once by du and find,
-# and hidden by -o noviews; and .tcfs/, reports made at read time.
+# and hidden by -o noviews, with names no file may have escaped as %XX;
+# and .tcfs/, reports made at read time, each read whole even while
+# kernels land.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -282,6 +284,72 @@ tcfs stats --prometheus --store "$S"
 check_grep "tcfs stats --prometheus prints the metrics offline" \
 	'^tcfs_kernels 154$' "$OUT"
 
+echo "# --- names no file may have: escaped as %XX"
+# Kernels whose metadata names a target with '/' or '-' in it, or whose
+# name is ".", ".." or holds '%': each is one entry that names it alone,
+# and the listings work for every user.
+python3 - "$SRC/$K" "$M" >"$T_TMP/odd.keys" <<'PY'
+import base64, json, os, sys
+src, m = sys.argv[1:]
+grp = [f for f in os.listdir(src) if f.startswith("__grp__")][0]
+name = grp[len("__grp__"):-len(".json")]
+odd = [("x/y", "9/0", name), ("a-b", "c", name), ("cuda", "90", "."),
+       ("cuda", "90", ".."), ("cuda", "90", "50%2F"), ("%", ".", name)]
+def put(path, data):  # as Triton does: the group file last
+    with open(path + ".tmp.pid_1_1", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp.pid_1_1", path)
+for i, (backend, arch, kname) in enumerate(odd):
+    key = base64.b32encode(bytes([0xf0 + i]) * 32).decode()[:52]
+    d = os.path.join(m, key)
+    os.mkdir(d)
+    kids = {}
+    for f in sorted(os.listdir(src)):
+        if f == grp:
+            continue
+        new = kname + f[len(name):]
+        data = open(os.path.join(src, f), "rb").read()
+        if new == kname + ".json":
+            meta = json.loads(data)
+            meta["target"].update(backend=backend, arch=arch)
+            data = json.dumps(meta).encode()
+        put(os.path.join(d, new), data)
+        kids[new] = os.path.join(d, new)
+    put(os.path.join(d, "__grp__%s.json" % kname),
+        json.dumps({"child_paths": kids}).encode())
+    print(key)
+PY
+check "six kernels with odd names and targets land" test "$(wc -l <"$T_TMP/odd.keys")" = 6
+mapfile -t ODD <"$T_TMP/odd.keys"
+run ls -R "$M/by-arch"
+check_rc "ls -R by-arch works (a '/' in a target is no I/O error)" 0
+check_eq "by-arch lists the odd targets escaped, beside the others" \
+	"$(printf '%s\n' %25-%2E a%2Db-c cuda-80 cuda-90 hip-gfx90a hip-gfx942 x%2Fy-9%2F0 | sort | tr '\n' ' ')" \
+	"$(ls "$M/by-arch" | tr '\n' ' ')"
+check_eq "x/y-9/0: its kernel is under the escaped name" "../../../${ODD[0]}" \
+	"$(readlink "$M/by-arch/x%2Fy-9%2F0/$N/${ODD[0]}")"
+check_eq "a '-' in a backend is escaped, so the target splits right" "../../../${ODD[1]}" \
+	"$(readlink "$M/by-arch/a%2Db-c/$N/${ODD[1]}")"
+check_eq "a '%' in a backend too, and an arch '.'" "../../../${ODD[5]}" \
+	"$(readlink "$M/by-arch/%25-%2E/$N/${ODD[5]}")"
+run ls "$M/by-name"
+check_rc "ls by-name works" 0
+check_eq "by-name lists '.', '..' and '50%2F' escaped, and every other name" \
+	"$( (cut -d' ' -f1 "$T_TMP/want"; printf '%s\n' %2E %2E%2E 50%252F) | sort -u | tr '\n' ' ')" \
+	"$(tr '\n' ' ' <"$OUT")"
+check_eq "... and one '.' and one '..'" "1 1" \
+	"$(ls -a "$M/by-name" | grep -cx '\.') $(ls -a "$M/by-name" | grep -cx '\.\.')"
+check_eq "by-name/%2E is the kernel named '.'" "../../${ODD[2]}" \
+	"$(readlink "$M/by-name/%2E/${ODD[2]}")"
+check "by-name/%2E%2E/KEY/...json is the metadata of the kernel named '..'" \
+	cmp -s "$M/by-name/%2E%2E/${ODD[3]}/...json" "$M/${ODD[3]}/...json"
+check_eq "by-name/50%252F is the kernel named '50%2F'" "../../${ODD[4]}" \
+	"$(readlink "$M/by-name/50%252F/${ODD[4]}")"
+check_eq "by-arch/cuda-90 lists the odd names escaped too" "%2E %2E%2E 50%252F" \
+	"$(ls "$M/by-arch/cuda-90" | grep -e '%' | tr '\n' ' ' | sed 's/ $//')"
+check_eq "a name no listing gives is not there (lowercase, or not escaped)" "" \
+	"$(ls -d "$M/by-arch/x%2fy-9%2f0" "$M/by-name/50%2F" "$M/by-name/%61dd_kernel" 2>/dev/null)"
+
 tcfs umount "$M"
 check_rc "unmount" 0
 tcfs mount -o noviews --store "$S" "$M"
@@ -296,3 +364,64 @@ tcfs umount "$M"
 check_rc "unmount" 0
 tcfs fsck --store "$S"
 check_rc "tcfs fsck never sees the views: clean" 0
+
+echo "# --- .tcfs/ read whole while kernels land"
+# Each read of a .tcfs/ file is one rendering, the size the kernel was
+# given and the bytes alike, however many renderings are made meanwhile:
+# eight processes land kernels (a cold replay each, then warm ones until
+# the reader is done) while another reads the reports 60 times.
+S5=$T_TMP/busy-store
+M5=$T_TMP/busy-mnt
+mkdir -p "$M5"
+at_exit "fusermount3 -uz '$M5'"
+tcfs mount --store "$S5" "$M5"
+check_rc "a fresh store for writers" 0
+pids=()
+touch "$T_TMP/busy.run"
+for i in 1 2 3 4 5 6 7 8; do
+	(while [ -e "$T_TMP/busy.run" ]; do
+		python3 "$REPLAY/replay.py" --shuffle "$SRC" "$M5" || exit 1
+	done) >/dev/null 2>&1 &
+	pids+=($!)
+	at_exit "kill ${pids[-1]}"
+done
+python3 - "$M5" "$T_TMP/busy.run" "${pids[@]}" >"$T_TMP/busy.out" <<'PY'
+import json, os, re, sys
+m, run, pids = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+line = re.compile(rb"^(#.*|[a-z_]+(\{[^}\n]*\})? \S+)$")
+def state(pid):  # None once reaped, "Z" once exited
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+def alive():
+    return any(state(p) not in (None, "Z") for p in pids)
+reads = busy = bad_json = bad_prom = 0
+while reads < 60:
+    on = alive()
+    try:
+        json.load(open(os.path.join(m, ".tcfs/stats.json")))
+    except ValueError:
+        bad_json += 1
+    b = open(os.path.join(m, ".tcfs/metrics.prom"), "rb").read()
+    if not b.endswith(b"\n") or not all(line.match(l)
+                                        for l in b[:-1].split(b"\n")):
+        bad_prom += 1
+    reads += 1
+    busy += on
+os.unlink(run)
+print("reads %d busy %d bad_json %d bad_prom %d"
+      % (reads, busy, bad_json, bad_prom))
+PY
+diag "$(cat "$T_TMP/busy.out")"
+read -r _ reads _ busy _ bad_json _ bad_prom <"$T_TMP/busy.out"
+check_num "the reports were read while the writers ran" "${busy:-0}" -ge 50
+check_eq "every read of stats.json is valid JSON" "0 of $reads" "${bad_json:-x} of $reads"
+check_eq "every read of metrics.prom is whole lines" "0 of $reads" "${bad_prom:-x} of $reads"
+failed=0
+for p in "${pids[@]}"; do
+	wait "$p" || failed=$((failed + 1))
+done
+check_eq "every writer's replays complete (exit 0)" 0 "$failed"
+tcfs umount "$M5"
+check_rc "unmount" 0
