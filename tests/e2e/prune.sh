@@ -4,7 +4,8 @@
 # names are freed; the mount evicts the least recently used kernels past
 # max-size, never one in use, counts what it evicted and the misses that
 # cost; a kill -9 during eviction leaves no half kernel; a client of
-# ctl.sock that stalls holds up no prune, unmount or remount.
+# ctl.sock that stalls holds up no prune, unmount or remount; paths that
+# mountinfo escapes do not hide the mount.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -222,6 +223,33 @@ tcfs mount --store "$S2" "$M"
 check_rc "  and the store mounts again" 0
 tcfs umount "$M"
 check_rc "  and unmounts" 0
+
+# --- paths /proc/self/mountinfo escapes ----------------------------------
+# It writes a space as \040, a backslash as \134, a tab and a newline as
+# \011 and \012: the commands that look for the mount (prune, unpack,
+# umount) find it all the same.
+S5="$T_TMP/a store \\ of"$'\t'"kernels"
+M5="$T_TMP/a mount \\ point"$'\n'"here"
+mkdir -p "$M5"
+tcfs import -q --store "$S5" "$SRC"
+at_exit "fusermount3 -uz '$M5'"
+tcfs mount --store "$S5" "$M5"
+check_rc "mount a store and a mount point with a space, a backslash, a tab, a newline" 0
+K5=$(kernels "$S5")
+NSM=$(t list --store "$S5" --name 'softmax*' --json | jpy 'len(d)')
+tcfs pack --store "$S5" "$T_TMP/img:all"
+check_rc "  pack it while mounted" 0
+tcfs prune --store "$S5" --name 'softmax*'
+check_rc "  prune while mounted" 0
+check_eq "  the daemon removed them" "$((K5 - NSM))" "$(kernels "$S5")"
+tcfs unpack --store "$S5" --no-gpu-check --json "$T_TMP/img:all"
+check_rc "  unpack while mounted" 0
+check_eq "  through the mount" "$M5" "$(jpy 'd["mount"]' <"$OUT")"
+check_eq "  the kernels are back" "$K5" "$(kernels "$S5")"
+tcfs umount "$M5"
+check_rc "  tcfs umount" 0
+run mountpoint -q "$M5"
+check_rc "  it is unmounted" 32
 
 # --- the size limit --------------------------------------------------------
 # A store of every fixture kernel, then a limit of a third of it: the mount
