@@ -250,7 +250,9 @@ static void conn_serve(struct tcfs_fs *fs, struct ctl_conn *c)
 
 /* Reads what has come of the request without waiting; past
  * CTL_REQUEST_MAX bytes it reads on to the end, keeping none, so that
- * the client, which writes all before it reads, gets the answer. */
+ * the client, which writes all before it reads, gets the answer.  Of
+ * that it reads one piece a call: a client that never stops writing
+ * leaves the listener free for the others and runs into its deadline. */
 static void conn_read(struct tcfs_fs *fs, struct ctl_conn *c)
 {
 	char sink[4096];
@@ -272,10 +274,11 @@ static void conn_read(struct tcfs_fs *fs, struct ctl_conn *c)
 		}
 		if (n == 0)
 			break;
-		if (keep)
-			c->len += (size_t)n;
-		else
+		if (!keep) {
 			c->too_big = 1;
+			return;
+		}
+		c->len += (size_t)n;
 	}
 	conn_serve(fs, c);
 }
@@ -410,7 +413,10 @@ int fs_ctl_start(struct tcfs_fs *fs)
 	if (rc == 0 && pipe2(ctl->wake, O_CLOEXEC) < 0)
 		rc = -errno;
 	if (rc == 0) {
-		ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* Non-blocking: a client that left between poll and
+		 * accept must not stop the listener in accept. */
+		ctl->fd = socket(AF_UNIX,
+				 SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		rc = ctl->fd < 0 ? -errno : 0;
 	}
 	/* A socket left by a daemon that died: this one holds the writer

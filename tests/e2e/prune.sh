@@ -149,20 +149,26 @@ check_rc "unmount" 0
 fsck_clean "$S2" "after prunes while mounted"
 
 # --- ctl.sock: clients that stall -----------------------------------------
-# A client that connects and sends nothing, and one that sends half a
-# request and stalls: neither may hold up a prune, the unmount or the
-# next mount.
+# A client that connects and sends nothing, one that sends half a
+# request and stalls, one that sends without end: none may hold up a
+# prune, the unmount or the next mount.
 # stall NAME [BYTES]: a client of $S2's ctl.sock that sends BYTES (none
-# if not given) and holds on; returns once it is connected.
+# if not given; "-": spaces without end) and holds on; returns once it
+# is connected.
 stall() {
 	rm -f "$T_TMP/$1.up"
 	python3 - "$S2/ctl.sock" "$T_TMP/$1.up" "${2:-}" <<'PY' &
 import socket, sys, time
 c = socket.socket(socket.AF_UNIX)
 c.connect(sys.argv[1])
-c.sendall(sys.argv[3].encode())
 open(sys.argv[2], "w").close()
-time.sleep(300)
+try:
+    while sys.argv[3] == "-":
+        c.sendall(b" " * 65536)
+    c.sendall(sys.argv[3].encode())
+except OSError:
+    pass
+time.sleep(3600)
 PY
 	at_exit "kill $!"
 	for _ in $(seq 1 100); do
@@ -192,10 +198,11 @@ tcfs mount --store "$S2" "$M"
 check_rc "mount again for the ctl.sock clients" 0
 stall idle
 stall half '{"op": "prune", "na'
+stall flood -
 K2=$(kernels "$S2")
 NSM=$(t list --store "$S2" --name 'softmax*' --json | jpy 'len(d)')
 run timeout 60 "$TCFS" prune --store "$S2" --name 'softmax*'
-check_rc "prune while a client of ctl.sock sends nothing, another half" 0
+check_rc "prune while clients of ctl.sock send nothing, half, no end" 0
 check_eq "  the daemon removed them" "$((K2 - NSM))" "$(kernels "$S2")"
 ctl_raw '{"op": "prune"}' >"$T_TMP/raw.out"
 check_grep "a raw prune with no filter is refused by the daemon" \
@@ -217,8 +224,12 @@ print(c.recv(65536).decode())
 PY
 check_grep "a client that stalls mid-request is told so, and cut off" \
 	'"error":.*no whole request' "$T_TMP/late.out"
+# The daemon cut those off (5 s): two more, connected as it unmounts.
+stall idle2
+stall half2 '{"op": '
+stall flood2 -
 run timeout 60 "$TCFS" umount "$M"
-check_rc "umount with the stalled clients still connected" 0
+check_rc "umount while clients send nothing, half, no end" 0
 tcfs mount --store "$S2" "$M"
 check_rc "  and the store mounts again" 0
 tcfs umount "$M"
