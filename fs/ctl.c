@@ -6,8 +6,11 @@
  * connection per request, a JSON object each way, the request ended by
  * shutting down the writing side.  The socket lives in the store
  * directory (mode 0700), so only its owner (or root) can connect; the
- * daemon checks the peer's uid too.
+ * daemon checks the peer's uid too.  Even so a client may stall (a
+ * stopped process, a stray connect): the daemon bounds each request in
+ * size and time and never waits on one client alone.
  */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -34,10 +38,30 @@
 #define CTL_ANSWER_MAX (256u << 20)
 /* How long a command waits for the daemon's answer. */
 #define CTL_TIMEOUT_MS (10 * 60 * 1000)
+/* How long the daemon waits for a whole request, and for a command to
+ * take the whole answer: tcfs sends all at once and reads all at once,
+ * so a client slower than this has stalled. */
+#define CTL_REQUEST_MS (5 * 1000)
+#define CTL_ANSWER_MS (60 * 1000)
+/* Clients served at once: more wait in the listen backlog until one is
+ * done or past its deadline. */
+#define CTL_CONNS 8
+
+/* One client: its request coming in, then the answer going out. */
+struct ctl_conn {
+	int fd;			/* -1: a free slot */
+	int writing;		/* the request is in, the answer going out */
+	int too_big;		/* the request ran past CTL_REQUEST_MAX */
+	int64_t deadline;	/* ms of CLOCK_MONOTONIC */
+	char *buf;		/* owned: the request, then the answer */
+	size_t len;		/* bytes in buf */
+	size_t sent;		/* of the answer */
+};
 
 struct fs_ctl {
 	pthread_t thread;
 	int fd;			/* listening */
+	struct ctl_conn conns[CTL_CONNS];
 	int wake[2];		/* a pipe: written to stop */
 	int dirfd;		/* the store dir, for long paths */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -67,69 +91,95 @@ static const char *str_of(const cJSON *req, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* {"op": "prune", name, backend, arch, unused_since (ns), ir}: the report
- * of tcfs_prune_report_json. */
-static cJSON *do_prune(struct tcfs_fs *fs, const cJSON *req)
+/* The request's selection into sel and how: each filter a string when
+ * given, unused_since a number, ir a boolean, and at least one of them
+ * (as tcfs prune demands): a request that names none, or names one in a
+ * form not read here, would otherwise take every kernel. */
+static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
+		       enum tcfs_prune_how *how)
 {
+	static const char *const names[] = { "name", "backend", "arch" };
+	const char **to[] = { &sel->filter.name, &sel->filter.backend,
+			      &sel->filter.arch };
 	const cJSON *since = cJSON_GetObjectItemCaseSensitive(req,
 							      "unused_since");
-	struct tcfs_prune_select sel = {
-		{ str_of(req, "name"), str_of(req, "backend"),
-		  str_of(req, "arch") },
-		cJSON_IsNumber(since) ? (int64_t)since->valuedouble : -1,
-	};
-	enum tcfs_prune_how how =
-		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "ir"))
-			? TCFS_PRUNE_IR
-			: TCFS_PRUNE_WHOLE;
+	const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req, "ir");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req,
+								  names[i]);
+
+		if (v && !cJSON_IsString(v))
+			return tcfs_err_set(-EINVAL, "'%s' is not a string",
+					    names[i]);
+		*to[i] = v ? v->valuestring : NULL;
+	}
+	if (since && (!cJSON_IsNumber(since) || !(since->valuedouble >= 0) ||
+		      since->valuedouble > 9e18))
+		return tcfs_err_set(-EINVAL, "'unused_since' is not a time "
+				    "in ns");
+	if (ir && !cJSON_IsBool(ir))
+		return tcfs_err_set(-EINVAL, "'ir' is not true or false");
+	sel->unused_since_ns = since ? (int64_t)since->valuedouble : -1;
+	*how = cJSON_IsTrue(ir) ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE;
+	if (*how != TCFS_PRUNE_IR && sel->unused_since_ns < 0 &&
+	    !sel->filter.name && !sel->filter.backend && !sel->filter.arch)
+		return tcfs_err_set(-EINVAL, "say which kernels: name, "
+				    "backend, arch, unused_since or ir");
+	return 0;
+}
+
+/* {"op": "prune", name, backend, arch, unused_since (ns), ir}: the report
+ * of tcfs_prune_report_json. */
+static int do_prune(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	struct tcfs_prune_select sel = { { NULL, NULL, NULL }, -1 };
+	enum tcfs_prune_how how = TCFS_PRUNE_WHOLE;
 	struct tcfs_prune_victim *v = NULL;
 	struct tcfs_prune_report r = { 0 };
-	cJSON *out = NULL;
 	size_t n = 0;
-	int rc;
+	int rc = read_select(req, &sel, &how);
 
-	fs_files_flush_all(fs);
-	rc = tcfs_prune_pick(fs->store, &sel, &v, &n);
+	if (rc == 0) {
+		fs_files_flush_all(fs);
+		rc = tcfs_prune_pick(fs->store, &sel, &v, &n);
+	}
 	if (rc == 0)
 		rc = fs_evict_prune(fs, v, n, how, &r);
 	if (rc == 0)
 		rc = tcfs_store_sync(fs->store);
-	if (rc == 0)
-		out = tcfs_prune_report_json(&r, how, 0);
+	if (rc == 0) {
+		*out = tcfs_prune_report_json(&r, how, 0);
+		rc = *out ? 0 : -ENOMEM;
+	}
 	tcfs_prune_report_free(&r);
 	free(v);
-	return rc < 0 || !out ? NULL : out;
+	return rc;
 }
 
-/* Serves one connection: a request in, an answer out. */
-static void serve_one(struct tcfs_fs *fs, int c)
+/* The answer to a request (len bytes of text; too_big when it ran past
+ * CTL_REQUEST_MAX), as JSON text (owned by the caller, free()); NULL
+ * when out of memory. */
+static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
+		    int too_big)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
 	cJSON *req = NULL, *resp = NULL;
 	const char *op;
-	char *text = NULL;
-	size_t len_in = 0;
-	int rc;
+	char *out;
+	int rc = 0;
 
 	tcfs_err_clear();
-	rc = getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ? -errno
-									 : 0;
-	if (rc == 0 && cred.uid != 0 && cred.uid != fs->uid)
-		rc = tcfs_err_set(-EPERM, "not the store's owner");
-	if (rc == 0)
-		rc = tcfs_io_read_small(c, CTL_REQUEST_MAX, &text, &len_in);
-	if (rc == -EFBIG)
+	if (too_big)
 		rc = tcfs_err_set(-EMSGSIZE, "a request over %u bytes",
 				  CTL_REQUEST_MAX);
-	if (rc == 0 && !(req = cJSON_ParseWithLength(text, len_in)))
+	if (rc == 0 && !(req = cJSON_ParseWithLength(text, len)))
 		rc = tcfs_err_set(-EINVAL, "a request that is not JSON");
 	op = req ? str_of(req, "op") : NULL;
 	if (rc == 0 && (!op || strcmp(op, "prune") != 0))
 		rc = tcfs_err_set(-EINVAL, "unknown request '%s'",
 				  op ? op : "");
-	if (rc == 0 && !(resp = do_prune(fs, req)))
-		rc = -EIO;
+	if (rc == 0)
+		rc = do_prune(fs, req, &resp);
 	if (rc < 0) {
 		const char *msg = tcfs_err_msg();
 
@@ -139,38 +189,210 @@ static void serve_one(struct tcfs_fs *fs, int c)
 			cJSON_AddStringToObject(resp, "error",
 						msg[0] ? msg : strerror(-rc));
 	}
-	free(text);
-	text = resp ? cJSON_PrintUnformatted(resp) : NULL;
-	if (text && tcfs_io_write_all(c, text, strlen(text)) < 0)
-		syslog(LOG_WARNING, "tcfs: %s: a command left before its "
-		       "answer", CTL_NAME);
-	free(text);
+	out = resp ? cJSON_PrintUnformatted(resp) : NULL;
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
+	return out;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void conn_close(struct ctl_conn *c)
+{
+	assert(c->fd >= 0);
+	close(c->fd);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/* Sends what it can of the answer without waiting; closes the connection
+ * once all of it is out, or the client is gone. */
+static void conn_write(struct ctl_conn *c)
+{
+	while (c->sent < c->len) {
+		ssize_t n = send(c->fd, c->buf + c->sent, c->len - c->sent,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			syslog(LOG_WARNING, "tcfs: %s: a command left before "
+			       "its answer", CTL_NAME);
+			break;
+		}
+		c->sent += (size_t)n;
+	}
+	conn_close(c);
+}
+
+/* The request is in: answers it, and starts sending the answer. */
+static void conn_serve(struct tcfs_fs *fs, struct ctl_conn *c)
+{
+	char *text = answer(fs, c->buf, c->len, c->too_big);
+
+	free(c->buf);
+	c->buf = text;
+	c->len = text ? strlen(text) : 0;
+	c->sent = 0;
+	c->writing = 1;
+	c->deadline = now_ms() + CTL_ANSWER_MS;
+	conn_write(c);
+}
+
+/* Reads what has come of the request without waiting; past
+ * CTL_REQUEST_MAX bytes it reads on to the end, keeping none, so that
+ * the client, which writes all before it reads, gets the answer.  Of
+ * that it reads one piece a call: a client that never stops writing
+ * leaves the listener free for the others and runs into its deadline. */
+static void conn_read(struct tcfs_fs *fs, struct ctl_conn *c)
+{
+	char sink[4096];
+
+	for (;;) {
+		int keep = !c->too_big && c->len < CTL_REQUEST_MAX;
+		ssize_t n = keep ? recv(c->fd, c->buf + c->len,
+					CTL_REQUEST_MAX - c->len, MSG_DONTWAIT)
+				 : recv(c->fd, sink, sizeof(sink),
+					MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n < 0) {
+			conn_close(c);
+			return;
+		}
+		if (n == 0)
+			break;
+		if (!keep) {
+			c->too_big = 1;
+			return;
+		}
+		c->len += (size_t)n;
+	}
+	conn_serve(fs, c);
+}
+
+static void conn_step(struct tcfs_fs *fs, struct ctl_conn *c)
+{
+	if (c->writing)
+		conn_write(c);
+	else
+		conn_read(fs, c);
+}
+
+/* Closes a connection past its deadline, after a last look at what came
+ * meanwhile (another's prune may have kept the listener busy): a client
+ * that stalls holds up neither the others nor the unmount for longer. */
+static void conn_expire(struct tcfs_fs *fs, struct ctl_conn *c, int64_t now)
+{
+	static const char late[] = "{\"error\":\"no whole request within "
+				   "the time allowed\"}";
+
+	if (c->fd < 0 || now < c->deadline)
+		return;
+	conn_step(fs, c);
+	if (c->fd < 0 || now_ms() < c->deadline)
+		return;
+	if (!c->writing)
+		(void)!send(c->fd, late, sizeof(late) - 1,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+	else
+		syslog(LOG_WARNING, "tcfs: %s: a command did not take its "
+		       "answer in time", CTL_NAME);
+	conn_close(c);
+}
+
+/* Takes a waiting client into a free slot.  One that is not the store's
+ * owner (or root) gets its answer at once: the socket's directory should
+ * have kept it out. */
+static void ctl_accept(struct tcfs_fs *fs, struct ctl_conn *c)
+{
+	static const char refused[] = "{\"error\":\"not the store's owner\"}";
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd = accept4(fs->ctl->fd, NULL, NULL,
+			 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != 0 && cred.uid != fs->uid)) {
+		(void)!send(fd, refused, sizeof(refused) - 1,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		close(fd);
+		return;
+	}
+	c->buf = malloc(CTL_REQUEST_MAX);
+	if (!c->buf) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->deadline = now_ms() + CTL_REQUEST_MS;
+}
+
+/* What to poll: the wake pipe, the socket while a slot is free, every
+ * client; and how long until the first deadline (-1: none). */
+static int poll_set(struct fs_ctl *ctl, struct pollfd *p, int *free_slot)
+{
+	int64_t first = -1, now = now_ms();
+
+	*free_slot = -1;
+	p[0] = (struct pollfd){ ctl->wake[0], POLLIN, 0 };
+	for (int i = 0; i < CTL_CONNS; i++) {
+		const struct ctl_conn *c = &ctl->conns[i];
+
+		p[2 + i] = (struct pollfd){ c->fd,
+					    c->writing ? POLLOUT : POLLIN, 0 };
+		if (c->fd < 0 && *free_slot < 0)
+			*free_slot = i;
+		if (c->fd >= 0 && (first < 0 || c->deadline < first))
+			first = c->deadline;
+	}
+	p[1] = (struct pollfd){ *free_slot >= 0 ? ctl->fd : -1, POLLIN, 0 };
+	if (first < 0)
+		return -1;
+	return first <= now ? 0 : (int)(first - now);
+}
+
+/* One thread serves every client, none waited on alone: each is read and
+ * written without blocking, with a deadline, so one that stalls delays
+ * neither another nor the unmount (fs_ctl_stop). */
 static void *listener(void *arg)
 {
 	struct tcfs_fs *fs = arg;
 	struct fs_ctl *ctl = fs->ctl;
+	struct pollfd p[2 + CTL_CONNS];
 
 	for (;;) {
-		struct pollfd p[2] = { { ctl->fd, POLLIN, 0 },
-				       { ctl->wake[0], POLLIN, 0 } };
-		int c;
+		int slot, timeout = poll_set(ctl, p, &slot);
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, 2 + CTL_CONNS, timeout) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (p[0].revents)
 			break;
-		if (!(p[0].revents & POLLIN))
-			continue;
-		c = accept4(ctl->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
-		serve_one(fs, c);
-		close(c);
+		for (int i = 0; i < CTL_CONNS; i++)
+			if (p[2 + i].revents && ctl->conns[i].fd >= 0)
+				conn_step(fs, &ctl->conns[i]);
+		for (int i = 0; i < CTL_CONNS; i++)
+			conn_expire(fs, &ctl->conns[i], now_ms());
+		if (slot >= 0 && (p[1].revents & POLLIN))
+			ctl_accept(fs, &ctl->conns[slot]);
 	}
+	for (int i = 0; i < CTL_CONNS; i++)
+		if (ctl->conns[i].fd >= 0)
+			conn_close(&ctl->conns[i]);
 	return NULL;
 }
 
@@ -184,12 +406,17 @@ int fs_ctl_start(struct tcfs_fs *fs)
 	if (!ctl)
 		return -ENOMEM;
 	ctl->fd = ctl->wake[0] = ctl->wake[1] = -1;
+	for (int i = 0; i < CTL_CONNS; i++)
+		ctl->conns[i].fd = -1;
 	ctl->dirfd = open(store, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	rc = ctl->dirfd < 0 ? -errno : ctl_addr(store, ctl->dirfd, &a);
 	if (rc == 0 && pipe2(ctl->wake, O_CLOEXEC) < 0)
 		rc = -errno;
 	if (rc == 0) {
-		ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* Non-blocking: a client that left between poll and
+		 * accept must not stop the listener in accept. */
+		ctl->fd = socket(AF_UNIX,
+				 SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		rc = ctl->fd < 0 ? -errno : 0;
 	}
 	/* A socket left by a daemon that died: this one holds the writer

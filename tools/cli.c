@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <libmount.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -244,29 +245,51 @@ int64_t cli_parse_since(const char *arg)
 	return (int64_t)mktime(&tm) * 1000000000;
 }
 
+/* The mount table as the kernel has it: libmount decodes the octal
+ * escapes (\040 for a space, \134 for a backslash, ...) that mountinfo
+ * writes.  Read from /proc/self/mountinfo itself, not by way of
+ * mnt_table_parse_mtab, which would take a regular /etc/mtab (or
+ * $LIBMOUNT_MTAB) instead: a mount missing there is still a mount. */
+static int mount_table(struct libmnt_table **tb)
+{
+	int rc;
+
+	*tb = mnt_new_table();
+	if (!*tb)
+		return -ENOMEM;
+	rc = mnt_table_parse_file(*tb, "/proc/self/mountinfo");
+	return rc < 0 ? rc : 0;
+}
+
 int cli_find_mount(const char *want_store, const char *want_point,
 		   char *store, char *point)
 {
-	char line[3 * PATH_MAX], type[64], want[PATH_MAX];
 	const char *w = want_store ? want_store : want_point;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	int rc = -ENOENT;
+	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+	struct libmnt_table *tb;
+	struct libmnt_fs *fs;
+	char want[PATH_MAX];
+	int rc = mount_table(&tb);
 
-	if (!f)
-		return -errno;
+	if (rc == 0)
+		rc = it ? -ENOENT : -ENOMEM;
 	if (!realpath(w, want))
 		snprintf(want, sizeof(want), "%s", w);
-	while (rc < 0 && fgets(line, sizeof(line), f)) {
-		char *dash = strstr(line, " - ");
+	while (rc == -ENOENT && mnt_table_next_fs(tb, it, &fs) == 0) {
+		const char *type = mnt_fs_get_fstype(fs);
+		const char *src = mnt_fs_get_source(fs);
+		const char *dst = mnt_fs_get_target(fs);
 
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
-		    sscanf(dash + 3, "%63s %4095s", type, store) != 2 ||
-		    strcmp(type, "fuse.tcfs") != 0)
+		if (!type || !src || !dst || strcmp(type, "fuse.tcfs") != 0 ||
+		    strcmp(want_store ? src : dst, want) != 0 ||
+		    strlen(src) >= PATH_MAX || strlen(dst) >= PATH_MAX)
 			continue;
-		if (strcmp(want_store ? store : point, want) == 0)
-			rc = 0;
+		memcpy(store, src, strlen(src) + 1);
+		memcpy(point, dst, strlen(dst) + 1);
+		rc = 0;
 	}
-	fclose(f);
+	mnt_free_iter(it);
+	mnt_unref_table(tb);
 	return rc;
 }
 

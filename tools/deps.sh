@@ -28,13 +28,13 @@ tcfs_deps() {
 }
 
 # What building tcfs needs: libarchive and libcrypto (libssl-dev) read and
-# write OCI images; scdoc makes the man page; bash-completion's
-# pkg-config file says where completions go.
+# write OCI images; libmount reads the mount table; scdoc makes the man
+# page; bash-completion's pkg-config file says where completions go.
 TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
-	libxxhash-dev libcjson-dev libfuse3-dev libarchive-dev libssl-dev scdoc
-	bash-completion)
+	libxxhash-dev libcjson-dev libfuse3-dev libarchive-dev libssl-dev
+	libmount-dev scdoc bash-completion)
 # What running it needs: fusermount3 mounts and unmounts without root.
-TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3)
+TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3 libmount1)
 # What the tests need on top: clang to check the build is warning-free
 # there too, xxhsum to name blobs independently, util-linux for setpriv
 # and flock, procps for pgrep, python3 for JSON checks and the replay,

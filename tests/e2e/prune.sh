@@ -3,7 +3,9 @@
 # go, or only their IR with group files that stay loadable; blobs nothing
 # names are freed; the mount evicts the least recently used kernels past
 # max-size, never one in use, counts what it evicted and the misses that
-# cost; a kill -9 during eviction leaves no half kernel.
+# cost; a kill -9 during eviction leaves no half kernel; a client of
+# ctl.sock that stalls holds up no prune, unmount or remount; paths that
+# mountinfo escapes do not hide the mount.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -145,6 +147,120 @@ check_eq "  their group files still load" 0 "$(groups_load "$M")"
 tcfs umount "$M"
 check_rc "unmount" 0
 fsck_clean "$S2" "after prunes while mounted"
+
+# --- ctl.sock: clients that stall -----------------------------------------
+# A client that connects and sends nothing, one that sends half a
+# request and stalls, one that sends without end: none may hold up a
+# prune, the unmount or the next mount.
+# stall NAME [BYTES]: a client of $S2's ctl.sock that sends BYTES (none
+# if not given; "-": spaces without end) and holds on; returns once it
+# is connected.
+stall() {
+	rm -f "$T_TMP/$1.up"
+	python3 - "$S2/ctl.sock" "$T_TMP/$1.up" "${2:-}" <<'PY' &
+import socket, sys, time
+c = socket.socket(socket.AF_UNIX)
+c.connect(sys.argv[1])
+open(sys.argv[2], "w").close()
+try:
+    while sys.argv[3] == "-":
+        c.sendall(b" " * 65536)
+    c.sendall(sys.argv[3].encode())
+except OSError:
+    pass
+time.sleep(3600)
+PY
+	at_exit "kill $!"
+	for _ in $(seq 1 100); do
+		[ -e "$T_TMP/$1.up" ] && break
+		sleep 0.1
+	done
+}
+# ctl_raw JSON: what the daemon of $S2 answers to the request JSON.
+ctl_raw() {
+	python3 - "$S2/ctl.sock" "$1" <<'PY'
+import socket, sys
+c = socket.socket(socket.AF_UNIX)
+c.settimeout(60)
+c.connect(sys.argv[1])
+c.sendall(sys.argv[2].encode())
+c.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    out += b
+print(out.decode())
+PY
+}
+tcfs mount --store "$S2" "$M"
+check_rc "mount again for the ctl.sock clients" 0
+stall idle
+stall half '{"op": "prune", "na'
+stall flood -
+K2=$(kernels "$S2")
+NSM=$(t list --store "$S2" --name 'softmax*' --json | jpy 'len(d)')
+run timeout 60 "$TCFS" prune --store "$S2" --name 'softmax*'
+check_rc "prune while clients of ctl.sock send nothing, half, no end" 0
+check_eq "  the daemon removed them" "$((K2 - NSM))" "$(kernels "$S2")"
+ctl_raw '{"op": "prune"}' >"$T_TMP/raw.out"
+check_grep "a raw prune with no filter is refused by the daemon" \
+	'"error":.*say which kernels' "$T_TMP/raw.out"
+ctl_raw '{"op": "prune", "name": 7}' >"$T_TMP/raw.out"
+check_grep "  as is a filter that is not a string" '"error":.*name' \
+	"$T_TMP/raw.out"
+head -c 70000 /dev/zero | tr '\0' ' ' >"$T_TMP/big"
+ctl_raw "$(cat "$T_TMP/big")" >"$T_TMP/raw.out"
+check_grep "  and a request over 64 KiB" '"error":.*over' "$T_TMP/raw.out"
+check_eq "  none of them pruned anything" "$((K2 - NSM))" "$(kernels "$S2")"
+python3 - "$S2/ctl.sock" >"$T_TMP/late.out" <<'PY'
+import socket, sys
+c = socket.socket(socket.AF_UNIX)
+c.settimeout(60)
+c.connect(sys.argv[1])
+c.sendall(b'{"op": "prune"')
+print(c.recv(65536).decode())
+PY
+check_grep "a client that stalls mid-request is told so, and cut off" \
+	'"error":.*no whole request' "$T_TMP/late.out"
+# The daemon cut those off (5 s): two more, connected as it unmounts.
+stall idle2
+stall half2 '{"op": '
+stall flood2 -
+run timeout 60 "$TCFS" umount "$M"
+check_rc "umount while clients send nothing, half, no end" 0
+tcfs mount --store "$S2" "$M"
+check_rc "  and the store mounts again" 0
+tcfs umount "$M"
+check_rc "  and unmounts" 0
+
+# --- paths /proc/self/mountinfo escapes ----------------------------------
+# It writes a space as \040, a backslash as \134, a tab and a newline as
+# \011 and \012: the commands that look for the mount (prune, unpack,
+# umount) find it all the same.
+S5="$T_TMP/a store \\ of"$'\t'"kernels"
+M5="$T_TMP/a mount \\ point"$'\n'"here"
+mkdir -p "$M5"
+tcfs import -q --store "$S5" "$SRC"
+at_exit "fusermount3 -uz '$M5'"
+tcfs mount --store "$S5" "$M5"
+check_rc "mount a store and a mount point with a space, a backslash, a tab, a newline" 0
+K5=$(kernels "$S5")
+NSM=$(t list --store "$S5" --name 'softmax*' --json | jpy 'len(d)')
+tcfs pack --store "$S5" "$T_TMP/img:all"
+check_rc "  pack it while mounted" 0
+tcfs prune --store "$S5" --name 'softmax*'
+check_rc "  prune while mounted" 0
+check_eq "  the daemon removed them" "$((K5 - NSM))" "$(kernels "$S5")"
+tcfs unpack --store "$S5" --no-gpu-check --json "$T_TMP/img:all"
+check_rc "  unpack while mounted" 0
+check_eq "  through the mount" "$M5" "$(jpy 'd["mount"]' <"$OUT")"
+check_eq "  the kernels are back" "$K5" "$(kernels "$S5")"
+tcfs umount "$M5"
+check_rc "  tcfs umount" 0
+run mountpoint -q "$M5"
+check_rc "  it is unmounted" 32
 
 # --- the size limit --------------------------------------------------------
 # A store of every fixture kernel, then a limit of a third of it: the mount
