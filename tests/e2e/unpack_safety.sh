@@ -39,16 +39,16 @@ print(bad)
 EOF
 }
 
-# foreign_errors REPLAY_JSON LANDED: the replay's errors but those about a
-# key dir none of its writers landed a file in.
+# foreign_errors REPLAY_JSON: the replay's errors but a read that found
+# no file: a reader may hit one of unpack's kernels (or files of it that
+# no writer has replaced yet) just before the rollback takes it back.
+# What the writers landed is checked apart: every file of it stays.
 foreign_errors() {
-	python3 - "$1" "$2" <<'EOF'
-import json, re, sys
-landed = {l.split("/")[0] for l in open(sys.argv[2]) if "/" in l}
+	python3 - "$1" <<'EOF'
+import json, sys
 for p in json.load(open(sys.argv[1]))["procs"]:
     for e in p["errors"]:
-        keys = set(re.findall(r"\b[A-Z2-7]{52}\b", e))
-        if not keys or keys & landed:
+        if "[Errno 2] No such file" not in e and "listed but missing" not in e:
             print(e)
 EOF
 }
@@ -173,8 +173,8 @@ if [ "$have_fuse" = 1 ]; then
 				# A reader that hit one of unpack's kernels may see it
 				# go with the rollback, as with a prune; none of the
 				# writers' own may go.
-				check_eq "round $round, failing image: the writers' only errors are reads of kernels taken back" \
-					"" "$(foreign_errors "$T_TMP/replay.json" "$L")"
+				check_eq "round $round, failing image: the writers' only errors are reads of files taken back" \
+					"" "$(foreign_errors "$T_TMP/replay.json")"
 			fi
 			if [ "$what" = good ]; then
 				check_eq "... and unpack took the kernels there as there" \
