@@ -1,6 +1,7 @@
 /*
- * evict: the size limit (config max-size, -o max_size) and every removal
- * of kernels the mount makes (tcfs prune through ctl.c).
+ * evict: the size limit (config max-size, -o max_size), every removal
+ * of kernels the mount makes (tcfs prune through ctl.c), and the blobs
+ * that no file names any more.
  *
  * A thread of its own checks the store's size once a second: one walk of
  * objects/ when a limit is first set, then the bytes the blob store
@@ -10,6 +11,18 @@
  * from /proc).  A kernel out of the tree is dropped from the kernel's
  * caches; its nodes that the kernel does not hold go at once, the others
  * when it forgets them, and their blobs then, by a later pass.
+ *
+ * Blobs that no file in the tree names wait in a list (pending) until
+ * they can go, and count as freed meanwhile: the size the limit is
+ * compared with is that of the blobs files name.  Those of removed
+ * files the kernel still holds; a file's old blob when it is rewritten
+ * in place, for the put grace (a read may have found the row naming it
+ * just before); and orphans, named by no row at all, as a crash between
+ * a removal's commit and its frees leaves them.  The thread looks for
+ * orphans when the mount starts and every hour after, in batches with
+ * pauses between them, and takes each only once its bytes are older
+ * than the put grace (cas.h).  The limit evicts nothing before the first
+ * look is done.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -25,9 +38,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "index/blobset.h"
 #include "index/cas.h"
 #include "index/config.h"
 #include "index/err.h"
+#include "index/gc.h"
 #include "index/prune.h"
 #include "index/store.h"
 #include "index/vec.h"
@@ -42,14 +57,37 @@
  * its probe is answered before its files are read. */
 #define EVICT_GRACE_NS (10 * 1000000000LL)
 /* A blob still named by a node the kernel holds is tried again this many
- * passes (then tcfs gc frees it). */
+ * passes (then the next look for orphans finds it, or tcfs gc). */
 #define PENDING_TRIES 600
+/* At most this many blobs wait, and as many old blobs of rewritten files
+ * are handed over between two passes: more are left to the next look. */
+#define PENDING_MAX 65536
+/* Orphans: looked for this often, this many blobs at a time, with this
+ * pause between two batches. */
+#define SWEEP_EVERY_NS (3600 * 1000000000LL)
+#define SWEEP_BATCH 1024
+#define SWEEP_PAUSE_MS 10
+
+/* Why a blob waits. */
+enum pend_why {
+	PEND_REMOVED,		/* pruned; nodes the kernel holds name it */
+	PEND_EVICTED,		/* the same by the limit: counted as evicted */
+	PEND_REWRITTEN,		/* a file's content before a rewrite */
+	PEND_ORPHAN,		/* named by no row when found */
+};
 
 struct pending {
 	struct tcfs_hash h;
 	uint64_t size;
+	int64_t not_before_ns;	/* wall clock, as tcfs_ns_now */
 	unsigned tries;
-	int evicted;		/* by the limit: its bytes count as evicted */
+	enum pend_why why;
+};
+
+/* A rewritten file's old blob, as a request thread hands it over. */
+struct rewritten {
+	struct tcfs_hash h;
+	int64_t at_ns;
 };
 
 struct fs_evict {
@@ -64,9 +102,21 @@ struct fs_evict {
 				 * then; -1 until walked */
 	struct pending *pending;
 	size_t npending, pcap;
+	struct tcfs_blobset pset;	/* the blobs in pending */
 	int64_t pending_bytes;	/* their sizes: as good as freed */
 	dev_t dev;		/* the mount's, as /proc shows its files */
 	int have_dev;
+	int64_t last_pass_ms;	/* CLOCK_MONOTONIC */
+	struct tcfs_cas_walk *walk;	/* the look for orphans under way */
+	int swept;		/* one look ended: orphans are pending */
+	int64_t sweep_at_ns;	/* the next look */
+	size_t sweep_found;
+	uint64_t sweep_bytes;
+	pthread_mutex_t in_mu;	/* guards the three below; never held
+				 * with mu, so requests never wait for a
+				 * pass */
+	struct rewritten *in;
+	size_t nin, incap;
 };
 
 /* Files that processes hold open (by path) or mapped (by inode). */
@@ -232,48 +282,137 @@ static void removed(void *ctx, const struct tcfs_prune_victim *v,
 			tcfs_ns_forget(fs->store, d->nodes[i]);
 }
 
+/* Lets h wait, once; a blob that does not fit waits for the next look
+ * for orphans (or tcfs gc). */
+static void pend(struct fs_evict *e, const struct tcfs_hash *h,
+		 uint64_t size, int64_t not_before_ns, enum pend_why why)
+{
+	struct pending *p;
+
+	if (e->npending >= PENDING_MAX || tcfs_blobset_get(&e->pset, h))
+		return;
+	p = tcfs_vec_push(&e->pending, &e->npending, &e->pcap, sizeof(*p));
+	if (!p)
+		return;
+	if (tcfs_blobset_set(&e->pset, h, 1) < 0) {
+		e->npending--;
+		return;
+	}
+	p->h = *h;
+	p->size = size;
+	p->not_before_ns = not_before_ns;
+	p->tries = 0;
+	p->why = why;
+	e->pending_bytes += (int64_t)size;
+}
+
 /* Keeps the blobs a removal could not free yet, for later passes. */
 static void keep_pending(struct tcfs_fs *fs,
 			 const struct tcfs_prune_report *r, int evicted)
 {
-	struct fs_evict *e = fs->evict;
-
 	for (size_t i = 0; i < r->npending; i++) {
-		struct pending *p = tcfs_vec_push(&e->pending, &e->npending,
-						  &e->pcap, sizeof(*p));
+		uint64_t size;
 
-		if (p && tcfs_cas_stat(tcfs_store_cas(fs->store),
-				       &r->pending[i], &p->size) == 0) {
-			p->h = r->pending[i];
-			p->evicted = evicted;
-			e->pending_bytes += (int64_t)p->size;
-		} else if (p) {
-			e->npending--;
-		}
+		if (tcfs_cas_stat(tcfs_store_cas(fs->store), &r->pending[i],
+				  &size) == 0)
+			pend(fs->evict, &r->pending[i], size, 0,
+			     evicted ? PEND_EVICTED : PEND_REMOVED);
 	}
 }
 
-/* Frees pending blobs that nothing names now; returns the bytes of
- * those the limit evicted. */
-static uint64_t free_pending(struct tcfs_fs *fs)
+void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old)
 {
 	struct fs_evict *e = fs->evict;
+	struct rewritten *r = NULL;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->in_mu);
+	if (e->nin < PENDING_MAX)
+		r = tcfs_vec_push(&e->in, &e->nin, &e->incap, sizeof(*r));
+	if (r) {
+		r->h = *old;
+		r->at_ns = tcfs_ns_now();
+	}
+	pthread_mutex_unlock(&e->in_mu);
+}
+
+/* Moves the old blobs handed over to pending: each waits the put grace,
+ * unless another file in the tree names it. */
+static void take_rewritten(struct tcfs_fs *fs)
+{
+	struct fs_evict *e = fs->evict;
+	struct tcfs_cas *cas = tcfs_store_cas(fs->store);
+	struct rewritten *in;
+	size_t n;
+
+	pthread_mutex_lock(&e->in_mu);
+	in = e->in;
+	n = e->nin;
+	e->in = NULL;
+	e->nin = e->incap = 0;
+	pthread_mutex_unlock(&e->in_mu);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t size;
+
+		if (tcfs_cas_stat(cas, &in[i].h, &size) == 0 && size > 0 &&
+		    tcfs_gc_live(fs->store, &in[i].h) == 0)
+			pend(e, &in[i].h, size,
+			     in[i].at_ns + TCFS_CAS_GRACE_NS, PEND_REWRITTEN);
+	}
+	free(in);
+}
+
+/* Whether p waits on after this pass: freed, gone, or named by a file
+ * in the tree again, it leaves.  *evicted grows by what the limit
+ * evicted.  At the end (final) a rewritten file's old blob is due: no
+ * read is left to find it. */
+static int still_pending(struct tcfs_fs *fs, struct pending *p, int64_t now,
+			 int final, uint64_t *evicted)
+{
+	int due = p->not_before_ns <= now ||
+		  (final && p->why == PEND_REWRITTEN);
+	uint64_t got = 0, size;
+
+	/* A file's stored writes that its row does not name yet (a commit
+	 * failed, to be tried again) are no orphan. */
+	if (due && fs_files_hold(fs, &p->h))
+		return 1;
+	if (due && tcfs_prune_free(fs->store, &p->h, 1, &got, NULL) == 0 &&
+	    got) {
+		if (p->why == PEND_EVICTED)
+			*evicted += got;
+		return 0;
+	}
+	if (tcfs_cas_stat(tcfs_store_cas(fs->store), &p->h, &size) < 0 ||
+	    tcfs_gc_live(fs->store, &p->h) == 1)
+		return 0;
+	return !due || ++p->tries < PENDING_TRIES;
+}
+
+/* Frees pending blobs that may go now; returns the bytes of those the
+ * limit evicted. */
+static uint64_t free_pending(struct tcfs_fs *fs, int final)
+{
+	struct fs_evict *e = fs->evict;
+	int64_t now = tcfs_ns_now();
 	uint64_t evicted = 0;
 	size_t kept = 0;
 
+	/* What unnamed them committed first (prune.h). */
+	if (tcfs_store_sync(fs->store) < 0)
+		return 0;
 	for (size_t i = 0; i < e->npending; i++) {
-		uint64_t got = 0;
-		int rc = tcfs_prune_free(fs->store, &e->pending[i].h, 1, &got,
-					 NULL);
-
-		if (e->pending[i].evicted)
-			evicted += got;
-		if ((rc == 0 && got) ||
-		    ++e->pending[i].tries >= PENDING_TRIES) {
+		if (still_pending(fs, &e->pending[i], now, final, &evicted))
+			e->pending[kept++] = e->pending[i];
+		else
 			e->pending_bytes -= (int64_t)e->pending[i].size;
-			continue;
-		}
-		e->pending[kept++] = e->pending[i];
+	}
+	if (kept < e->npending) {
+		/* Out of memory, a blob may wait twice: it is freed once. */
+		tcfs_blobset_free(&e->pset);
+		for (size_t i = 0; i < kept; i++)
+			tcfs_blobset_set(&e->pset, &e->pending[i].h, 1);
 	}
 	e->npending = kept;
 	return evicted;
@@ -395,38 +534,110 @@ static void evict_pass(struct tcfs_fs *fs, int64_t limit)
 	free(v);
 }
 
+/* One blob of a look for orphans: named by no row, it waits until its
+ * bytes are older than the put grace, for the row its put may be
+ * waiting for (cas.h).  A time ahead of the clock says nothing of that:
+ * it waits the grace from now. */
+static int sweep_one(void *ctx, const struct tcfs_cas_entry *en)
+{
+	struct tcfs_fs *fs = ctx;
+	struct fs_evict *e = fs->evict;
+	int64_t now = tcfs_ns_now();
+	int64_t born = en->mtime_ns < now ? en->mtime_ns : now;
+
+	if (!en->h || en->size == 0 || tcfs_blobset_get(&e->pset, en->h) ||
+	    tcfs_gc_referenced(fs->store, en->h) != 0)
+		return 0;
+	pend(e, en->h, en->size, born + TCFS_CAS_GRACE_NS, PEND_ORPHAN);
+	e->sweep_found++;
+	e->sweep_bytes += en->size;
+	return 0;
+}
+
+/* Looks at the next batch of blobs when a look is due or under way. */
+static void sweep_step(struct tcfs_fs *fs)
+{
+	struct fs_evict *e = fs->evict;
+	int rc = 0;
+
+	if (!e->walk && tcfs_ns_now() < e->sweep_at_ns)
+		return;
+	if (!e->walk) {
+		e->sweep_found = 0;
+		e->sweep_bytes = 0;
+		rc = tcfs_cas_walk_begin(tcfs_store_cas(fs->store), &e->walk);
+	}
+	if (rc == 0)
+		rc = tcfs_cas_walk_step(e->walk, SWEEP_BATCH, sweep_one, fs);
+	if (rc == 0 && !tcfs_cas_walk_done(e->walk))
+		return;
+	if (rc < 0)
+		syslog(LOG_ERR, "tcfs: looking for orphan blobs: %s",
+		       tcfs_err_msg());
+	if (e->sweep_found)
+		syslog(LOG_INFO, "tcfs: %zu blobs (%" PRIu64 " bytes) that no "
+		       "file names: freed once written a minute ago",
+		       e->sweep_found, e->sweep_bytes);
+	tcfs_cas_walk_end(e->walk);
+	e->walk = NULL;
+	e->swept = 1;
+	e->sweep_at_ns = tcfs_ns_now() + SWEEP_EVERY_NS;
+}
+
+/* A second's work: what waits, then the limit. */
+static void pass(struct tcfs_fs *fs)
+{
+	struct fs_evict *e = fs->evict;
+	struct stat st;
+	uint64_t freed;
+	int64_t limit;
+
+	/* Read now, not at start: the root is served only once the session
+	 * loop runs. */
+	if (!e->have_dev && atomic_load(&fs->looping) &&
+	    stat(fs->root, &st) == 0) {
+		e->dev = st.st_dev;
+		e->have_dev = 1;
+	}
+	take_rewritten(fs);
+	freed = e->npending ? free_pending(fs, 0) : 0;
+	if (freed)
+		tcfs_prune_count_eviction(fs->store, 0, freed);
+	limit = limit_of(fs);
+	if (limit > 0 && e->swept)
+		evict_pass(fs, limit);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *evictor(void *arg)
 {
 	struct tcfs_fs *fs = arg;
 	struct fs_evict *e = fs->evict;
-	struct stat st;
 
 	pthread_mutex_lock(&e->mu);
 	while (!e->stop) {
+		long ms = e->walk ? SWEEP_PAUSE_MS : EVICT_EVERY_MS;
 		struct timespec until;
-		int64_t limit;
-		uint64_t freed;
 
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += EVICT_EVERY_MS * 1000000L;
+		until.tv_nsec += ms * 1000000L;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
 		pthread_cond_timedwait(&e->cv, &e->mu, &until);
 		if (e->stop)
 			break;
-		/* Read now, not at start: the root is served only once the
-		 * session loop runs. */
-		if (!e->have_dev && atomic_load(&fs->looping) &&
-		    stat(fs->root, &st) == 0) {
-			e->dev = st.st_dev;
-			e->have_dev = 1;
-		}
-		freed = e->npending ? free_pending(fs) : 0;
-		if (freed)
-			tcfs_prune_count_eviction(fs->store, 0, freed);
-		limit = limit_of(fs);
-		if (limit > 0)
-			evict_pass(fs, limit);
+		sweep_step(fs);
+		if (mono_ms() - e->last_pass_ms < EVICT_EVERY_MS)
+			continue;
+		e->last_pass_ms = mono_ms();
+		pass(fs);
 	}
 	pthread_mutex_unlock(&e->mu);
 	return NULL;
@@ -440,6 +651,7 @@ int fs_evict_start(struct tcfs_fs *fs, int64_t max_size)
 	if (!e)
 		return -ENOMEM;
 	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->in_mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	e->opt_max = max_size;
 	e->base = -1;
@@ -447,6 +659,9 @@ int fs_evict_start(struct tcfs_fs *fs, int64_t max_size)
 	rc = fs_thread_start(&e->thread, evictor, fs);
 	if (rc < 0) {
 		fs->evict = NULL;
+		pthread_cond_destroy(&e->cv);
+		pthread_mutex_destroy(&e->in_mu);
+		pthread_mutex_destroy(&e->mu);
 		free(e);
 	}
 	return rc;
@@ -475,14 +690,19 @@ void fs_evict_free(struct tcfs_fs *fs)
 	assert(e->stopped);
 	/* Every request is answered and every write committed: no put is in
 	 * flight, and the kernel holds no node. */
+	if (!fs->failed)
+		take_rewritten(fs);
 	if (e->npending && !fs->failed) {
 		tcfs_cas_settled(tcfs_store_cas(fs->store));
-		if (tcfs_ns_purge_unlinked(fs->store) == 0 &&
-		    tcfs_store_sync(fs->store) == 0)
-			free_pending(fs);
+		if (tcfs_ns_purge_unlinked(fs->store) == 0)
+			free_pending(fs, 1);
 	}
+	tcfs_cas_walk_end(e->walk);
+	tcfs_blobset_free(&e->pset);
 	free(e->pending);
+	free(e->in);
 	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->in_mu);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
 	fs->evict = NULL;

@@ -364,6 +364,8 @@ static int commit(struct tcfs_fs *fs, struct dirty *d)
 	if (rc == 0)
 		rc = tcfs_ns_set_content(fs->store, d->ino, &d->stored,
 					 d->last_write_ns);
+	if (rc == 0 && !tcfs_hash_equal(&n.blob, &d->stored.blob))
+		fs_evict_rewritten(fs, &n.blob);
 	if (rc == -ENOENT) {	/* removed, and forgotten: nothing to keep */
 		tcfs_cas_stage_abort(d->stage);
 		d->stage = NULL;
@@ -445,6 +447,26 @@ void fs_dirty_sweep(struct tcfs_fs *fs, double idle_s, int costly)
 void fs_files_flush_all(struct tcfs_fs *fs)
 {
 	commit_idle(fs, INT64_MAX, 1);
+}
+
+int fs_files_hold(struct tcfs_fs *fs, const struct tcfs_hash *h)
+{
+	struct fs_dirties *t = fs->dirties;
+	int yes = 0;
+
+	pthread_mutex_lock(&t->mu);
+	for (size_t b = 0; !yes && b < DIRTY_BUCKETS; b++)
+		for (struct dirty *d = t->bucket[b]; !yes && d; d = d->next) {
+			/* Busy: it may be storing h this moment. */
+			if (pthread_mutex_trylock(&d->mu) != 0) {
+				yes = 1;
+				break;
+			}
+			yes = !d->stage && tcfs_hash_equal(&d->stored.blob, h);
+			pthread_mutex_unlock(&d->mu);
+		}
+	pthread_mutex_unlock(&t->mu);
+	return yes;
 }
 
 int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,

@@ -224,6 +224,10 @@ int fs_files_size(struct tcfs_fs *fs, uint64_t ino, uint64_t *size,
 		  int64_t *mtime_ns);
 /* Commits ino's pending writes (before it is renamed, say). */
 int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
+/* 1 when blob h may be a file's stored writes that its row does not name
+ * yet (a commit to be tried again): no orphan.  Never waits for a
+ * file. */
+int fs_files_hold(struct tcfs_fs *fs, const struct tcfs_hash *h);
 
 
 /* damage.c: what an error from tcfs_cas_open_checked or _read_checked
@@ -375,6 +379,9 @@ void fs_evict_free(struct tcfs_fs *fs);
  * caches; *r as tcfs_prune_run fills it. */
 int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r);
+/* A file rewritten in place no longer names old: freed once no file
+ * does, after the put grace.  Never waits for the evictor. */
+void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old);
 
 /* redirect.c: -o redirect=NAME:DIR.  Adds one to *r (created on first
  * use; owned by the caller, fs_redirects_free): DIR made absolute from

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,10 @@
 #include "space.h"
 
 /* Blobs put lately, and when.  The row that names a blob is committed
- * after its put (a batch, a retry after a full disk), so a blob put in
- * the last minute is never freed (tcfs_cas_free), referenced or not. */
+ * after its put (a batch, a retry after a full disk), so a blob put
+ * within the put grace is never freed (tcfs_cas_free), referenced or
+ * not. */
 #define CAS_FRESH_N 4096
-#define CAS_FRESH_NS (60 * 1000000000LL)
 
 struct cas_fresh {
 	uint64_t h;	/* the hash's first 8 bytes */
@@ -953,7 +954,7 @@ int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	pthread_rwlock_wrlock(&cas->free_lock);
-	since = now_ns() - CAS_FRESH_NS;
+	since = now_ns() - TCFS_CAS_GRACE_NS;
 	for (size_t i = 0; i < CAS_FRESH_N; i++)
 		if (cas->fresh[i].h == k && cas->fresh[i].at_ns >= since)
 			goto out;
@@ -1005,43 +1006,138 @@ int tcfs_cas_seal(struct tcfs_cas *cas, const struct tcfs_hash *h)
 	return 0;
 }
 
-static int foreach_in(struct tcfs_cas *cas, const char *sub,
-		      int (*cb)(void *, const struct tcfs_cas_entry *),
-		      void *ctx)
-{
-	int fd = openat(cas->objfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+/* A walk of objects/: the top directory, and the fan-out dir in it being
+ * read (sub, NULL between two). */
+struct tcfs_cas_walk {
+	struct tcfs_cas *cas;
+	DIR *top;
+	DIR *sub;
+	char subname[256];
+	int done;
+};
 
+int tcfs_cas_walk_begin(struct tcfs_cas *cas, struct tcfs_cas_walk **out)
+{
+	struct tcfs_cas_walk *w = calloc(1, sizeof(*w));
+	/* Not a dup: two walks at once must not share one offset. */
+	int fd = openat(cas->objfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (!w || fd < 0) {
+		int rc = !w ? -ENOMEM : -errno;
+
+		free(w);
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	w->cas = cas;
+	w->top = fdopendir(fd);
+	if (!w->top) {
+		close(fd);
+		free(w);
+		return -errno;
+	}
+	*out = w;
+	return 0;
+}
+
+void tcfs_cas_walk_end(struct tcfs_cas_walk *w)
+{
+	if (!w)
+		return;
+	if (w->sub)
+		closedir(w->sub);
+	closedir(w->top);
+	free(w);
+}
+
+int tcfs_cas_walk_done(const struct tcfs_cas_walk *w)
+{
+	return w->done;
+}
+
+/* Opens the next fan-out dir into w->sub, or gives cb a stray file at
+ * the top (counted in *seen); sets w->done at the end. */
+static int walk_next_sub(struct tcfs_cas_walk *w,
+			 int (*cb)(void *, const struct tcfs_cas_entry *),
+			 void *ctx, size_t *seen)
+{
+	struct tcfs_cas *cas = w->cas;
+	struct dirent *de;
+	int fd;
+
+	do
+		de = readdir(w->top);
+	while (de && de->d_name[0] == '.');
+	if (!de) {
+		w->done = 1;
+		return 0;
+	}
+	snprintf(w->subname, sizeof(w->subname), "%s", de->d_name);
+	fd = openat(cas->objfd, w->subname,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+		struct tcfs_cas_entry e = { .relpath = w->subname };
+
+		(*seen)++;
+		return cb(ctx, &e);
+	}
 	if (fd < 0)
-		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, sub);
-	d = fdopendir(fd);
-	if (!d) {
+		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path,
+				      w->subname);
+	w->sub = fdopendir(fd);
+	if (!w->sub) {
 		close(fd);
 		return -errno;
 	}
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		struct tcfs_cas_entry e = { 0 };
-		struct tcfs_hash h;
-		char rel[512];
-		struct stat st;
+	return 0;
+}
 
-		if (de->d_name[0] == '.')
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-			continue;	/* removed meanwhile */
-		snprintf(rel, sizeof(rel), "%s/%s", sub, de->d_name);
-		e.relpath = rel;
-		e.size = (uint64_t)st.st_size;
-		e.mode = st.st_mode;
-		if (S_ISREG(st.st_mode) &&
-		    tcfs_hash_parse(de->d_name, &h) == 0 &&
-		    strncmp(de->d_name, sub, 2) == 0)
-			e.h = &h;
-		rc = cb(ctx, &e);
+/* Gives cb the next file of w->sub (counted in *seen); at its end,
+ * closes w->sub. */
+static int walk_next_file(struct tcfs_cas_walk *w,
+			  int (*cb)(void *, const struct tcfs_cas_entry *),
+			  void *ctx, size_t *seen)
+{
+	struct tcfs_cas_entry e = { 0 };
+	struct dirent *de;
+	struct tcfs_hash h;
+	char rel[512];
+	struct stat st;
+
+	do
+		de = readdir(w->sub);
+	while (de && de->d_name[0] == '.');
+	if (!de) {
+		closedir(w->sub);
+		w->sub = NULL;
+		return 0;
 	}
-	closedir(d);
+	(*seen)++;
+	if (fstatat(dirfd(w->sub), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;	/* removed meanwhile */
+	snprintf(rel, sizeof(rel), "%s/%s", w->subname, de->d_name);
+	e.relpath = rel;
+	e.size = (uint64_t)st.st_size;
+	e.mode = st.st_mode;
+	e.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+		     st.st_mtim.tv_nsec;
+	if (S_ISREG(st.st_mode) && tcfs_hash_parse(de->d_name, &h) == 0 &&
+	    strncmp(de->d_name, w->subname, 2) == 0)
+		e.h = &h;
+	return cb(ctx, &e);
+}
+
+int tcfs_cas_walk_step(struct tcfs_cas_walk *w, size_t max,
+		       int (*cb)(void *ctx, const struct tcfs_cas_entry *e),
+		       void *ctx)
+{
+	size_t seen = 0;
+	int rc = 0;
+
+	while (rc == 0 && seen < max && !w->done)
+		rc = w->sub ? walk_next_file(w, cb, ctx, &seen)
+			    : walk_next_sub(w, cb, ctx, &seen);
 	return rc;
 }
 
@@ -1049,30 +1145,13 @@ int tcfs_cas_foreach(struct tcfs_cas *cas,
 		     int (*cb)(void *ctx, const struct tcfs_cas_entry *e),
 		     void *ctx)
 {
-	int fd = dup(cas->objfd);
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+	struct tcfs_cas_walk *w;
+	int rc = tcfs_cas_walk_begin(cas, &w);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	rewinddir(d);
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		rc = foreach_in(cas, de->d_name, cb, ctx);
-		if (rc == -ENOTDIR) {	/* a stray file at the top */
-			struct tcfs_cas_entry e = { .relpath = de->d_name };
-
-			rc = cb(ctx, &e);
-		}
-	}
-	closedir(d);
+	if (rc < 0)
+		return rc;
+	rc = tcfs_cas_walk_step(w, SIZE_MAX, cb, ctx);
+	tcfs_cas_walk_end(w);
 	return rc;
 }
 

@@ -110,11 +110,16 @@ int tcfs_cas_verify(struct tcfs_cas *cas, const struct tcfs_hash *h);
 /* Deletes a blob; -ENOENT when it was not there. */
 int tcfs_cas_remove(struct tcfs_cas *cas, const struct tcfs_hash *h);
 
+/* The put grace: how long a blob put may wait for the row that will name
+ * it (a batch committed later, a retry after a full disk). */
+#define TCFS_CAS_GRACE_NS (60 * 1000000000LL)
+
 /* Deletes a blob no row names, for a writer that shares the store with
  * puts in flight (the mount): referenced says 1 when a row names h, 0
- * when none, or -errno.  A blob put in the last minute is kept,
- * referenced or not, for the row that will name it, and so is the empty
- * blob.  *freed gets the bytes freed (0 when kept or already gone). */
+ * when none, or -errno.  A blob this handle put within the grace is
+ * kept, referenced or not, for the row that will name it, and so is the
+ * empty blob.  *freed gets the bytes freed (0 when kept or already
+ * gone). */
 int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
 		  int (*referenced)(void *ctx, const struct tcfs_hash *h),
 		  void *ctx, uint64_t *freed);
@@ -141,13 +146,29 @@ struct tcfs_cas_entry {
 	const char *relpath;
 	uint64_t size;
 	unsigned mode;
+	int64_t mtime_ns;	/* a blob's: when its bytes were written */
 };
 
 /* Calls cb for every file under objects/; a non-zero return from cb stops
- * the walk and is returned. */
+ * the walk and is returned.  A symlink is a stray, never followed. */
 int tcfs_cas_foreach(struct tcfs_cas *cas,
 		     int (*cb)(void *ctx, const struct tcfs_cas_entry *e),
 		     void *ctx);
+
+/* The same walk in steps, for a caller that must let others in between
+ * (the mount's orphan sweep).  *out is owned by the caller:
+ * tcfs_cas_walk_end.  Files added or removed meanwhile may be seen or
+ * not. */
+struct tcfs_cas_walk;
+int tcfs_cas_walk_begin(struct tcfs_cas *cas, struct tcfs_cas_walk **out);
+/* Calls cb for up to max more files (and strays): 0, or cb's non-zero
+ * return, or -errno. */
+int tcfs_cas_walk_step(struct tcfs_cas_walk *w, size_t max,
+		       int (*cb)(void *ctx, const struct tcfs_cas_entry *e),
+		       void *ctx);
+/* Whether every file has been seen. */
+int tcfs_cas_walk_done(const struct tcfs_cas_walk *w);
+void tcfs_cas_walk_end(struct tcfs_cas_walk *w);
 
 /* Removes files left in staging/ by writers that died.  Only safe while the
  * caller holds the store's writer lock.  *count (optional) gets how many. */

@@ -8,6 +8,8 @@
 #include "store.h"
 
 static const char sql_ref[] = "SELECT 1 FROM nodes WHERE blob = ? LIMIT 1";
+static const char sql_live[] =
+	"SELECT 1 FROM nodes WHERE blob = ? AND parent > 0 LIMIT 1";
 
 struct gc_walk {
 	struct tcfs_store *s;
@@ -17,18 +19,29 @@ struct gc_walk {
 	struct tcfs_gc_result *res;
 };
 
-int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h)
+static int any_row(struct tcfs_store *s, const char *sql,
+		   const struct tcfs_hash *h)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	sqlite3_stmt *st;
 	int rc;
 
 	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_ref, "h", h);
+	rc = tcfs_db_row(db, &st, sql, "h", h);
 	if (rc == 1)
 		tcfs_db_reset(st);
 	tcfs_db_unlock(db);
 	return rc;
+}
+
+int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h)
+{
+	return any_row(s, sql_ref, h);
+}
+
+int tcfs_gc_live(struct tcfs_store *s, const struct tcfs_hash *h)
+{
+	return any_row(s, sql_live, h);
 }
 
 static int gc_one(void *ctx, const struct tcfs_cas_entry *e)

@@ -22,8 +22,12 @@ int tcfs_gc_run(struct tcfs_store *s, int dry_run,
 		void (*cb)(void *ctx, const char *relpath, uint64_t size),
 		void *ctx, struct tcfs_gc_result *res);
 
-/* 1 when some file references blob h, 0 when none does. */
+/* 1 when some file references blob h, 0 when none does, or -errno.  A
+ * file removed but kept for the mount (limbo, ns.h) counts. */
 struct tcfs_hash;
 int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h);
+/* The same for files in the tree only: 0 for a blob that only removed
+ * files name. */
+int tcfs_gc_live(struct tcfs_store *s, const struct tcfs_hash *h);
 
 #endif

@@ -24,8 +24,6 @@ static const char sql_tree[] =
 	"  UNION ALL SELECT n.ino FROM nodes n JOIN t ON n.parent = t.ino)"
 	" SELECT n.ino, n.kind, n.size, n.blob FROM nodes n JOIN t"
 	" ON n.ino = t.ino";
-static const char sql_live[] =
-	"SELECT 1 FROM nodes WHERE blob = ? AND parent > 0 LIMIT 1";
 static const char sql_evicted[] =
 	"INSERT OR REPLACE INTO evicted (key, name, time) VALUES (?, ?, ?)";
 static const char sql_count[] =
@@ -276,30 +274,26 @@ void tcfs_prune_report_free(struct tcfs_prune_report *r)
 static int keep_pending(struct tcfs_store *s, const struct tcfs_hash *h,
 			struct tcfs_prune_report *r)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
 	uint64_t size = 0;
-	sqlite3_stmt *st;
 	int rc;
 
 	if (tcfs_cas_stat(tcfs_store_cas(s), h, &size) < 0 || size == 0)
 		return 0;
-	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_live, "h", h);
-	if (rc == 1)
-		tcfs_db_reset(st);
-	tcfs_db_unlock(db);
+	rc = tcfs_gc_live(s, h);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	r->pending_bytes += size;
 	return push(&r->pending, &r->npending, &r->pcap, sizeof(*h), h);
 }
 
-/* Frees what d's removal left unnamed; the rest waits in r->pending. */
+/* Frees what d's removal left unnamed; the rest waits in r->pending.
+ * Only once the removal is committed: a deferred commit (the mount,
+ * db.h) that a kill -9 loses would bring back rows naming freed blobs. */
 static int free_done(struct tcfs_store *s, const struct tcfs_prune_done *d,
 		     struct tcfs_prune_report *r)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(s);
-	int rc = 0;
+	int rc = tcfs_store_sync(s);
 
 	for (size_t i = 0; rc == 0 && i < d->nblobs; i++) {
 		uint64_t got = 0;

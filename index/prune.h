@@ -76,7 +76,8 @@ void tcfs_prune_done_free(struct tcfs_prune_done *done);
 
 /* Frees those of blobs[] that no row names any more (cas.h:
  * tcfs_cas_free); *kept (optional) gets how many stayed named.  Adds
- * the bytes freed to *freed. */
+ * the bytes freed to *freed.  The caller has committed what unnamed
+ * them (tcfs_store_sync). */
 int tcfs_prune_free(struct tcfs_store *s, const struct tcfs_hash *blobs,
 		    size_t n, uint64_t *freed, size_t *kept);
 

@@ -87,6 +87,35 @@ static int count_entries(void *ctx, const struct tcfs_cas_entry *e)
 	return 0;
 }
 
+/* A walk in steps of one sees what foreach sees, two at once apart; a
+ * symlink at the top is a stray, not followed. */
+static void test_walk(struct tcfs_cas *cas, const char *dir)
+{
+	struct tcfs_cas_walk *a, *b;
+	char path[4096];
+	int n[2] = { 0, 0 }, m[2] = { 0, 0 }, steps = 0;
+
+	snprintf(path, sizeof(path), "%s/objects/ln", dir);
+	tap_eq(symlink("/", path), 0, "a symlink to / at the top of objects/");
+	tap_eq(tcfs_cas_walk_begin(cas, &a), 0, "begin one walk");
+	tap_eq(tcfs_cas_walk_begin(cas, &b), 0, "and another");
+	while (!tcfs_cas_walk_done(a) && steps < 1000) {
+		tcfs_cas_walk_step(a, 1, count_entries, n);
+		tcfs_cas_walk_step(b, 1, count_entries, m);
+		steps++;
+	}
+	while (!tcfs_cas_walk_done(b) && steps < 2000) {
+		tcfs_cas_walk_step(b, 1, count_entries, m);
+		steps++;
+	}
+	tap_eq(n[0], 4, "steps of one see the 4 blobs");
+	tap_eq(n[1], 2, "and the stray file and the symlink, as strays");
+	tap_ok(m[0] == 4 && m[1] == 2, "the other walk, meanwhile, the same");
+	tcfs_cas_walk_end(a);
+	tcfs_cas_walk_end(b);
+	unlink(path);
+}
+
 /* Stages live in memory while small (cas.c: 1 MiB each, 64 MiB in all),
  * in a file under staging/ past that; either way they read back and commit
  * as the bytes written. */
@@ -360,6 +389,7 @@ int main(void)
 	tcfs_cas_foreach(cas, count_entries, n);
 	tap_eq(n[0], 4, "foreach sees the 4 blobs");
 	tap_eq(n[1], 1, "and one stray file");
+	test_walk(cas, dir);
 
 	tap_eq(tcfs_cas_quarantine(cas, &h), 0, "quarantine a blob");
 	snprintf(path, sizeof(path), "%s/quarantine", dir);
