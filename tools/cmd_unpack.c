@@ -231,10 +231,6 @@ static int check_manifest(const struct unpack *u, const char *path)
 	return 0;
 }
 
-/* One staged file: a group file gets child paths into its destination
- * (MCV writes them relative), a kernel's metadata is counted.  A group
- * file naming anything but files of its own key dir is refused, as is
- * one that is a symlink (which the import would follow). */
 /* A staged group file (its bytes buf) made to name its children in the
  * destination, or refused. */
 static int fix_group(struct unpack *u, const char *path,
@@ -274,6 +270,11 @@ static int fix_group(struct unpack *u, const char *path,
 	return rc;
 }
 
+/* One staged file: a group file gets child paths into its destination
+ * (MCV writes them relative), a kernel's metadata is counted.  A group
+ * file naming anything but files of its own key dir is refused, as is
+ * one that is a symlink (which the import would follow) or one outside
+ * any key dir. */
 static struct unpack *walking;
 
 static int fix_file(const char *path, const struct stat *st, int flag,
@@ -287,12 +288,20 @@ static int fix_file(const char *path, const struct stat *st, int flag,
 	size_t len = 0;
 	int fd, rc = 0;
 
-	if ((flag != FTW_F && flag != FTW_SL) ||
-	    ftw->base <= (int)strlen(u->cache) + 1)
+	if (flag != FTW_F && flag != FTW_SL)
 		return 0;
 	art = tcfs_name_artifact(name);
 	if (art != TCFS_ART_GROUP && art != TCFS_ART_META)
 		return 0;
+	if (ftw->base <= (int)strlen(u->cache) + 1) {
+		/* At the cache's root: no kernel's; Triton reads none there. */
+		if (art == TCFS_ART_GROUP)
+			u->rc = u->rc ? u->rc
+				      : tcfs_err_set(-EPERM, "%s: %s: a group "
+						     "file outside any key dir; "
+						     "refused", u->src, shown);
+		return 0;
+	}
 	if (art == TCFS_ART_GROUP &&
 	    (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > TCFS_GROUP_MAX))
 		rc = tcfs_err_set(-EPERM, "%s: %s: a group file that is %s; "

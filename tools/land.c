@@ -29,53 +29,87 @@
 
 /* What this landing made, undone in reverse on an error. */
 struct made {
-	char path[PATH_MAX];	/* below dst */
-	ino_t ino;		/* what it was when made */
+	char rel[PATH_MAX];	/* below dst */
+	dev_t dev;		/* what it was when made */
+	ino_t ino;
 	int dir;
 };
 
 struct land {
 	const char *src, *dst;
 	int cachefd;		/* src's: staged links resolve beneath it */
+	int dstfd;		/* dst's: what is undone is reached beneath it */
 	int binary_only;	/* IR files stay behind */
 	struct land_stats *st;
 	struct made *made;
 	size_t nmade, cap;
 };
 
-static int remember(struct land *l, const char *rel, ino_t ino, int dir)
+static int remember(struct land *l, const char *rel, const struct stat *st,
+		    int dir)
 {
 	struct made *m = tcfs_vec_push(&l->made, &l->nmade, &l->cap,
 				       sizeof(*m));
 
 	if (!m)
 		return -ENOMEM;
-	if ((size_t)snprintf(m->path, sizeof(m->path), "%s/%s", l->dst, rel) >=
-	    sizeof(m->path)) {
-		l->nmade--;
-		return tcfs_err_set(-ENAMETOOLONG, "%s/%s: too long", l->dst,
-				    rel);
-	}
-	m->ino = ino;
+	snprintf(m->rel, sizeof(m->rel), "%s", rel);
+	m->dev = st->st_dev;
+	m->ino = st->st_ino;
 	m->dir = dir;
 	return 0;
 }
 
+static int is_made(const struct made *m, int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       st.st_dev == m->dev && st.st_ino == m->ino;
+}
+
+/* Removes file name of dirfd if it is still the one m made.  A writer's
+ * os.replace may land between a check and an unlink, so the file is
+ * first moved aside under a temp name (which the mount and Triton skip),
+ * checked there, and put back if it is not ours after all. */
+static void unmake_file(const struct made *m, int dirfd, const char *name)
+{
+	char tomb[64];
+
+	if (!is_made(m, dirfd, name) || tcfs_io_temp_name(tomb, sizeof(tomb)) ||
+	    renameat2(dirfd, name, dirfd, tomb, RENAME_NOREPLACE) < 0)
+		return;
+	if (is_made(m, dirfd, tomb) ||
+	    renameat2(dirfd, tomb, dirfd, name, RENAME_NOREPLACE) < 0)
+		unlinkat(dirfd, tomb, 0);	/* ours, or replaced since */
+}
+
 /* Removes what was made, each only while its path still holds the very
  * inode made there: a writer's file that replaced it stays, and so does
- * a dir a writer filled (rmdir refuses it). */
+ * a dir a writer filled (rmdir refuses it).  Each is reached beneath the
+ * mount without following a link. */
 static void undo(struct land *l)
 {
 	while (l->nmade) {
 		const struct made *m = &l->made[--l->nmade];
-		struct stat st;
+		const char *slash = strrchr(m->rel, '/');
+		const char *name = slash ? slash + 1 : m->rel;
+		char parent[PATH_MAX];
+		int pfd;
 
-		if (lstat(m->path, &st) < 0 || st.st_ino != m->ino)
+		snprintf(parent, sizeof(parent), "%.*s",
+			 slash ? (int)(slash - m->rel) : 0, m->rel);
+		pfd = parent[0] ? tcfs_io_open_beneath(l->dstfd, parent,
+						       O_RDONLY | O_DIRECTORY,
+						       1)
+				: dup(l->dstfd);
+		if (pfd < 0)
 			continue;
-		if (m->dir)
-			rmdir(m->path);
-		else
-			unlink(m->path);
+		if (!m->dir)
+			unmake_file(m, pfd, name);
+		else if (is_made(m, pfd, name))
+			unlinkat(pfd, name, AT_REMOVEDIR);
+		close(pfd);
 	}
 }
 
@@ -116,7 +150,7 @@ static int copy_file(struct land *l, int in, int dstfd, const char *name,
 	rc = out < 0 ? -errno : tcfs_io_write_all(out, buf, len);
 	free(buf);
 	if (rc == 0 && fstat(out, &st) < 0)
-		rc = -errno;
+		rc = -errno;	/* the inode it keeps once renamed */
 	if (out >= 0 && close(out) < 0 && rc == 0)
 		rc = -errno;
 	if (rc == 0 && renameat2(dstfd, tmp, dstfd, name, RENAME_NOREPLACE) < 0)
@@ -128,7 +162,7 @@ static int copy_file(struct land *l, int in, int dstfd, const char *name,
 	if (rc == 1)
 		return 1;
 	l->st->bytes += len;
-	return remember(l, rel, st.st_ino, 0);
+	return remember(l, rel, &st, 0);
 }
 
 /* The source of a staged file: the file, or what a link among the staged
@@ -172,7 +206,7 @@ static int land_subdir(struct land *l, int srcfd, int dstfd,
 	if (mkdirat(dstfd, name, 0755) == 0) {
 		rc = fstatat(dstfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0
 			     ? -errno
-			     : remember(l, rel, st.st_ino, 1);
+			     : remember(l, rel, &st, 1);
 	} else if (errno != EEXIST) {
 		rc = -errno;
 	}
@@ -257,24 +291,24 @@ static int land_dir(struct land *l, int srcfd, int dstfd, const char *rel,
 int land_tree(const char *src, const char *dst, int binary_only,
 	      struct land_stats *st)
 {
-	struct land l = { src, dst, -1, binary_only, st, NULL, 0, 0 };
-	int dstfd, rc = 0;
+	struct land l = { src, dst, -1, -1, binary_only, st, NULL, 0, 0 };
+	int rc = 0;
 
 	*st = (struct land_stats){ 0 };
 	l.cachefd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	dstfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (l.cachefd < 0 || dstfd < 0)
+	l.dstfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l.cachefd < 0 || l.dstfd < 0)
 		rc = tcfs_err_errno(-errno, "%s", l.cachefd < 0 ? src : dst);
 	if (rc == 0)
-		rc = land_dir(&l, l.cachefd, dstfd, "", 1);
+		rc = land_dir(&l, l.cachefd, l.dstfd, "", 1);
 	if (rc < 0) {
 		undo(&l);
 		*st = (struct land_stats){ 0 };
 	}
 	if (l.cachefd >= 0)
 		close(l.cachefd);
-	if (dstfd >= 0)
-		close(dstfd);
+	if (l.dstfd >= 0)
+		close(l.dstfd);
 	free(l.made);
 	return rc;
 }

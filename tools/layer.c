@@ -237,11 +237,13 @@ void layer_writer_abort(struct layer_writer *w)
 
 /* The entry's name made canonical in buf: "./" prefixes and a trailing
  * "/" dropped.  -EPERM (with a message) for an absolute path, a ".." or
- * "." component, an empty one or a name over 255 bytes; 1 for the layer
- * root itself (nothing to write). */
+ * "." component, an empty one, a name over 255 bytes or more than
+ * UNTAR_DEPTH_MAX of them; 1 for the layer root itself (nothing to
+ * write). */
 static int canon(const char *where, const char *name, char *buf, size_t len)
 {
 	const char *p = name;
+	int depth = 1;
 	size_t n;
 
 	while (p[0] == '.' && p[1] == '/')
@@ -258,10 +260,14 @@ static int canon(const char *where, const char *name, char *buf, size_t len)
 	memcpy(buf, p, n + 1);
 	while (n > 0 && buf[n - 1] == '/')
 		buf[--n] = '\0';
-	for (char *c = buf; *c;) {
+	for (char *c = buf; *c; depth++) {
 		char *end = strchrnul(c, '/');
 		size_t clen = (size_t)(end - c);
 
+		if (depth > UNTAR_DEPTH_MAX)
+			return tcfs_err_set(-ELOOP, "%s: entry '%.64s...' is "
+					    "nested over %d levels deep",
+					    where, name, UNTAR_DEPTH_MAX);
 		if (clen == 0 || (clen == 1 && c[0] == '.') ||
 		    (clen == 2 && c[0] == '.' && c[1] == '.'))
 			return tcfs_err_set(-EPERM, "%s: entry '%s' leaves or "
@@ -462,8 +468,12 @@ static int read_open(int fd, const char *where, struct archive **out)
 
 /* A layer's whiteouts apply to the layers below it only, never to its
  * own entries (the OCI image spec): so they are all applied, in a first
- * reading of the layer's headers, before any of its entries is written. */
-static int whiteouts_apply(int fd, const char *where, int stagefd)
+ * reading of the layer's headers, before any of its entries is written.
+ * That reading decompresses every entry to skip it, so each is charged
+ * to (a copy of) the budget first: a bomb stops here as it would when
+ * extracted. */
+static int whiteouts_apply(int fd, const char *where, int stagefd,
+			   uint64_t budget)
 {
 	struct archive *a;
 	struct archive_entry *e;
@@ -473,12 +483,21 @@ static int whiteouts_apply(int fd, const char *where, int stagefd)
 		char name[PATH_MAX];
 		const char *raw = archive_entry_pathname(e);
 
-		rc = raw ? canon(where, raw, name, sizeof(name)) : 0;
+		int wh = 0;
+
+		rc = untar_charge(where, e, &budget);
 		if (rc == 0 && raw)
-			rc = whiteout_of(where, name, base_of(name));
-		if (rc == 1)
+			rc = canon(where, raw, name, sizeof(name));
+		if (rc == 1) {	/* the layer's root */
+			rc = 0;
+			continue;
+		}
+		if (rc == 0 && raw)
+			wh = whiteout_of(where, name, base_of(name));
+		if (wh < 0)
+			rc = wh;
+		else if (wh == 1)
 			rc = whiteout(stagefd, where, name, base_of(name));
-		rc = rc > 0 ? 0 : rc;
 	}
 	if (rc == 0 && r != ARCHIVE_EOF)
 		rc = tcfs_err_set(-EBADMSG, "%s: %s", where,
@@ -499,7 +518,7 @@ int layer_extract(int fd, const char *where, const char *dir, int lower,
 		stagefd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (stagefd < 0)
 			return tcfs_err_errno(-errno, "%s", dir);
-		rc = whiteouts_apply(fd, where, stagefd);
+		rc = whiteouts_apply(fd, where, stagefd, *budget);
 		close(stagefd);
 	}
 	if (rc == 0)

@@ -228,7 +228,10 @@ static int digest_ok(const char *d)
 static int open_in(int dirfd, int no_links, const char *rel, const char *shown)
 {
 	struct stat st;
-	int fd = tcfs_io_open_beneath(dirfd, rel, O_RDONLY | O_NOCTTY,
+	/* O_NONBLOCK: a fifo planted there would block the open itself,
+	 * before its type is checked. */
+	int fd = tcfs_io_open_beneath(dirfd, rel,
+				      O_RDONLY | O_NOCTTY | O_NONBLOCK,
 				      no_links);
 
 	if (fd == -ELOOP || fd == -EXDEV)
@@ -361,10 +364,13 @@ static int oci_link_stays(const char *path, const char *target)
 }
 
 
-/* A name in an outer archive: relative, no "..", no empty component;
- * "./" prefixes dropped.  NULL when unsafe. */
+/* A name in an outer archive: relative, no "..", no empty component,
+ * at most UNTAR_DEPTH_MAX of them; "./" prefixes dropped.  NULL when
+ * unsafe. */
 static const char *safe_name(const char *name)
 {
+	int depth = 0;
+
 	while (name[0] == '.' && name[1] == '/')
 		name += 2;
 	if (!name[0] || name[0] == '/')
@@ -374,7 +380,7 @@ static const char *safe_name(const char *name)
 		size_t n = (size_t)(end - p);
 
 		if ((n == 2 && !memcmp(p, "..", 2)) || n > 255 ||
-		    (n == 0 && *end))
+		    (n == 0 && *end) || ++depth > UNTAR_DEPTH_MAX)
 			return NULL;
 		p = *end ? end + 1 : end;
 	}

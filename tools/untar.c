@@ -32,20 +32,19 @@ static int copy_data(const struct untar *u, struct archive *a,
 	}
 }
 
-/* Charges an entry's size to the budget before any of it is written:
- * its size, not the bytes stored, as a sparse file stores almost none
- * of a size that every later reader of it pays in full. */
-static int charge(const struct untar *u, struct archive_entry *e)
+int untar_charge(const char *where, struct archive_entry *e,
+		 uint64_t *budget)
 {
 	la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e)
 						       : 0;
+	uint64_t cost = (uint64_t)size + UNTAR_ENTRY_COST;
 
-	if (size < 0 || (uint64_t)size > *u->budget)
+	if (size < 0 || cost > *budget)
 		return tcfs_err_set(-EFBIG, "%s: entry '%s' expands past the "
 				    "limit on unpacked bytes (a "
-				    "decompression bomb?)", u->where,
+				    "decompression bomb?)", where,
 				    archive_entry_pathname(e));
-	*u->budget -= (uint64_t)size;
+	*budget -= cost;
 	return 0;
 }
 
@@ -91,7 +90,7 @@ int untar_run(const struct untar *u)
 			continue;
 		}
 		if (rc == 0)
-			rc = charge(u, e);
+			rc = untar_charge(u->where, e, u->budget);
 		if (rc == 0 && archive_write_header(w, e) != ARCHIVE_OK)
 			rc = tcfs_err_set(-EPERM, "%s: entry '%s': %s",
 					  u->where, archive_entry_pathname(e),

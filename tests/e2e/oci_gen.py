@@ -899,6 +899,35 @@ def k_docker_layer_chain(img, out):
                   [bytes_entry("manifest.json", oci_json(manifest))], f)
 
 
+def k_bomb_upper(img, out):
+    # The bomb in a second layer: read once for its whiteouts, then again.
+    img.add_layer([(tarinfo(in_key(img, "zeros.bin"), size=BOMB_SIZE),
+                    lambda: Zeros(BOMB_SIZE))])
+    img.write(out)
+
+
+def k_deep(img, out):
+    # A file 80 dirs down: past any cache's depth, and past what a
+    # recursive removal of the staging dir may be allowed.
+    path = MCV_CACHE + "/".join(["d"] * 80)
+    img.add(bytes_entry(path + "/f", b"deep\n"))
+    img.write(out)
+
+
+def k_fifo_blob(img, out):
+    # The layout's config blob is a FIFO: opening it would block.
+    img.write(out)
+    path = blob_path(out, img.config["digest"])
+    os.remove(path)
+    os.mkfifo(path)
+
+
+def k_group_at_root(img, out):
+    img.add(bytes_entry(MCV_CACHE + "__grp__x.json", go_json(
+        {"child_paths": {"x.cubin": "/etc/shadow"}}).encode()))
+    img.write(out)
+
+
 KINDS = {
     "dotdot": (k_dotdot, "an entry io.triton.cache/../../escape"),
     "absolute": (k_absolute, "an entry /etc/tcfs-escape"),
@@ -948,6 +977,11 @@ KINDS = {
     "docker-layer-chain": (k_docker_layer_chain,
                            "a docker-archive layer path through a link "
                            "chain to a host tar"),
+    "bomb-upper": (k_bomb_upper, "the bomb in a second layer"),
+    "deep": (k_deep, "a file 80 directories deep"),
+    "fifo-blob": (k_fifo_blob, "the layout's config blob is a FIFO"),
+    "group-at-root": (k_group_at_root,
+                      "a group file at the cache's root naming /etc/shadow"),
 }
 
 

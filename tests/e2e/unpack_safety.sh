@@ -70,6 +70,19 @@ tcfs import -q --store "$T_TMP/s-small" "$SMALL"
 check_eq "every other kernel is there" "$(kernels_of "$T_TMP/s-small")" \
 	"$(kernels_of "$T_TMP/s-layered")"
 
+# --- entries that hold no bytes still cost ----------------------------------
+# A small layer can hold millions of empty files (inodes, memory); each
+# entry counts a tar header's 512 bytes against --max-size.
+E0=$T_TMP/empties/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+mkdir -p "$E0"
+(cd "$E0" && seq 5000 | xargs touch)
+run python3 "$GEN" cache --variant compat "$T_TMP/empties" "$I-empties"
+tcfs unpack --store "$T_TMP/s-empties" --max-size 1M "$I-empties"
+check_rc "5000 empty files past --max-size 1M: refused" 1
+check_grep "... as a possible bomb" "limit on unpacked bytes" "$ERR"
+tcfs unpack --store "$T_TMP/s-empties" --max-size 4M "$I-empties"
+check_rc "... and taken within 4M" 0
+
 # --- links in a store: pack and unpack agree --------------------------------
 # A store holding links of every kind, made through a mount as a user would.
 SL=$T_TMP/s-links
