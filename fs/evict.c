@@ -112,8 +112,9 @@ struct fs_evict {
 	int64_t sweep_at_ns;	/* the next look */
 	size_t sweep_found;
 	uint64_t sweep_bytes;
-	pthread_mutex_t in_mu;	/* guards the three below; never held
-				 * with mu, so requests never wait for a
+	pthread_mutex_t in_mu;	/* guards the three below; taken inside
+				 * mu by the evictor only, and alone by
+				 * requests, so they never wait for a
 				 * pass */
 	struct rewritten *in;
 	size_t nin, incap;
@@ -260,6 +261,14 @@ static void release(void *ctx)
 	fs_probe_unlock(((struct pass *)ctx)->fs);
 }
 
+/* A file's stored writes that its row does not name yet (a commit
+ * failed, to be tried again) are no orphan: every blob the evictor
+ * frees is asked here (prune.h's held), whatever made it free. */
+static int held_by_files(void *ctx, const struct tcfs_hash *h)
+{
+	return fs_files_hold(((struct pass *)ctx)->fs, h);
+}
+
 /* A prune asked for: every kernel chosen, each alone with the probes. */
 static int take(void *ctx, const struct tcfs_prune_victim *v)
 {
@@ -372,13 +381,13 @@ static int still_pending(struct tcfs_fs *fs, struct pending *p, int64_t now,
 {
 	int due = p->not_before_ns <= now ||
 		  (final && p->why == PEND_REWRITTEN);
+	struct pass pass = { .fs = fs };
+	struct tcfs_prune_hooks keeper = { .held = held_by_files,
+					   .ctx = &pass };
 	uint64_t got = 0, size;
 
-	/* A file's stored writes that its row does not name yet (a commit
-	 * failed, to be tried again) are no orphan. */
-	if (due && fs_files_hold(fs, &p->h))
-		return 1;
-	if (due && tcfs_prune_free(fs->store, &p->h, 1, &got, NULL) == 0 &&
+	if (due && tcfs_prune_free(fs->store, &p->h, 1, &keeper, &got,
+				   NULL) == 0 &&
 	    got) {
 		if (p->why == PEND_EVICTED)
 			*evicted += got;
@@ -422,7 +431,8 @@ int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r)
 {
 	struct pass p = { fs, { 0 }, 0, r };
-	struct tcfs_prune_hooks hooks = { take, release, removed, &p };
+	struct tcfs_prune_hooks hooks = { take, release, removed,
+					  held_by_files, &p };
 	struct fs_evict *e = fs->evict;
 	int rc;
 
@@ -500,7 +510,8 @@ static void evict_pass(struct tcfs_fs *fs, int64_t limit)
 	struct tcfs_prune_victim *v = NULL;
 	struct tcfs_prune_report r;
 	struct pass p = { fs, { 0 }, 0, &r };
-	struct tcfs_prune_hooks hooks = { want, release, removed, &p };
+	struct tcfs_prune_hooks hooks = { want, release, removed,
+					  held_by_files, &p };
 	int64_t now = stored(fs);
 	uint64_t freed;
 	size_t n = 0;

@@ -237,22 +237,35 @@ int tcfs_prune_remove(struct tcfs_store *s, const struct tcfs_prune_victim *v,
 	return rc;
 }
 
+/* Whether blob h must stay: a row names it, or the caller holds it.
+ * The one rule every free of a prune or the mount's evictor goes by. */
+struct keeper {
+	struct tcfs_store *s;
+	const struct tcfs_prune_hooks *hooks;
+};
+
 static int referenced(void *ctx, const struct tcfs_hash *h)
 {
-	return tcfs_gc_referenced(ctx, h);
+	const struct keeper *k = ctx;
+
+	if (k->hooks && k->hooks->held && k->hooks->held(k->hooks->ctx, h))
+		return 1;
+	return tcfs_gc_referenced(k->s, h);
 }
 
 int tcfs_prune_free(struct tcfs_store *s, const struct tcfs_hash *blobs,
-		    size_t n, uint64_t *freed, size_t *kept)
+		    size_t n, const struct tcfs_prune_hooks *hooks,
+		    uint64_t *freed, size_t *kept)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(s);
+	struct keeper keep = { s, hooks };
 	size_t k = 0;
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		uint64_t got = 0;
 
-		rc = tcfs_cas_free(cas, &blobs[i], referenced, s, &got);
+		rc = tcfs_cas_free(cas, &blobs[i], referenced, &keep, &got);
 		*freed += got;
 		k += rc == 0 && got == 0;
 	}
@@ -290,15 +303,17 @@ static int keep_pending(struct tcfs_store *s, const struct tcfs_hash *h,
  * Only once the removal is committed: a deferred commit (the mount,
  * db.h) that a kill -9 loses would bring back rows naming freed blobs. */
 static int free_done(struct tcfs_store *s, const struct tcfs_prune_done *d,
+		     const struct tcfs_prune_hooks *hooks,
 		     struct tcfs_prune_report *r)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(s);
+	struct keeper keep = { s, hooks };
 	int rc = tcfs_store_sync(s);
 
 	for (size_t i = 0; rc == 0 && i < d->nblobs; i++) {
 		uint64_t got = 0;
 
-		rc = tcfs_cas_free(cas, &d->blobs[i], referenced, s, &got);
+		rc = tcfs_cas_free(cas, &d->blobs[i], referenced, &keep, &got);
 		r->freed_bytes += got;
 		if (rc == 0 && got == 0)
 			rc = keep_pending(s, &d->blobs[i], r);
@@ -353,7 +368,7 @@ int tcfs_prune_run(struct tcfs_store *s,
 		r->bytes += d.bytes;
 		rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(*v), v);
 		if (rc == 0)
-			rc = free_done(s, &d, r);
+			rc = free_done(s, &d, hooks, r);
 		tcfs_prune_done_free(&d);
 	}
 	return rc;

@@ -74,14 +74,17 @@ int tcfs_prune_remove(struct tcfs_store *s, const struct tcfs_prune_victim *v,
 		      enum tcfs_prune_how how, struct tcfs_prune_done *done);
 void tcfs_prune_done_free(struct tcfs_prune_done *done);
 
-/* Frees those of blobs[] that no row names any more (cas.h:
- * tcfs_cas_free); *kept (optional) gets how many stayed named.  Adds
- * the bytes freed to *freed.  The caller has committed what unnamed
- * them (tcfs_store_sync). */
+/* Frees those of blobs[] that no row names any more and that hooks (may
+ * be NULL) does not hold (cas.h: tcfs_cas_free); *kept (optional) gets
+ * how many stayed.  Adds the bytes freed to *freed.  The caller has
+ * committed what unnamed them (tcfs_store_sync). */
+struct tcfs_prune_hooks;
 int tcfs_prune_free(struct tcfs_store *s, const struct tcfs_hash *blobs,
-		    size_t n, uint64_t *freed, size_t *kept);
+		    size_t n, const struct tcfs_prune_hooks *hooks,
+		    uint64_t *freed, size_t *kept);
 
-/* How tcfs_prune_run asks its caller (all optional). */
+/* How tcfs_prune_run and tcfs_prune_free ask their caller (all
+ * optional). */
 struct tcfs_prune_hooks {
 	/* 1: take v; 0: skip it (the mount: a process holds its files);
 	 * negative: stop before it. */
@@ -91,6 +94,10 @@ struct tcfs_prune_hooks {
 	/* v is out of the tree (committed); its blobs are freed next. */
 	void (*removed)(void *ctx, const struct tcfs_prune_victim *v,
 			const struct tcfs_prune_done *d);
+	/* 1 when the caller holds blob h though no row names it (the
+	 * mount: a file's writes stored, its row's commit to be tried
+	 * again): never freed then, whatever its age. */
+	int (*held)(void *ctx, const struct tcfs_hash *h);
 	void *ctx;
 };
 
