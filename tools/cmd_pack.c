@@ -26,10 +26,10 @@
 #include "index/store.h"
 #include "index/vec.h"
 #include "index/walk.h"
-#include "layer.h"
-#include "mcv.h"
-#include "oci.h"
-#include "strset.h"
+#include "oci/layer.h"
+#include "oci/mcv.h"
+#include "oci/oci.h"
+#include "oci/strset.h"
 
 /* What the base image of --base is allowed to expand to while read. */
 #define BASE_MAX (64ull << 30)

@@ -22,7 +22,6 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "gpu.h"
 #include "import.h"
 #include "index/config.h"
 #include "index/err.h"
@@ -31,10 +30,11 @@
 #include "index/kernel.h"
 #include "index/name.h"
 #include "index/store.h"
-#include "land.h"
-#include "layer.h"
-#include "mcv.h"
-#include "oci.h"
+#include "oci/gpu.h"
+#include "oci/land.h"
+#include "oci/layer.h"
+#include "oci/mcv.h"
+#include "oci/oci.h"
 
 /* Unpacked bytes an image may expand to, by default: a hundred times
  * its compressed size (a cache compresses 3 to 10 times), at least 1 GiB.
