@@ -3,7 +3,8 @@
 # option a --help lists is in the man page and the bash completion; options
 # may follow operands and "--" ends them; -n is --name wherever it is taken
 # (gc's dry run is --dry-run only); usage errors name the command; config
-# lists every setting; a missing store says what creates one.
+# lists every setting; a missing store says what creates one; stats with no
+# probes says so.
 . "$(dirname "$0")/lib.sh"
 
 SRC_ROOT=${SRC_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -217,4 +218,14 @@ for c in config info stats; do
 	fi
 done
 
+# --- stats with no probes --------------------------------------------------------
+
+tcfs stats --store "$S"
+if [ "$RC" = 0 ] && grep -q "^kernel probes    no probes yet$" "$OUT" &&
+	! grep -q "hit rate" "$OUT"; then
+	ok "stats with no probes says 'no probes yet', no hit rate"
+else
+	not_ok "stats with no probes says 'no probes yet', no hit rate"
+	show_run
+fi
 diag "$NKERNELS kernels in the small fixture"
