@@ -14,7 +14,6 @@
 
 #include "index/err.h"
 #include "index/json.h"
-#include "index/kernel.h"
 #include "index/report.h"
 #include "index/store.h"
 #include "index/utf8.h"
