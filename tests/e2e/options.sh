@@ -136,8 +136,8 @@ fi
 # --- -n is --name; gc's dry run is --dry-run only -------------------------------
 
 for c in list export pack prune; do
-	"$TCFS" "$c" --help | grep -Eq '^  -n, --name GLOB ' &&
-		ok "tcfs $c: -n is --name" || not_ok "tcfs $c: -n is --name"
+	"$TCFS" "$c" --help >"$OUT"
+	check_grep "tcfs $c: -n is --name" '^  -n, --name GLOB ' "$OUT"
 done
 tcfs list -n "$NAME" --json --store "$S"
 check_eq "list -n NAME selects by name" "$NAME" \
