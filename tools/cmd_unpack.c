@@ -73,7 +73,8 @@ static const struct opt_cmd cmd = {
 	"against the GPUs here (nvidia-smi, rocminfo).  While the store is\n"
 	"mounted the kernels land through the mount, in its views at once,\n"
 	"never replacing what Triton's writers land meanwhile.  Each kernel\n"
-	"lands whole; a failed unpack leaves the store as it was.\n",
+	"lands whole; a failed unpack leaves the store as it was.  The store is\n"
+	"created if missing.\n",
 	NULL,
 	"Exit status: 0 unpacked, 1 not (see the errors; the store is as it\n"
 	"was), 2 usage error.\n",
