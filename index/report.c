@@ -265,9 +265,14 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 	fprintf(out, "cache directory  %s\n", st->mount[0] ? st->mount
 						     : "(not mounted)");
 	fprintf(out, "store            %s\n", tcfs_store_path(s));
-	fprintf(out, "kernel probes    %llu hits, %llu misses, hit rate %.1f%%\n",
-	       (unsigned long long)st->hits, (unsigned long long)st->misses,
-	       100 * rate(st->hits, st->misses));
+	/* No probe, no rate: 0.0% would read as a cold cache. */
+	if (st->hits + st->misses == 0)
+		fprintf(out, "kernel probes    no probes yet\n");
+	else
+		fprintf(out, "kernel probes    %llu hits, %llu misses, hit rate "
+			"%.1f%%\n", (unsigned long long)st->hits,
+			(unsigned long long)st->misses,
+			100 * rate(st->hits, st->misses));
 	fprintf(out, "module probes    %llu hits, %llu misses\n",
 	       (unsigned long long)st->mod_hits,
 	       (unsigned long long)st->mod_misses);

@@ -2,7 +2,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <libmount.h>
 #include <limits.h>
 #include <stdint.h>
@@ -15,7 +14,6 @@
 
 #include "index/err.h"
 #include "index/json.h"
-#include "index/kernel.h"
 #include "index/report.h"
 #include "index/store.h"
 #include "index/utf8.h"
@@ -76,36 +74,40 @@ double cli_parse_wait(const char *arg)
 	return v;
 }
 
-int cli_common_opt(const char *cmd, const char *help, int c,
-		   struct cli_common *co, int *code)
+const char *cli_opt_seconds(void *value, const char *arg)
 {
-	switch (c) {
-	case 's':
-		co->store.dir = optarg;
-		return 1;
-	case 'w':
-		co->store.wait_s = cli_parse_wait(optarg);
-		if (co->store.wait_s >= 0)
-			return 1;
-		*code = cli_usage_err(cmd, "--wait: '%s' is not a number of "
-				      "seconds", optarg);
-		return -1;
-	case 'j':
-		co->json = 1;
-		return 1;
-	case 'S':
-		co->since_ns = cli_parse_since(optarg);
-		if (co->since_ns >= 0)
-			return 1;
-		*code = cli_usage_err(cmd, "--since: cannot read '%s'", optarg);
-		return -1;
-	case 'h':
-		fputs(help, stdout);
-		*code = CLI_OK;
-		return -1;
-	default:
-		return 0;
-	}
+	double v = cli_parse_wait(arg);
+
+	if (v < 0)
+		return "not a number of seconds";
+	*(double *)value = v;
+	return NULL;
+}
+
+const char *cli_opt_time(void *value, const char *arg)
+{
+	int64_t v = cli_parse_since(arg);
+
+	if (v < 0)
+		return "not a time (90s, 30m, 2h, 7d, YYYY-MM-DD[ HH:MM[:SS]], "
+		       "@SECONDS)";
+	*(int64_t *)value = v;
+	return NULL;
+}
+
+const char *cli_opt_count(void *value, const char *arg)
+{
+	return cli_parse_count(arg, value) < 0 ? "not a count" : NULL;
+}
+
+/* Whether dir holds a store: what a missing one is told from. */
+static int store_there(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/index.db", dir);
+	return stat(path, &st) == 0;
 }
 
 int cli_open_store(const char *cmd, const struct cli_store_opts *o,
@@ -130,6 +132,12 @@ int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 	so.writer = writer;
 	so.wait_s = o->wait_s;
 	rc = tcfs_store_open(&so, out);
+	if (rc == -ENOENT && !create && !store_there(dir)) {
+		tcfs_err_clear();
+		cli_err(cmd, "%s: no tcfs store here: tcfs mount or tcfs import "
+			"creates one", dir);
+		return CLI_FAIL;
+	}
 	if (rc < 0) {
 		cli_lib_err(cmd, rc, dir);
 		return CLI_FAIL;
@@ -174,22 +182,6 @@ void cli_mount_sync(struct tcfs_store *s, char *mount)
 const char *cli_time(int64_t ns, char *buf, size_t len)
 {
 	return tcfs_report_time(ns, buf, len);
-}
-
-int cli_filter_opt(int c, struct tcfs_kernel_filter *f)
-{
-	switch (c) {
-	case 'n':
-		f->name = optarg;
-		return 1;
-	case 'b':
-		f->backend = optarg;
-		return 1;
-	case 'a':
-		f->arch = optarg;
-		return 1;
-	}
-	return 0;
 }
 
 int cli_parse_count(const char *arg, uint64_t *out)

@@ -1,6 +1,6 @@
 /*
- * cli: what every tcfs subcommand shares: exit codes, error lines, opening
- * the store, human sizes, JSON output.
+ * cli: what every tcfs subcommand shares: exit codes, error lines, the
+ * common options, opening the store, human sizes, JSON output.
  */
 #ifndef TCFS_CLI_H
 #define TCFS_CLI_H
@@ -11,6 +11,7 @@
 
 #include "index/store.h"
 #include "index/utf8.h"
+#include "opt.h"
 
 struct tcfs_store;
 
@@ -26,7 +27,7 @@ struct cli_store_opts {
 	double wait_s;		/* --wait */
 };
 
-/* What most commands take: -s/--store, -w/--wait, --json, -h/--help. */
+/* What most commands take: --store, --wait (writers), --json, --since. */
 struct cli_common {
 	struct cli_store_opts store;
 	int json;
@@ -34,34 +35,40 @@ struct cli_common {
 };
 
 #define CLI_COMMON_INIT { { NULL, TCFS_STORE_WAIT_S }, 0, 0 }
-/* --since T, for a command's getopt_long table (handled by
- * cli_common_opt like the others). */
-#define CLI_SINCE_LONGOPT { "since", required_argument, NULL, 'S' }
-/* For a command's getopt_long table. */
-#define CLI_COMMON_LONGOPTS                                                  \
-	{ "store", required_argument, NULL, 's' },                           \
-	{ "wait", required_argument, NULL, 'w' },                            \
-	{ "json", no_argument, NULL, 'j' },                                  \
-	{ "help", no_argument, NULL, 'h' }
-#define CLI_COMMON_SHORTOPTS "s:w:h"
 
-/* The kernel filters (--name GLOB, --backend B, --arch A) of the commands
- * that select kernels: for the getopt_long table, and its short options
- * (for the optstring: the options have no long-only form). */
-#define CLI_FILTER_LONGOPTS                                                  \
-	{ "name", required_argument, NULL, 'n' },                            \
-	{ "backend", required_argument, NULL, 'b' },                         \
-	{ "arch", required_argument, NULL, 'a' }
-#define CLI_FILTER_SHORTOPTS "n:b:a:"
-struct tcfs_kernel_filter;
-/* Takes a filter option into *f: 1 when c was one, 0 when not. */
-int cli_filter_opt(int c, struct tcfs_kernel_filter *f);
+/* The shared fragments of the commands' option tables (opt.h), each
+ * option written here once.  Every command ends its table with
+ * CLI_OPTS_COMMON: --store, --json (its help says what the JSON holds)
+ * and --help. */
+#define CLI_OPTS_COMMON(co, json_help)                                       \
+	CLI_OPT_STORE(co), OPT_FLAG(0, "json", &(co)->json, json_help),      \
+	OPT_HELP()
+#define CLI_OPT_STORE(co)                                                    \
+	OPT_STRING('s', "store", "DIR", &(co)->store.dir,                    \
+		   "the store (default: $TCFS_STORE, else "                  \
+		   "$XDG_DATA_HOME/tcfs, else ~/.local/share/tcfs)")
+/* The commands that write the store: how long to wait for its lock. */
+#define CLI_OPT_WAIT(co)                                                     \
+	OPT_FN('w', "wait", "SECS", &(co)->store.wait_s, cli_opt_seconds,    \
+	       "wait this long for another writer (default 10)")
+#define CLI_OPT_SINCE(co, help)                                              \
+	OPT_FN(0, "since", "T", &(co)->since_ns, cli_opt_time, help)
+#define CLI_OPT_QUIET(q) OPT_FLAG('q', "quiet", q, "print nothing but errors")
+/* The kernel filters of the commands that select kernels. */
+#define CLI_OPTS_FILTER(f)                                                   \
+	OPT_STRING('n', "name", "GLOB", &(f)->name,                          \
+		   "kernels whose name matches GLOB"),                       \
+	OPT_STRING('b', "backend", "NAME", &(f)->backend,                    \
+		   "kernels for this backend (cuda, hip, ...)"),             \
+	OPT_STRING('a', "arch", "ARCH", &(f)->arch,                          \
+		   "kernels for this arch (90, sm90, gfx942, ...)")
 
-/* Takes one of the shared options: returns 1 when c was one, 0 when it is
- * the command's own, and -1 when the command is to exit with *code (after
- * --help, or a bad --wait). */
-int cli_common_opt(const char *cmd, const char *help, int c,
-		   struct cli_common *co, int *code);
+/* opt_fn parsers (opt.h) for the tables.  seconds: a double >= 0 (as
+ * --wait); time: an int64_t, as cli_parse_since; count: a uint64_t, as
+ * cli_parse_count. */
+const char *cli_opt_seconds(void *value, const char *arg);
+const char *cli_opt_time(void *value, const char *arg);
+const char *cli_opt_count(void *value, const char *arg);
 
 /* "tcfs CMD: MESSAGE" on stderr, the message made printable
  * (tcfs_utf8_printable): it may name anything a cache holds. */

@@ -1,7 +1,6 @@
 /*
  * tcfs config: the store's settings, shown and set (index/config.h).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,29 +10,42 @@
 #include "index/err.h"
 #include "index/store.h"
 
-static const char *const help =
-	"Usage: tcfs config [OPTIONS] [KEY [VALUE]]\n"
-	"\n"
+static void settings(FILE *f);
+
+static const struct opt_cmd cmd = {
+	"config", "[KEY [VALUE]]", 0, 2, "",
 	"Shows or sets the store's settings.  With no KEY, lists them all with\n"
 	"their values; with KEY, prints its value; with KEY VALUE, sets it.  A\n"
-	"mounted store takes a new value within seconds, no remount needed.\n"
-	"\n"
-	"Settings:\n"
-	"  log-max-events N  probe events the log keeps (default 1000000),\n"
-	"                    and counts kept per user of names never there;\n"
-	"                    older ones go, and tcfs stats counts them still\n"
-	"  log-max-age T     how long the log keeps an event (default 30d):\n"
-	"                    90s, 30m, 12h, 7d\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import)\n"
-	"      --unset       put KEY back to its default\n"
-	"      --json        print {KEY: {value, default, set}} (values in\n"
-	"                    events or seconds)\n"
-	"  -h, --help        show this help\n"
-	"\n"
-	"Exit status: 0 success, 1 error, 2 usage error (an unknown setting, a\n"
-	"bad value).\n";
+	"mounted store takes a new value within seconds, no remount needed.\n",
+	settings,
+	"Exit status: 0 success, 1 error (no store: tcfs mount or tcfs import\n"
+	"creates one), 2 usage error (an unknown setting, a bad value).\n",
+};
+
+/* The settings, from the table that defines them (config.h). */
+static void settings(FILE *f)
+{
+	static const char *const unit[] = {
+		[TCFS_CONFIG_COUNT] = "N",
+		[TCFS_CONFIG_SECONDS] = "T",
+		[TCFS_CONFIG_BYTES] = "SIZE",
+	};
+
+	fputs("\nSettings:\n", f);
+	for (const struct tcfs_config_key *k = tcfs_config_keys; k->name; k++) {
+		char help[512], d[32];
+		int len = fprintf(f, "  %s %s", k->name, unit[k->unit]);
+
+		snprintf(help, sizeof(help), "%s (default %s)", k->help,
+			 tcfs_config_show(k, k->def, d, sizeof(d)));
+		if (len + 2 > 24) {
+			fputc('\n', f);
+			len = 0;
+		}
+		fprintf(f, "%*s", 24 - len, "");
+		opt_wrap(f, help, 24, 24);
+	}
+}
 
 static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 		int json)
@@ -73,58 +85,53 @@ static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 	return json ? cli_print_json(o) : CLI_OK;
 }
 
+/* Sets (or with unset, unsets) k; with neither, shows k, or every
+ * setting when k is NULL. */
+static int run(const struct cli_common *co, const struct tcfs_config_key *k,
+	       int unset, const char *value_arg, int64_t value)
+{
+	struct tcfs_store *s;
+	int rc = 0;
+
+	if (cli_open_store("config", &co->store, 0, 0, &s) != CLI_OK)
+		return CLI_FAIL;
+	if (unset)
+		rc = tcfs_config_unset(s, k->name);
+	else if (value_arg)
+		rc = tcfs_config_set(s, k->name, value);
+	if (rc < 0)
+		cli_lib_err("config", rc, tcfs_store_path(s));
+	else
+		rc = unset || value_arg ? CLI_OK : show(s, k, co->json);
+	tcfs_store_close(s);
+	return rc < 0 ? CLI_FAIL : rc;
+}
+
 int cmd_config(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "unset", no_argument, NULL, 'U' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	const struct tcfs_config_key *k = NULL;
 	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_store *s;
-	int c, unset = 0, rc;
+	const struct tcfs_config_key *k = NULL;
+	int unset = 0, n, rc;
 	int64_t value = 0;
+	char **args;
+	struct opt opts[] = {
+		OPT_FLAG(0, "unset", &unset, "put KEY back to its default"),
+		CLI_OPTS_COMMON(&co, "print {KEY: {value, default, set}} (values "
+				"in events, seconds or bytes)"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS, opts,
-				NULL)) != -1) {
-		switch (cli_common_opt("config", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		if (c != 'U')
-			return cli_usage_err("config", "bad option");
-		unset = 1;
-	}
-	if (argc - optind > 2)
-		return cli_usage_err("config", "unexpected argument '%s'",
-				     argv[optind + 2]);
-	if (optind < argc && !(k = tcfs_config_find(argv[optind])))
-		return cli_usage_err("config", "'%s' is no setting",
-				     argv[optind]);
-	if (unset && (!k || argc - optind != 1))
+	n = opt_parse(&cmd, opts, argc, argv, &args, &rc);
+	if (n < 0)
+		return rc;
+	if (n > 0 && !(k = tcfs_config_find(args[0])))
+		return cli_usage_err("config", "'%s' is no setting", args[0]);
+	if (unset && n != 1)
 		return cli_usage_err("config", "--unset takes one KEY");
-	if (argc - optind == 2 &&
-	    tcfs_config_parse(k, argv[optind + 1], &value) < 0) {
+	if (n == 2 && tcfs_config_parse(k, args[1], &value) < 0) {
 		rc = cli_usage_err("config", "%s", tcfs_err_msg());
 		tcfs_err_clear();
 		return rc;
 	}
-	if (cli_open_store("config", &co.store, 0, 0, &s) != CLI_OK)
-		return CLI_FAIL;
-	rc = 0;
-	if (unset)
-		rc = tcfs_config_unset(s, k->name);
-	else if (argc - optind == 2)
-		rc = tcfs_config_set(s, k->name, value);
-	if (rc < 0) {
-		cli_lib_err("config", rc, tcfs_store_path(s));
-		tcfs_store_close(s);
-		return CLI_FAIL;
-	}
-	rc = unset || argc - optind == 2 ? CLI_OK : show(s, k, co.json);
-	tcfs_store_close(s);
-	return rc;
+	return run(&co, k, unset, n == 2 ? args[1] : NULL, value);
 }

@@ -10,7 +10,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +41,8 @@ struct export {
 	int depth;
 };
 
-static const char *const help =
-	"Usage: tcfs export [OPTIONS] DEST\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"export", "DEST", 1, 1, "no destination given",
 	"Writes the store (or the kernels the filters select) to DEST as a\n"
 	"plain Triton cache that real Triton uses: every file byte for byte,\n"
 	"except group files, whose child paths point into DEST.  DEST is\n"
@@ -53,27 +51,11 @@ static const char *const help =
 	"there that is one is refused, naming it.  setuid, setgid, sticky and\n"
 	"world-writable bits are not exported.\n"
 	"Without filters everything is exported, module (.so) and autotune\n"
-	"dirs included; with filters only the kernels that match all of them.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR      the store (default as for tcfs import)\n"
-	"  -n, --name GLOB      kernels whose name matches GLOB\n"
-	"  -b, --backend NAME   kernels for this backend (cuda, hip, ...)\n"
-	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
-	"      --binary-only    leave IR files (.ttir .ttgir .llir .ptx\n"
-	"                       .amdgcn) out, and out of the group files\n"
-	"      --flat           instead, per kernel DEST/NAME.json and its\n"
-	"                       binary (NAME.hsaco or NAME.cubin), byte for\n"
-	"                       byte, as AMD aiter's redirect and tcfs mount\n"
-	"                       -o redirect=NAME:DEST read them; a name that\n"
-	"                       several selected kernels share goes to\n"
-	"                       DEST/KEY/NAME.* for each (none at the top)\n"
-	"      --json           print the summary as JSON\n"
-	"  -q, --quiet          print nothing but errors\n"
-	"  -h, --help           show this help\n"
-	"\n"
+	"dirs included; with filters only the kernels that match all of them.\n",
+	NULL,
 	"Exit status: 0 all exported, 1 something was not (a damaged blob,\n"
-	"an I/O error: see the errors), 2 usage error.\n";
+	"an I/O error: see the errors), 2 usage error.\n",
+};
 
 /* A DEST entry that is a symlink is never written through or replaced:
  * whoever planted it meant export to write elsewhere. */
@@ -275,61 +257,18 @@ static int print_summary(const struct export *ex, int json)
 	return CLI_OK;
 }
 
-int cmd_export(int argc, char **argv)
+/* Exports what f selects (all when NULL) into dest. */
+static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
+	       enum tcfs_group_filter filter, int quiet, const char *dest)
 {
-	static const struct option opts[] = {
-		CLI_FILTER_LONGOPTS,
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "binary-only", no_argument, NULL, 'B' },
-		{ "flat", no_argument, NULL, 'F' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_kernel_filter f = { 0 };
-	struct export ex = { 0 };
+	struct export ex = { .filter = filter };
 	struct tcfs_node *top = NULL;
 	size_t ntop = 0;
-	int c, quiet = 0, filtered = 0, flat = 0, destfd, rc;
+	int destfd, rc;
 
-	while ((c = getopt_long(argc, argv,
-				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS "q",
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("export", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		if (cli_filter_opt(c, &f)) {
-			filtered = 1;
-			continue;
-		}
-		switch (c) {
-		case 'q':
-			quiet = 1;
-			break;
-		case 'B':
-			ex.filter = TCFS_GROUP_BINARY_ONLY;
-			break;
-		case 'F':
-			flat = 1;
-			break;
-		default:
-			return cli_usage_err("export", "bad option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_err("export", optind >= argc
-						       ? "no destination given"
-						       : "one destination only");
-	if (flat)
-		return export_flat_run(&co, filtered ? &f : NULL, ex.filter,
-				       quiet, argv[optind]);
-	rc = tcfs_io_mkdirs(argv[optind]);
-	if (rc < 0 || !realpath(argv[optind], ex.root)) {
-		cli_err("export", "%s: %s", argv[optind],
-			strerror(rc < 0 ? -rc : errno));
+	rc = tcfs_io_mkdirs(dest);
+	if (rc < 0 || !realpath(dest, ex.root)) {
+		cli_err("export", "%s: %s", dest, strerror(rc < 0 ? -rc : errno));
 		return CLI_FAIL;
 	}
 	destfd = open(ex.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -337,19 +276,52 @@ int cmd_export(int argc, char **argv)
 		cli_err("export", "%s: %s", ex.root, strerror(errno));
 		return CLI_FAIL;
 	}
-	if (cli_open_store("export", &co.store, 0, 0, &ex.s) != CLI_OK) {
+	if (cli_open_store("export", &co->store, 0, 0, &ex.s) != CLI_OK) {
 		close(destfd);
 		return CLI_FAIL;
 	}
-	rc = select_top(&ex, filtered ? &f : NULL, &top, &ntop);
+	rc = select_top(&ex, f, &top, &ntop);
 	if (rc < 0)
 		cli_lib_err("export", rc, tcfs_store_path(ex.s));
 	for (size_t i = 0; rc == 0 && i < ntop; i++)
 		export_top(&ex, destfd, &top[i]);
 	free(top);
 	close(destfd);
-	if (rc == 0 && !quiet && print_summary(&ex, co.json) != CLI_OK)
+	if (rc == 0 && !quiet && print_summary(&ex, co->json) != CLI_OK)
 		rc = -ENOMEM;
 	tcfs_store_close(ex.s);
 	return rc < 0 || ex.failed ? CLI_FAIL : CLI_OK;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_kernel_filter f = { 0 };
+	const struct tcfs_kernel_filter *sel;
+	int quiet = 0, binary_only = 0, flat = 0, rc;
+	enum tcfs_group_filter filter;
+	char **args;
+	struct opt opts[] = {
+		CLI_OPTS_FILTER(&f),
+		OPT_FLAG(0, "binary-only", &binary_only, "leave IR files (.ttir "
+			 ".ttgir .llir .ptx .amdgcn) out, and out of the group "
+			 "files"),
+		OPT_FLAG(0, "flat", &flat, "instead, per kernel DEST/NAME.json "
+			 "and its binary (NAME.hsaco or NAME.cubin), byte for "
+			 "byte, as AMD aiter's redirect and tcfs mount -o "
+			 "redirect=NAME:DEST read them; a name that several "
+			 "selected kernels share goes to DEST/KEY/NAME.* for "
+			 "each (none at the top)"),
+		CLI_OPT_QUIET(&quiet),
+		CLI_OPTS_COMMON(&co, "print the summary as JSON"),
+		OPT_END(),
+	};
+
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	filter = binary_only ? TCFS_GROUP_BINARY_ONLY : TCFS_GROUP_ALL;
+	sel = f.name || f.backend || f.arch ? &f : NULL;
+	if (flat)
+		return export_flat_run(&co, sel, filter, quiet, args[0]);
+	return run(&co, sel, filter, quiet, args[0]);
 }

@@ -1,7 +1,6 @@
 /*
  * tcfs fsck: verify the store, optionally repair what is safe to repair.
  */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -10,9 +9,8 @@
 #include "index/store.h"
 #include "index/utf8.h"
 
-static const char *const help =
-	"Usage: tcfs fsck [OPTIONS]\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"fsck", "", 0, 0, "",
 	"Checks the store: SQLite's integrity check of index.db, every blob's\n"
 	"bytes against its XXH3-128 name, every file's blob being present,\n"
 	"blobs being read-only, and every kernel of a key dir being indexed (a\n"
@@ -24,19 +22,11 @@ static const char *const help =
 	"removed with their kernel's group file so Triton recompiles that\n"
 	"kernel, blobs are made read-only again, kernels are re-indexed.  A\n"
 	"damaged index.db is reported, never rewritten: keep a copy and try\n"
-	"'sqlite3 index.db .recover'.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import)\n"
-	"  -r, --repair      repair (takes the store's writer lock)\n"
-	"  -w, --wait SECS   with --repair, wait this long for another writer\n"
-	"      --json        print {problems, repaired, blobs, files, orphans,\n"
-	"                    orphan_bytes, reports: [{problem, path, detail,\n"
-	"                    repaired}]}\n"
-	"  -h, --help        show this help\n"
-	"\n"
+	"'sqlite3 index.db .recover'.\n",
+	NULL,
 	"Exit status: 0 no damage, 1 damage found (even if repaired: run fsck\n"
-	"again to confirm) or the check could not run, 2 usage error.\n";
+	"again to confirm) or the check could not run, 2 usage error.\n",
+};
 
 static const char *const problem_names[] = {
 	[TCFS_FSCK_INDEX] = "index",
@@ -105,36 +95,24 @@ static int print_result(const struct tcfs_fsck_result *res,
 
 int cmd_fsck(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "repair", no_argument, NULL, 'r' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_fsck_result res;
 	struct fsck_out out = { NULL };
 	struct tcfs_store *s;
-	int c, repair = 0, rc;
+	int repair = 0, rc;
+	char **args;
+	struct opt opts[] = {
+		OPT_FLAG('r', "repair", &repair, "repair (takes the store's "
+			 "writer lock)"),
+		CLI_OPT_WAIT(&co),
+		CLI_OPTS_COMMON(&co, "print {problems, repaired, blobs, files, "
+				"orphans, orphan_bytes, reports: [{problem, path, "
+				"detail, repaired}]}"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "r",
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("fsck", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		case 'r':
-			repair = 1;
-			break;
-		default:
-			return cli_usage_err("fsck", "bad option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_err("fsck", "unexpected argument '%s'",
-				     argv[optind]);
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
 	if (cli_open_store("fsck", &co.store, 0, repair, &s) != CLI_OK)
 		return CLI_FAIL;
 	if (co.json)

@@ -3,7 +3,6 @@
  * into the store (the work is import.c's).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,9 +12,8 @@
 #include "import.h"
 #include "index/store.h"
 
-static const char *const help =
-	"Usage: tcfs import [OPTIONS] SRC...\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"import", "SRC...", 1, -1, "no source directory given",
 	"Adds existing Triton cache directories (e.g. ~/.triton/cache, or one\n"
 	"copied from another machine) to the store.  Every distinct file is\n"
 	"stored once; group files are stored relative to their key dir, so the\n"
@@ -23,25 +21,13 @@ static const char *const help =
 	"the same key in two sources is one key.  Temp dirs and files of\n"
 	"unfinished writes are skipped, and so are symlinks leading out of SRC.\n"
 	"Each key dir lands whole or not at all.  setuid, setgid, sticky and\n"
-	"world-writable bits are dropped.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default: $TCFS_STORE, else\n"
-	"                    $XDG_DATA_HOME/tcfs, else ~/.local/share/tcfs);\n"
-	"                    created, mode 0700, if missing\n"
-	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
-	"      --binary-only leave IR files (.ttir .ttgir .llir .ptx .amdgcn)\n"
-	"                    out, and out of the group files stored\n"
-	"      --tree        import the whole tree: caches below SRC at any\n"
-	"                    depth (Inductor's, vLLM's VLLM_CACHE_ROOT) and\n"
-	"                    the files beside them, not only its key dirs\n"
-	"  -q, --quiet       print nothing but errors\n"
-	"      --json        print the summary as JSON\n"
-	"  -h, --help        show this help\n"
-	"\n"
+	"world-writable bits are dropped.  The store is created, mode 0700, if\n"
+	"missing.\n",
+	NULL,
 	"Exit status: 0 all imported (entries skipped as above are not errors),\n"
 	"1 a key dir or source could not be imported (see the errors), 2 usage\n"
-	"error.\n";
+	"error.\n",
+};
 
 static int print_summary(const struct import *im, int nsrc, int json)
 {
@@ -91,56 +77,41 @@ static int print_summary(const struct import *im, int nsrc, int json)
 
 int cmd_import(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "binary-only", no_argument, NULL, 'B' },
-		{ "tree", no_argument, NULL, 'T' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct import_opts o = { .cmd = "import" };
 	struct tcfs_store *s;
 	struct import im;
-	int c, rc = CLI_OK, err = 0;
+	int n, rc = CLI_OK, err = 0;
+	char **args;
+	struct opt opts[] = {
+		OPT_FLAG(0, "binary-only", &o.binary_only, "leave IR files (.ttir "
+			 ".ttgir .llir .ptx .amdgcn) out, and out of the group "
+			 "files stored"),
+		OPT_FLAG(0, "tree", &o.tree, "import the whole tree: caches below "
+			 "SRC at any depth (Inductor's, vLLM's VLLM_CACHE_ROOT) "
+			 "and the files beside them, not only its key dirs"),
+		CLI_OPT_QUIET(&o.quiet),
+		CLI_OPT_WAIT(&co),
+		CLI_OPTS_COMMON(&co, "print the summary as JSON"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q",
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("import", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		case 'q':
-			o.quiet = 1;
-			break;
-		case 'B':
-			o.binary_only = 1;
-			break;
-		case 'T':
-			o.tree = 1;
-			break;
-		default:
-			return cli_usage_err("import", "bad option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_err("import", "no source directory given");
+	n = opt_parse(&cmd, opts, argc, argv, &args, &rc);
+	if (n < 0)
+		return rc;
 	if (cli_open_store("import", &co.store, 1, 1, &s) != CLI_OK)
 		return CLI_FAIL;
 	o.progress = !o.quiet && !co.json && isatty(STDERR_FILENO);
 	err = import_begin(&im, s, &o);
-	for (int i = optind; err == 0 && i < argc && !im.fatal; i++)
-		if (import_source(&im, argv[i]) < 0)
+	for (int i = 0; err == 0 && i < n && !im.fatal; i++)
+		if (import_source(&im, args[i]) < 0)
 			rc = CLI_FAIL;
 	if (im.fatal)
 		cli_err("import", "stopped; the store keeps every key dir "
 				  "imported before the error");
 	if (import_end(&im, err) < 0)
 		rc = CLI_FAIL;
-	if (!o.quiet && print_summary(&im, argc - optind, co.json) != CLI_OK)
+	if (!o.quiet && print_summary(&im, n, co.json) != CLI_OK)
 		rc = CLI_FAIL;
 	tcfs_store_close(s);
 	return rc;

@@ -1,7 +1,6 @@
 /*
  * tcfs info: what the store holds.
  */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -10,21 +9,14 @@
 #include "index/store.h"
 #include "index/utf8.h"
 
-static const char *const help =
-	"Usage: tcfs info [OPTIONS]\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"info", "", 0, 0, "",
 	"Prints what the store holds: kernels, modules, files, the logical\n"
 	"size (the files as Triton wrote them), the stored size (the blobs),\n"
-	"what deduplication saved, and kernels per backend and arch.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import)\n"
-	"      --json        print one JSON object: kernels, modules, files,\n"
-	"                    dirs, logical_bytes, stored_bytes, blobs,\n"
-	"                    dedup_saved_bytes, dedup_ratio, targets\n"
-	"  -h, --help        show this help\n"
-	"\n"
-	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n";
+	"what deduplication saved, and kernels per backend and arch.\n",
+	NULL,
+	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n",
+};
 
 static uint64_t saved(const struct tcfs_info *in)
 {
@@ -110,31 +102,20 @@ static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_store *s;
 	struct tcfs_info in;
-	int c, rc;
+	char **args;
+	int rc;
+	struct opt opts[] = {
+		CLI_OPTS_COMMON(&co, "print one JSON object: kernels, modules, "
+				"files, dirs, logical_bytes, stored_bytes, blobs, "
+				"dedup_saved_bytes, dedup_ratio, targets"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "",
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("info", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		default:
-			return cli_usage_err("info", "bad option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_err("info", "unexpected argument '%s'",
-				     argv[optind]);
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
 	if (cli_open_store("info", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
 	rc = tcfs_info_get(s, &in);

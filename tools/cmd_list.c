@@ -1,7 +1,6 @@
 /*
  * tcfs list: one row per kernel, with its use as the mount saw it.
  */
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,34 +12,17 @@
 #include "index/store.h"
 #include "index/utf8.h"
 
-static const char *const help =
-	"Usage: tcfs list [OPTIONS]\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"list", "", 0, 0, "",
 	"One row per kernel in the store: name, key, target (BACKEND-ARCH),\n"
 	"warps, stages, size (every file of its key dir), files, hits and\n"
 	"misses (every probe the mount logged of it, ever), when it was last\n"
 	"hit and when it was created (its group file landed), and the cache\n"
 	"root its key dir is in: its path from the mount root, '.' for the\n"
-	"top (a cache below it: triton/0 in TORCHINDUCTOR_CACHE_DIR).\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR      the store (default as for tcfs import)\n"
-	"  -n, --name GLOB      kernels whose name matches GLOB\n"
-	"  -b, --backend NAME   kernels for this backend (cuda, hip, ...)\n"
-	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
-	"      --unused-since T kernels not hit since T (one never hit: not\n"
-	"                       since it was created); T as for tcfs stats\n"
-	"                       --since: 7d, 2026-11-01, @EPOCH-SECONDS\n"
-	"      --sort FIELD     name (the default) or key, A to Z; size, hits,\n"
-	"                       misses, last-hit or created, most first\n"
-	"      --json           print a JSON array of {name, key, target,\n"
-	"                       backend, arch, num_warps, num_stages, size,\n"
-	"                       files, hits, misses, last_hit, created, root}\n"
-	"                       (times in seconds since the epoch; last_hit\n"
-	"                       null when never hit; root \"\" for the top)\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n";
+	"top (a cache below it: triton/0 in TORCHINDUCTOR_CACHE_DIR).\n",
+	NULL,
+	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n",
+};
 
 enum sort { BY_NAME, BY_KEY, BY_SIZE, BY_HITS, BY_MISSES, BY_LAST_HIT,
 	    BY_CREATED };
@@ -175,69 +157,30 @@ static void print_text(struct tcfs_store *s,
 	}
 }
 
-int cmd_list(int argc, char **argv)
+/* --sort FIELD: one of sort_names. */
+static const char *sort_opt(void *value, const char *arg)
 {
-	static const struct option opts[] = {
-		CLI_FILTER_LONGOPTS,
-		{ "unused-since", required_argument, NULL, 'U' },
-		{ "sort", required_argument, NULL, 'O' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_kernel_filter f = { 0 };
+	for (size_t i = 0; i < sizeof(sort_names) / sizeof(*sort_names); i++)
+		if (strcmp(sort_names[i], arg) == 0) {
+			*(enum sort *)value = (enum sort)i;
+			return NULL;
+		}
+	return "no field (name, key, size, hits, misses, last-hit, created)";
+}
+
+/* Lists the kernels f selects, not hit since unused (when >= 0). */
+static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
+	       int64_t unused, enum sort sort_by)
+{
 	struct tcfs_kernel_use *u = NULL;
 	struct tcfs_store *s;
-	enum sort sort_by = BY_NAME;
-	int64_t unused = -1;	/* --unused-since, when given */
 	size_t n = 0;
-	int c, rc;
+	int rc;
 
-	while ((c = getopt_long(argc, argv,
-				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS,
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("list", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		if (cli_filter_opt(c, &f))
-			continue;
-		switch (c) {
-		case 'U':
-			unused = cli_parse_since(optarg);
-			if (unused < 0)
-				return cli_usage_err("list", "--unused-since: "
-						     "not a time: '%s'",
-						     optarg);
-			break;
-		case 'O': {
-			size_t i = 0;
-
-			while (i < sizeof(sort_names) / sizeof(*sort_names) &&
-			       strcmp(sort_names[i], optarg) != 0)
-				i++;
-			if (i == sizeof(sort_names) / sizeof(*sort_names))
-				return cli_usage_err("list", "--sort: no field "
-						     "'%s' (name, key, size, "
-						     "hits, misses, last-hit, "
-						     "created)",
-						     optarg);
-			sort_by = (enum sort)i;
-			break;
-		}
-		default:
-			return cli_usage_err("list", "bad option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_err("list", "unexpected argument '%s'",
-				     argv[optind]);
-	if (cli_open_store("list", &co.store, 0, 0, &s) != CLI_OK)
+	if (cli_open_store("list", &co->store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
 	cli_mount_sync(s, NULL);
-	rc = tcfs_kernel_uses(s, &f, &u, &n);
+	rc = tcfs_kernel_uses(s, f, &u, &n);
 	if (rc < 0) {
 		cli_lib_err("list", rc, tcfs_store_path(s));
 		tcfs_store_close(s);
@@ -247,11 +190,41 @@ int cmd_list(int argc, char **argv)
 		n = tcfs_kernel_unused_since(u, n, unused);
 	if (n > 1)
 		qsort_r(u, n, sizeof(*u), cmp, &sort_by);
-	if (co.json)
+	if (co->json)
 		rc = print_json(s, u, n) == CLI_OK ? 0 : -1;
 	else
 		print_text(s, u, n);
 	free(u);
 	tcfs_store_close(s);
 	return rc < 0 ? CLI_FAIL : CLI_OK;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_kernel_filter f = { 0 };
+	enum sort sort_by = BY_NAME;
+	int64_t unused = -1;	/* --unused-since, when given */
+	char **args;
+	int rc;
+	struct opt opts[] = {
+		CLI_OPTS_FILTER(&f),
+		OPT_FN(0, "unused-since", "T", &unused, cli_opt_time,
+		       "kernels not hit since T (one never hit: not since it "
+		       "was created); T as for tcfs stats --since: 7d, "
+		       "2026-11-01, @EPOCH-SECONDS"),
+		OPT_FN(0, "sort", "FIELD", &sort_by, sort_opt,
+		       "name (the default) or key, A to Z; size, hits, misses, "
+		       "last-hit or created, most first"),
+		CLI_OPTS_COMMON(&co, "print a JSON array of {name, key, target, "
+				"backend, arch, num_warps, num_stages, size, "
+				"files, hits, misses, last_hit, created, root} "
+				"(times in seconds since the epoch; last_hit null "
+				"when never hit; root \"\" for the top)"),
+		OPT_END(),
+	};
+
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	return run(&co, &f, unused, sort_by);
 }

@@ -1,7 +1,6 @@
 /*
  * tcfs log: the probe log, one event per line.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -13,22 +12,13 @@
 #include "index/store.h"
 #include "index/utf8.h"
 
-static const char *const help =
-	"Usage: tcfs log [OPTIONS]\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"log", "", 0, 0, "",
 	"Prints the mount's probe log, oldest first, one event per line:\n"
-	"time, pid, command, hit or miss, kind (kernel or module), KEY/NAME.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import)\n"
-	"      --since T     only events since T (as for tcfs stats)\n"
-	"  -F, --follow      keep printing new events as they are logged\n"
-	"      --json        one JSON object per line: {id, time, pid, comm,\n"
-	"                    hit, kind, key, name, view (\"\", or\n"
-	"                    \"binary-only\" for a probe through that view)}\n"
-	"  -h, --help        show this help\n"
-	"\n"
-	"Exit status: 0 success, 1 error, 2 usage error.\n";
+	"time, pid, command, hit or miss, kind (kernel or module), KEY/NAME.\n",
+	NULL,
+	"Exit status: 0 success, 1 error, 2 usage error.\n",
+};
 
 static void print_event(const struct tcfs_event *e, int json)
 {
@@ -70,37 +60,24 @@ static void print_event(const struct tcfs_event *e, int json)
 
 int cmd_log(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_SINCE_LONGOPT,
-		{ "follow", no_argument, NULL, 'F' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct timespec nap = { 0, 250 * 1000000L };
 	struct tcfs_store *s;
 	int64_t last = 0;
-	int c, follow = 0, rc;
+	int follow = 0, rc;
+	char **args;
+	struct opt opts[] = {
+		CLI_OPT_SINCE(&co, "only events since T (as for tcfs stats)"),
+		OPT_FLAG('F', "follow", &follow, "keep printing new events as "
+			 "they are logged"),
+		CLI_OPTS_COMMON(&co, "one JSON object per line: {id, time, pid, "
+				"comm, hit, kind, key, name, view (\"\", or "
+				"\"binary-only\" for a probe through that view)}"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "F", opts,
-				NULL)) != -1) {
-		switch (cli_common_opt("log", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		case 'F':
-			follow = 1;
-			break;
-		default:
-			return cli_usage_err("log", "bad option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_err("log", "unexpected argument '%s'",
-				     argv[optind]);
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
 	if (cli_open_store("log", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
 	cli_mount_sync(s, NULL);

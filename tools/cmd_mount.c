@@ -1,7 +1,6 @@
 /* tcfs mount and tcfs umount, and mount(8)'s helper form (fstab). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,9 +16,8 @@
 #include "fs/fs.h"
 #include "index/store.h"
 
-static const char *const mount_help =
-	"Usage: tcfs mount [OPTIONS] MOUNTPOINT\n"
-	"\n"
+static const struct opt_cmd mount_cmd = {
+	"mount", "MOUNTPOINT", 1, 1, "no mount point given",
 	"Serves the store at MOUNTPOINT, to be used as TRITON_CACHE_DIR (or\n"
 	"TORCHINDUCTOR_CACHE_DIR/triton/<device>) by Triton, PyTorch Inductor\n"
 	"or vLLM, unchanged.  Files are stored content-addressed as with tcfs\n"
@@ -44,51 +42,20 @@ static const char *const mount_help =
 	"as 'tcfs STORE MOUNTPOINT -o OPT,...' (STORE a path with a '/'),\n"
 	"which is 'tcfs mount --store STORE -o OPT,... MOUNTPOINT'.  -o drops\n"
 	"the generic options FUSE does not take (defaults, auto, noauto, user,\n"
-	"nouser, users, owner, group, nofail, _netdev, x-*, comment=*).\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import); created if\n"
-	"                    missing\n"
-	"  -f, --foreground  stay in the foreground until unmounted\n"
-	"  -d, --debug       foreground, single-threaded, every request on stderr\n"
-	"  -o OPT[,OPT...]   FUSE mount options (allow_other, nonempty, ...;\n"
-	"                    -o may be given more than once),\n"
-	"                    and tcfs's own: noviews (the root lists only the\n"
-	"                    cache's own entries; .tcfs/ still answers),\n"
-	"                    binary_only (the root is the binary-only view),\n"
-	"                    store_binary_only (IR files written are dropped\n"
-	"                    as they land, never stored),\n"
-	"                    max_size=SIZE (as tcfs config max-size, for this\n"
-	"                    mount), redirect=NAME:DIR (group files of kernel\n"
-	"                    NAME name DIR/NAME.json and DIR/NAME.hsaco or\n"
-	"                    .cubin, those DIR has when read, as AMD aiter's\n"
-	"                    redirect; repeatable, DIR made absolute)\n"
-	"      --sync-every SECS\n"
-	"                    make new files durable this often (default 1), in\n"
-	"                    one sync of the store's disk: a power cut loses at\n"
-	"                    most the files of the last SECS, as on a local disk\n"
-	"      --no-fsync    never sync new files: a killed daemon still loses\n"
-	"                    nothing, but a power cut may damage recent files\n"
-	"                    (tcfs fsck --repair then has their kernels\n"
-	"                    recompiled)\n"
-	"      --busy-poll USEC\n"
-	"                    after each request, poll this long for the next\n"
-	"                    one instead of sleeping (default 200; 0: never):\n"
-	"                    faster answers in Triton's bursts, for one CPU\n"
-	"                    busy while they last (not with -d)\n"
-	"  -w, --wait SECS   wait this long for another writer (default 10)\n"
-	"  -h, --help        show this help\n"
-	"\n"
+	"nouser, users, owner, group, nofail, _netdev, x-*, comment=*).  The\n"
+	"store is created if missing.\n",
+	NULL,
 	"Exit status: 0 mounted (with -f: unmounted cleanly), 1 error, 2 usage\n"
-	"error.\n";
+	"error.\n",
+};
 
-static const char *const umount_help =
-	"Usage: tcfs umount MOUNTPOINT\n"
-	"\n"
+static const struct opt_cmd umount_cmd = {
+	"umount", "MOUNTPOINT", 1, 1, "give one mount point",
 	"Unmounts a tcfs mount (fusermount3 -u) and waits until its daemon has\n"
-	"committed pending writes, flushed the probe log and exited.\n"
-	"\n"
-	"Exit status: 0 unmounted, 1 error (not a tcfs mount, busy), 2 usage.\n";
+	"committed pending writes, flushed the probe log and exited.\n",
+	NULL,
+	"Exit status: 0 unmounted, 1 error (not a tcfs mount, busy), 2 usage.\n",
+};
 
 /* The store's path goes in the mount's fsname, so tcfs umount (and
  * anyone reading /proc/mounts) can tell which store is mounted where.
@@ -148,8 +115,28 @@ static int add_opts(char *buf, size_t size, const char *arg)
 	return 0;
 }
 
-/* A whole number of microseconds up to a second, or -1. */
-static long parse_us(const char *arg)
+/* The -o options a mount takes, at most (with their commas). */
+#define USER_OPTS_MAX PATH_MAX
+
+/* -o OPT[,OPT...]: appended to the char[USER_OPTS_MAX] at value. */
+static const char *fuse_opt(void *value, const char *arg)
+{
+	return add_opts(value, USER_OPTS_MAX, arg) < 0 ? "too long" : NULL;
+}
+
+/* --sync-every SECS: seconds above 0 into a double. */
+static const char *sync_opt(void *value, const char *arg)
+{
+	double v = cli_parse_wait(arg);
+
+	if (v <= 0)
+		return "not a number of seconds above 0";
+	*(double *)value = v;
+	return NULL;
+}
+
+/* --busy-poll USEC: a whole number of microseconds up to a second. */
+static const char *busy_poll_opt(void *value, const char *arg)
 {
 	char *end;
 	long v;
@@ -157,103 +144,105 @@ static long parse_us(const char *arg)
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || v < 0 || v > 1000000)
-		return -1;
-	return v;
+		return "not a number of microseconds from 0 to 1000000";
+	*(long *)value = v;
+	return NULL;
 }
 
-/* Long options without a letter: values no character takes. */
-enum { OPT_SYNC_EVERY = 0x100, OPT_BUSY_POLL };
-
-int cmd_mount(int argc, char **argv)
+/* The store's path, absolute, into *out (real, PATH_MAX bytes, or store
+ * when it already is): a store not there yet is created by the daemon,
+ * which leaves the working directory.  CLI_OK, or the exit code after
+ * saying why. */
+static int store_path(const struct cli_common *co, char *store, char *real,
+		      const char **out)
 {
-	static const struct option opts[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "debug", no_argument, NULL, 'd' },
-		{ "no-fsync", no_argument, NULL, 'N' },
-		{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
-		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_fs_opts fo = { .busy_poll_us = TCFS_FS_BUSY_POLL_US };
-	char store[PATH_MAX], real[PATH_MAX], fsopts[3 * PATH_MAX + 64];
-	char user[PATH_MAX] = "";
-	int c, rc;
-
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "fdo:",
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("mount", mount_help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		case 'f':
-			fo.foreground = 1;
-			break;
-		case 'd':
-			fo.foreground = fo.debug = 1;
-			break;
-		case 'o':
-			if (add_opts(user, sizeof(user), optarg) < 0)
-				return cli_usage_err("mount", "-o: options too "
-						     "long");
-			break;
-		case 'N':
-			fo.no_fsync = 1;
-			break;
-		case OPT_SYNC_EVERY:
-			fo.sync_s = cli_parse_wait(optarg);
-			if (fo.sync_s <= 0)
-				return cli_usage_err("mount", "--sync-every: "
-						     "'%s' is not a number of "
-						     "seconds above 0", optarg);
-			break;
-		case OPT_BUSY_POLL:
-			fo.busy_poll_us = parse_us(optarg);
-			if (fo.busy_poll_us < 0)
-				return cli_usage_err("mount", "--busy-poll: "
-						     "'%s' is not a number of "
-						     "microseconds from 0 to "
-						     "1000000", optarg);
-			break;
-		default:
-			return cli_usage_err("mount", "bad option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_err("mount", optind >= argc
-						      ? "no mount point given"
-						      : "one mount point only");
-	if (co.store.dir)
-		snprintf(store, sizeof(store), "%s", co.store.dir);
-	else if (tcfs_store_default_dir(store, sizeof(store)) < 0) {
+	if (co->store.dir)
+		snprintf(store, PATH_MAX, "%s", co->store.dir);
+	else if (tcfs_store_default_dir(store, PATH_MAX) < 0) {
 		cli_lib_err("mount", -ENOENT, "store");
 		return CLI_FAIL;
 	}
-	/* A store not there yet is created by the daemon, which leaves the
-	 * working directory: a relative path must be made absolute here. */
+	*out = real;
 	if (realpath(store, real))
-		fo.store = real;
-	else if (store[0] == '/')
-		fo.store = store;
-	else if (getcwd(real, sizeof(real)) &&
-		 strlen(real) + 1 + strlen(store) < sizeof(real)) {
+		return CLI_OK;
+	*out = store;
+	if (store[0] == '/')
+		return CLI_OK;
+	*out = real;
+	if (getcwd(real, PATH_MAX) &&
+	    strlen(real) + 1 + strlen(store) < PATH_MAX) {
 		strcat(real, "/");
 		strcat(real, store);
-		fo.store = real;
-	} else
-		return cli_usage_err("mount", "store path too long");
-	if (fsname_opt(fo.store, fsopts, sizeof(fsopts)) < 0)
+		return CLI_OK;
+	}
+	return cli_usage_err("mount", "store path too long");
+}
+
+static const char *const o_help =
+	"FUSE mount options (allow_other, nonempty, ...; -o may be given more "
+	"than once), and tcfs's own: noviews (the root lists only the cache's "
+	"own entries; .tcfs/ still answers), binary_only (the root is the "
+	"binary-only view), store_binary_only (IR files written are dropped "
+	"as they land, never stored), max_size=SIZE (as tcfs config max-size, "
+	"for this mount), redirect=NAME:DIR (group files of kernel NAME name "
+	"DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when read, "
+	"as AMD aiter's redirect; repeatable, DIR made absolute)";
+
+/* Mounts with fo, the store's path made absolute, the user's -o options
+ * (user) after the store's fsname. */
+static int mount_with(const struct cli_common *co, struct tcfs_fs_opts *fo,
+		      const char *user)
+{
+	char store[PATH_MAX], real[PATH_MAX], fsopts[3 * PATH_MAX + 64];
+	int rc = store_path(co, store, real, &fo->store);
+
+	if (rc != CLI_OK)
+		return rc;
+	if (fsname_opt(fo->store, fsopts, sizeof(fsopts)) < 0)
 		return cli_usage_err("mount", "store path too long");
 	strcat(fsopts, user);	/* each option comes with its comma */
-	fo.mountpoint = argv[optind];
-	fo.fuse_opts = fsopts;
-	fo.wait_s = co.store.wait_s;
-	rc = tcfs_fs_mount(&fo);
+	fo->foreground |= fo->debug;
+	fo->fuse_opts = fsopts;
+	fo->wait_s = co->store.wait_s;
+	rc = tcfs_fs_mount(fo);
 	return rc == 0 ? CLI_OK : rc == 2 ? CLI_USAGE : CLI_FAIL;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_fs_opts fo = { .busy_poll_us = TCFS_FS_BUSY_POLL_US };
+	char user[USER_OPTS_MAX] = "", **args;
+	int rc;
+	struct opt opts[] = {
+		OPT_FLAG('f', "foreground", &fo.foreground, "stay in the "
+			 "foreground until unmounted"),
+		OPT_FLAG('d', "debug", &fo.debug, "foreground, single-threaded, "
+			 "every request on stderr"),
+		OPT_FN('o', NULL, "OPT[,OPT...]", user, fuse_opt, o_help),
+		OPT_FN(0, "sync-every", "SECS", &fo.sync_s, sync_opt, "make new "
+		       "files durable this often (default 1), in one sync of "
+		       "the store's disk: a power cut loses at most the files "
+		       "of the last SECS, as on a local disk"),
+		OPT_FLAG(0, "no-fsync", &fo.no_fsync, "never sync new files: a "
+			 "killed daemon still loses nothing, but a power cut "
+			 "may damage recent files (tcfs fsck --repair then has "
+			 "their kernels recompiled)"),
+		OPT_FN(0, "busy-poll", "USEC", &fo.busy_poll_us, busy_poll_opt,
+		       "after each request, poll this long for the next one "
+		       "instead of sleeping (default 200; 0: never): faster "
+		       "answers in Triton's bursts, for one CPU busy while they "
+		       "last (not with -d)"),
+		CLI_OPT_WAIT(&co),
+		CLI_OPT_STORE(&co),
+		OPT_HELP(),
+		OPT_END(),
+	};
+
+	if (opt_parse(&mount_cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	fo.mountpoint = args[0];
+	return mount_with(&co, &fo, user);
 }
 
 int cmd_mount_fstab(int argc, char **argv)
@@ -265,7 +254,8 @@ int cmd_mount_fstab(int argc, char **argv)
 		cli_err("mount", "out of memory");
 		return CLI_FAIL;
 	}
-	/* The options first: cmd_mount's getopt stops at the mount point. */
+	/* The mount point after "--": a STORE or MOUNTPOINT starting with
+	 * '-' is no option. */
 	args[n++] = "mount";
 	args[n++] = "--store";
 	args[n++] = argv[0];
@@ -346,14 +336,13 @@ int cmd_umount(int argc, char **argv)
 	pid_t pid, daemon;
 	int status;
 
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		fputs(umount_help, stdout);
-		return CLI_OK;
-	}
-	if (argc != 2)
-		return cli_usage_err("umount", "give one mount point");
-	if (!realpath(argv[1], mp)) {
-		cli_err("umount", "%s: %s", argv[1], strerror(errno));
+	char **args;
+	struct opt opts[] = { OPT_HELP(), OPT_END() };
+
+	if (opt_parse(&umount_cmd, opts, argc, argv, &args, &status) < 0)
+		return status;
+	if (!realpath(args[0], mp)) {
+		cli_err("umount", "%s: %s", args[0], strerror(errno));
 		return CLI_FAIL;
 	}
 	if (cli_find_mount(NULL, mp, store, point) < 0) {

@@ -8,7 +8,6 @@
  * the same content gives the same image digest on every run.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +25,10 @@
 #include "index/store.h"
 #include "index/vec.h"
 #include "index/walk.h"
-#include "layer.h"
-#include "mcv.h"
-#include "oci.h"
-#include "strset.h"
+#include "oci/layer.h"
+#include "oci/mcv.h"
+#include "oci/oci.h"
+#include "oci/strset.h"
 
 /* What the base image of --base is allowed to expand to while read. */
 #define BASE_MAX (64ull << 30)
@@ -60,9 +59,8 @@ struct pack {
 	size_t nunits, units_cap;
 };
 
-static const char *const help =
-	"Usage: tcfs pack [OPTIONS] DEST\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"pack", "DEST", 1, 1, "no destination given",
 	"Writes the store, or the kernels selected, as an OCI image: DEST is\n"
 	"an image layout DIR[:TAG] (tag 'latest' when not given; other tags\n"
 	"there are kept) or oci-archive:FILE[:TAG].  The format is Red Hat\n"
@@ -73,28 +71,11 @@ static const char *const help =
 	"cache.  The same content gives the same image digest.  A symlink\n"
 	"pointing up or out of its dir is left out, with a message (unpack\n"
 	"refuses such links).  Push the image with skopeo: skopeo copy\n"
-	"oci:DIR:TAG docker://REGISTRY/NAME:TAG.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR        the store (default as for tcfs import)\n"
-	"  -n, --name GLOB        kernels whose name matches GLOB\n"
-	"  -b, --backend NAME     kernels for this backend (cuda, hip, ...)\n"
-	"  -a, --arch ARCH        kernels for this arch (90, sm90, gfx942)\n"
-	"      --used-since T     exactly the kernels and modules probed (hit\n"
-	"                         or compiled) since T: a job's working set,\n"
-	"                         from the probe log; T as 2h, 7d, 2026-11-01,\n"
-	"                         @EPOCH-SECONDS\n"
-	"      --base IMAGE       only what IMAGE lacks, as a layer on top of\n"
-	"                         IMAGE's layers (referenced, not copied into\n"
-	"                         the new layer); IMAGE as DEST, or a\n"
-	"                         docker-archive:FILE\n"
-	"      --binary-only      leave IR files out, and out of the group files\n"
-	"      --json             print the summary as JSON\n"
-	"  -q, --quiet            print nothing but errors\n"
-	"  -h, --help             show this help\n"
-	"\n"
+	"oci:DIR:TAG docker://REGISTRY/NAME:TAG.\n",
+	NULL,
 	"Exit status: 0 the image is written, 1 it is not (a damaged blob, an\n"
-	"I/O error: see the errors), 2 usage error.\n";
+	"I/O error: see the errors), 2 usage error.\n",
+};
 
 /* A dir of the layer, and the dirs above it, each once. */
 static int add_dirs(struct pack *p, const char *path)
@@ -674,108 +655,105 @@ static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
 	return rc;
 }
 
-int cmd_pack(int argc, char **argv)
+/* Picks the units to pack: what f (when filtered) and since (when >= 0)
+ * select, else the whole tree; less what base (when given) holds. */
+static int select_units(struct pack *p, const struct tcfs_kernel_filter *f,
+			int filtered, int64_t since, const char *base)
 {
-	static const struct option opts[] = {
-		CLI_FILTER_LONGOPTS,
-		{ "used-since", required_argument, NULL, 'U' },
-		{ "base", required_argument, NULL, 'B' },
-		{ "binary-only", no_argument, NULL, 'I' },
-		{ "quiet", no_argument, NULL, 'q' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_kernel_filter f = { 0 };
-	struct pack p = { 0 };
-	struct oci_desc m = { 0 }, layer = { 0 };
-	struct oci_out o = { 0 };
-	struct oci_ref ref;
-	const char *base = NULL;
-	int64_t since = -1;
-	uint64_t bytes = 0;
-	int c, rc, quiet = 0, filtered = 0, opened = 0;
+	int rc;
 
-	while ((c = getopt_long(argc, argv,
-				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS "q",
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("pack", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		if (cli_filter_opt(c, &f)) {
-			filtered = 1;
-			continue;
-		}
-		switch (c) {
-		case 'U':
-			since = cli_parse_since(optarg);
-			if (since < 0)
-				return cli_usage_err("pack", "--used-since "
-						     "'%s': not a time",
-						     optarg);
-			break;
-		case 'B':
-			base = optarg;
-			break;
-		case 'I':
-			p.filter = TCFS_GROUP_BINARY_ONLY;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		default:
-			return cli_usage_err("pack", "bad option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_err("pack", optind >= argc
-						     ? "no destination given"
-						     : "one destination only");
-	if (oci_ref_parse(argv[optind], &ref) < 0)
-		return cli_usage_err("pack", "%s", tcfs_err_msg());
-	if (cli_open_store("pack", &co.store, 0, 0, &p.s) != CLI_OK)
-		return CLI_FAIL;
 	/* Probes the mount holds count: --used-since reads the log. */
-	cli_mount_sync(p.s, NULL);
-	p.layout = layout_of(p.s);
-	rc = base ? open_base(&p, base, cli_tmp_dir()) : 0;
+	cli_mount_sync(p->s, NULL);
+	p->layout = layout_of(p->s);
+	rc = base ? open_base(p, base, cli_tmp_dir()) : 0;
 	if (rc == 0 && (filtered || since >= 0))
-		rc = select_kernels(&p, &f, filtered, since);
+		rc = select_kernels(p, f, filtered, since);
 	else if (rc == 0)
-		rc = select_tree(&p, TCFS_ROOT_INO, "");
+		rc = select_tree(p, TCFS_ROOT_INO, "");
 	if (rc == 0)
-		rc = tidy_units(&p);
-	if (rc == 0 && !p.nunits && (filtered || since >= 0 || base))
+		rc = tidy_units(p);
+	if (rc == 0 && !p->nunits && (filtered || since >= 0 || base))
 		rc = tcfs_err_set(-ENOENT, "nothing to pack: %s",
 				  base ? "the base holds every kernel selected"
 				  : since >= 0 ? "no kernel was probed since "
 						 "then"
 					       : "no kernel matches");
-	if (rc == 0) {
-		rc = oci_out_open(&ref, cli_tmp_dir(), &o);
-		opened = 1;
-	}
+	return rc;
+}
+
+/* Writes the image of the units picked to ref, and says so unless quiet. */
+static int write_image(struct pack *p, const struct oci_ref *ref, int quiet,
+		       int json)
+{
+	struct oci_desc m = { 0 }, layer = { 0 };
+	struct oci_out o = { 0 };
+	uint64_t bytes = 0;
+	int rc;
+
+	rc = oci_out_open(ref, cli_tmp_dir(), &o);
 	if (rc == 0)
-		rc = pack_image(&p, &o, &m, &layer, &bytes);
+		rc = pack_image(p, &o, &m, &layer, &bytes);
+	if (rc == 0 && !quiet)
+		rc = print_summary(p, ref->path, o.ref.tag, &m, &layer, bytes,
+				   json) == CLI_OK ? 0 : -ENOMEM;
+	oci_out_close(&o);
+	return rc;
+}
+
+static void pack_free(struct pack *p)
+{
+	if (p->has_base)
+		oci_image_close(&p->base);
+	strset_free(&p->dirs);
+	strset_free(&p->base_paths);
+	free(p->base_manifest);
+	free(p->entries.v);
+	free(p->units);
+	tcfs_store_close(p->s);
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_kernel_filter f = { 0 };
+	struct pack p = { 0 };
+	struct oci_ref ref;
+	const char *base = NULL;
+	int64_t since = -1;
+	int rc, quiet = 0, binary_only = 0, filtered;
+	char **args;
+	struct opt opts[] = {
+		CLI_OPTS_FILTER(&f),
+		OPT_FN(0, "used-since", "T", &since, cli_opt_time,
+		       "exactly the kernels and modules probed (hit or "
+		       "compiled) since T: a job's working set, from the probe "
+		       "log; T as 2h, 7d, 2026-11-01, @EPOCH-SECONDS"),
+		OPT_STRING(0, "base", "IMAGE", &base, "only what IMAGE lacks, as "
+			   "a layer on top of IMAGE's layers (referenced, not "
+			   "copied into the new layer); IMAGE as DEST, or a "
+			   "docker-archive:FILE"),
+		OPT_FLAG(0, "binary-only", &binary_only, "leave IR files out, "
+			 "and out of the group files"),
+		CLI_OPT_QUIET(&quiet),
+		CLI_OPTS_COMMON(&co, "print the summary as JSON"),
+		OPT_END(),
+	};
+
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	if (oci_ref_parse(args[0], &ref) < 0)
+		return cli_usage_err("pack", "%s", tcfs_err_msg());
+	if (cli_open_store("pack", &co.store, 0, 0, &p.s) != CLI_OK)
+		return CLI_FAIL;
+	p.filter = binary_only ? TCFS_GROUP_BINARY_ONLY : TCFS_GROUP_ALL;
+	filtered = f.name || f.backend || f.arch;
+	rc = select_units(&p, &f, filtered, since, base);
+	if (rc == 0)
+		rc = write_image(&p, &ref, quiet, co.json);
 	if (rc < 0) {
-		cli_lib_err("pack", rc, argv[optind]);
-		cli_err("pack", "%s: no image written", argv[optind]);
-	} else if (!quiet) {
-		rc = print_summary(&p, ref.path, o.ref.tag, &m, &layer, bytes,
-				   co.json) == CLI_OK ? 0 : -ENOMEM;
+		cli_lib_err("pack", rc, args[0]);
+		cli_err("pack", "%s: no image written", args[0]);
 	}
-	if (opened)
-		oci_out_close(&o);
-	if (p.has_base)
-		oci_image_close(&p.base);
-	strset_free(&p.dirs);
-	strset_free(&p.base_paths);
-	free(p.base_manifest);
-	free(p.entries.v);
-	free(p.units);
-	tcfs_store_close(p.s);
+	pack_free(&p);
 	return rc < 0 ? CLI_FAIL : CLI_OK;
 }

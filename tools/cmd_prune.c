@@ -3,7 +3,6 @@
  * offline or through the mount's daemon (fs/ctl.c).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,9 +16,8 @@
 #include "index/store.h"
 #include "index/utf8.h"
 
-static const char *const help =
-	"Usage: tcfs prune [OPTIONS]\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"prune", "", 0, 0, "",
 	"Removes the kernels that match every filter given: each with its\n"
 	"whole key dir, in one transaction, so Triton finds it whole or not\n"
 	"at all (a miss: it compiles it again).  Blobs no file names any more\n"
@@ -28,27 +26,10 @@ static const char *const help =
 	"(TRITON_STORE_BINARY_ONLY's layout).  Works offline and while the\n"
 	"store is mounted: the mount's daemon does it, and what it removes is\n"
 	"gone from the mount at once (a process holding a file open keeps\n"
-	"its bytes).  At least one of the filters or --ir is required.\n"
-	"\n"
-	"Options:\n"
-	"  -n, --name GLOB      kernels whose name matches GLOB\n"
-	"  -b, --backend NAME   kernels for this backend (cuda, hip, ...)\n"
-	"  -a, --arch ARCH      kernels for this arch (90, sm90, gfx942, ...)\n"
-	"      --unused-since T kernels not hit since T (one never hit: not\n"
-	"                       since it was created); T as for tcfs stats\n"
-	"                       --since: 7d, 2026-11-01, @EPOCH-SECONDS\n"
-	"      --ir             drop only the IR files (.ttir .ttgir .llir\n"
-	"                       .ptx .amdgcn) of the kernels chosen\n"
-	"      --dry-run        only say what would go\n"
-	"      --json           print {dry_run, ir, kernels: [{key, name,\n"
-	"                       target, bytes, last_used}], files, bytes,\n"
-	"                       freed_bytes, pending_bytes, skipped}\n"
-	"  -s, --store DIR      the store (default as for tcfs import)\n"
-	"  -w, --wait SECS      offline, wait this long for another writer\n"
-	"                       (default 10)\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"Exit status: 0 success, 1 failure, 2 usage error.\n";
+	"its bytes).  At least one of the filters or --ir is required.\n",
+	NULL,
+	"Exit status: 0 success, 1 failure, 2 usage error.\n",
+};
 
 /* The report, offline: what the daemon answers when mounted. */
 static cJSON *run_here(struct tcfs_store *s,
@@ -163,84 +144,72 @@ static void print_table(const cJSON *r, enum tcfs_prune_how how, int dry)
 	printf("\n");
 }
 
-int cmd_prune(int argc, char **argv)
+/* Prunes what sel selects: here (offline, or a dry run, which sees what
+ * the mount committed) or through the mount.  The report, or NULL. */
+static cJSON *run(const struct cli_common *co,
+		  const struct tcfs_prune_select *sel, enum tcfs_prune_how how,
+		  int dry)
 {
-	static const struct option opts[] = {
-		CLI_FILTER_LONGOPTS,
-		{ "unused-since", required_argument, NULL, 'U' },
-		{ "ir", no_argument, NULL, 'I' },
-		{ "dry-run", no_argument, NULL, 'D' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	struct cli_common co = CLI_COMMON_INIT;
-	struct tcfs_prune_select sel = { { NULL, NULL, NULL }, -1 };
-	enum tcfs_prune_how how = TCFS_PRUNE_WHOLE;
 	char mount[PATH_MAX], store[PATH_MAX];
 	struct tcfs_store *s;
 	cJSON *report;
-	int c, rc, dry = 0;
 
-	while ((c = getopt_long(argc, argv,
-				"+" CLI_COMMON_SHORTOPTS CLI_FILTER_SHORTOPTS,
-				opts, NULL)) != -1) {
-		switch (cli_common_opt("prune", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		if (cli_filter_opt(c, &sel.filter))
-			continue;
-		switch (c) {
-		case 'U':
-			sel.unused_since_ns = cli_parse_since(optarg);
-			if (sel.unused_since_ns < 0)
-				return cli_usage_err("prune", "--unused-since: "
-						     "'%s' is not a time",
-						     optarg);
-			break;
-		case 'I':
-			how = TCFS_PRUNE_IR;
-			break;
-		case 'D':
-			dry = 1;
-			break;
-		default:
-			return cli_usage_err("prune", "bad option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_err("prune", "unexpected argument '%s'",
-				     argv[optind]);
-	if (how != TCFS_PRUNE_IR && sel.unused_since_ns < 0 &&
-	    !sel.filter.name && !sel.filter.backend && !sel.filter.arch)
-		return cli_usage_err("prune", "say which kernels: --name, "
-				     "--backend, --arch, --unused-since or --ir");
-	if (cli_open_store("prune", &co.store, 0, 0, &s) != CLI_OK)
-		return CLI_FAIL;
+	if (cli_open_store("prune", &co->store, 0, 0, &s) != CLI_OK)
+		return NULL;
 	/* Mounted, the daemon commits what it holds first: a dry run sees
 	 * what a real one would. */
 	cli_mount_sync(s, mount);
 	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
 	if (dry) {
-		report = run_here(s, &sel, how, 1);
+		report = run_here(s, sel, how, 1);
 		tcfs_store_close(s);
-	} else if (mount[0]) {
-		tcfs_store_close(s);
-		report = run_mounted(store, &sel, how);
-	} else {
-		tcfs_store_close(s);
-		if (cli_open_store("prune", &co.store, 0, 1, &s) != CLI_OK)
-			return CLI_FAIL;
-		report = run_here(s, &sel, how, 0);
-		tcfs_store_close(s);
+		return report;
 	}
+	tcfs_store_close(s);
+	if (mount[0])
+		return run_mounted(store, sel, how);
+	if (cli_open_store("prune", &co->store, 0, 1, &s) != CLI_OK)
+		return NULL;
+	report = run_here(s, sel, how, 0);
+	tcfs_store_close(s);
+	return report;
+}
+
+int cmd_prune(int argc, char **argv)
+{
+	struct cli_common co = CLI_COMMON_INIT;
+	struct tcfs_prune_select sel = { { NULL, NULL, NULL }, -1 };
+	int rc, dry = 0, ir = 0;
+	cJSON *report;
+	char **args;
+	struct opt opts[] = {
+		CLI_OPTS_FILTER(&sel.filter),
+		OPT_FN(0, "unused-since", "T", &sel.unused_since_ns, cli_opt_time,
+		       "kernels not hit since T (one never hit: not since it "
+		       "was created); T as for tcfs stats --since: 7d, "
+		       "2026-11-01, @EPOCH-SECONDS"),
+		OPT_FLAG(0, "ir", &ir, "drop only the IR files (.ttir .ttgir "
+			 ".llir .ptx .amdgcn) of the kernels chosen"),
+		OPT_FLAG(0, "dry-run", &dry, "only say what would go"),
+		CLI_OPT_WAIT(&co),
+		CLI_OPTS_COMMON(&co, "print {dry_run, ir, kernels: [{key, name, "
+				"target, bytes, last_used}], files, bytes, "
+				"freed_bytes, pending_bytes, skipped}"),
+		OPT_END(),
+	};
+
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	if (!ir && sel.unused_since_ns < 0 && !sel.filter.name &&
+	    !sel.filter.backend && !sel.filter.arch)
+		return cli_usage_err("prune", "say which kernels: --name, "
+				     "--backend, --arch, --unused-since or --ir");
+	report = run(&co, &sel, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry);
 	if (!report)
 		return CLI_FAIL;
 	if (co.json)
 		return cli_print_json(report);
-	print_table(report, how, dry);
+	print_table(report, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry);
 	cJSON_Delete(report);
 	return CLI_OK;
 }

@@ -1,7 +1,6 @@
 /*
  * tcfs stats: hits and misses of the cache, from the mount's probe log.
  */
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +12,8 @@
 #include "index/store.h"
 #include "index/utf8.h"
 
-static const char *const help =
-	"Usage: tcfs stats [OPTIONS]\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"stats", "", 0, 0, "",
 	"What the mount saw: kernel probes (KEY/__grp__NAME.json) as hits and\n"
 	"misses with the hit rate, the new kernels (those that missed) with\n"
 	"their keys, hits and misses per kernel name and per process, and the\n"
@@ -28,85 +26,31 @@ static const char *const help =
 	"everything with --since, come from the events the log still holds.\n"
 	"While the disk is nearly full the mount logs no probes: it counts\n"
 	"them as dropped.  Through the mount (MOUNT/.tcfs/stats), a user other\n"
-	"than root and the mount's owner sees only its own processes.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import)\n"
-	"      --since T     only probes since T: 90s, 30m, 2h, 7d ago, or\n"
-	"                    YYYY-MM-DD[ HH:MM[:SS]], or @EPOCH-SECONDS\n"
-	"      --reset       delete the log and the counts (after printing)\n"
-	"      --json        print {cache_dir, store, hits, misses, hit_rate,\n"
-	"                    new_kernels_count, new_kernels: [KEY], per_kernel:\n"
-	"                    {NAME: {hits, misses}}, per_process: [{pid, comm,\n"
-	"                    uid, hits, misses}], modules: {hits, misses}, log:\n"
-	"                    {events, oldest, max_events, max_age_seconds,\n"
-	"                    dropped}}\n"
-	"      --max-misses N\n"
-	"                    exit 1 when more than N kernel probes missed\n"
-	"                    (since T, with --since): a CI check that a warm\n"
-	"                    cache stayed warm\n"
-	"      --prometheus  print the counts and the store's sizes as\n"
-	"                    Prometheus metrics (text exposition format, for\n"
-	"                    node_exporter's textfile collector); a mount\n"
-	"                    serves them live as MOUNT/.tcfs/metrics.prom\n"
-	"  -h, --help        show this help\n"
-	"\n"
+	"than root and the mount's owner sees only its own processes.\n",
+	NULL,
 	"Exit status: 0 success, 1 error or more misses than --max-misses\n"
-	"allows, 2 usage error.\n";
+	"allows, 2 usage error.\n",
+};
 
-int cmd_stats(int argc, char **argv)
+/* Prints the stats (or with prom, the metrics), then resets them when
+ * asked; CLI_FAIL when more than max_misses kernel probes missed. */
+static int run(const struct cli_common *co, int prom, int reset,
+	       uint64_t max_misses)
 {
-	static const struct option opts[] = {
-		CLI_SINCE_LONGOPT,
-		{ "reset", no_argument, NULL, 'R' },
-		{ "prometheus", no_argument, NULL, 'P' },
-		{ "max-misses", required_argument, NULL, 'M' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
-	struct cli_common co = CLI_COMMON_INIT;
 	char mount[PATH_MAX];
 	struct tcfs_store *s;
-	uint64_t misses = 0, max_misses = UINT64_MAX;
-	int c, reset = 0, prom = 0, rc;
+	uint64_t misses = 0;
+	int rc;
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS, opts,
-				NULL)) != -1) {
-		switch (cli_common_opt("stats", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		case 'R':
-			reset = 1;
-			break;
-		case 'P':
-			prom = 1;
-			break;
-		case 'M':
-			if (cli_parse_count(optarg, &max_misses) < 0)
-				return cli_usage_err("stats", "--max-misses: "
-						     "not a count: '%s'",
-						     optarg);
-			break;
-		default:
-			return cli_usage_err("stats", "bad option");
-		}
-	}
-	if (optind != argc)
-		return cli_usage_err("stats", "unexpected argument '%s'",
-				     argv[optind]);
-	if (cli_open_store("stats", &co.store, 0, 0, &s) != CLI_OK)
+	if (cli_open_store("stats", &co->store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
 	cli_mount_sync(s, mount);
 	if (prom)
 		rc = tcfs_report_metrics(s, NULL, stdout);
 	else
 		/* Who can open the store (its owner, root) sees it all. */
-		rc = tcfs_report_stats(s, co.since_ns, mount,
-				       TCFS_EVENT_ALL_USERS, co.json, stdout,
+		rc = tcfs_report_stats(s, co->since_ns, mount,
+				       TCFS_EVENT_ALL_USERS, co->json, stdout,
 				       &misses);
 	if (rc == 0 && reset)
 		rc = tcfs_event_clear(s, NULL);
@@ -123,4 +67,39 @@ int cmd_stats(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	return CLI_OK;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	struct cli_common co = CLI_COMMON_INIT;
+	uint64_t max_misses = UINT64_MAX;
+	int reset = 0, prom = 0, rc;
+	char **args;
+	struct opt opts[] = {
+		CLI_OPT_SINCE(&co, "only probes since T: 90s, 30m, 2h, 7d ago, "
+			      "or YYYY-MM-DD[ HH:MM[:SS]], or @EPOCH-SECONDS"),
+		OPT_FLAG(0, "reset", &reset, "delete the log and the counts "
+			 "(after printing)"),
+		OPT_FN(0, "max-misses", "N", &max_misses, cli_opt_count,
+		       "exit 1 when more than N kernel probes missed (since T, "
+		       "with --since): a CI check that a warm cache stayed "
+		       "warm"),
+		OPT_FLAG(0, "prometheus", &prom, "print the counts and the "
+			 "store's sizes as Prometheus metrics (text exposition "
+			 "format, for node_exporter's textfile collector); a "
+			 "mount serves them live as MOUNT/.tcfs/metrics.prom"),
+		CLI_OPTS_COMMON(&co, "print {cache_dir, store, hits, misses, "
+				"hit_rate, new_kernels_count, new_kernels: [KEY], "
+				"per_kernel: {NAME: {hits, misses}}, per_process: "
+				"[{pid, comm, uid, hits, misses}], modules: {hits, "
+				"misses}, log: {events, oldest, max_events, "
+				"max_age_seconds, dropped}, eviction: {max_size, "
+				"evictions, evicted_bytes, evicted_requested, "
+				"limit_too_small}}"),
+		OPT_END(),
+	};
+
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	return run(&co, prom, reset, max_misses);
 }

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,6 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "gpu.h"
 #include "import.h"
 #include "index/config.h"
 #include "index/err.h"
@@ -31,10 +29,11 @@
 #include "index/kernel.h"
 #include "index/name.h"
 #include "index/store.h"
-#include "land.h"
-#include "layer.h"
-#include "mcv.h"
-#include "oci.h"
+#include "oci/gpu.h"
+#include "oci/land.h"
+#include "oci/layer.h"
+#include "oci/mcv.h"
+#include "oci/oci.h"
 
 /* Unpacked bytes an image may expand to, by default: a hundred times
  * its compressed size (a cache compresses 3 to 10 times), at least 1 GiB.
@@ -58,9 +57,8 @@ struct unpack {
 	int rc;			/* the first error of a tree walk */
 };
 
-static const char *const help =
-	"Usage: tcfs unpack [OPTIONS] SRC\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"unpack", "SRC", 1, 1, "no image given",
 	"Adds the kernels of an OCI image to the store.  SRC is an image\n"
 	"layout DIR[:TAG], oci-archive:FILE[:TAG] or docker-archive:FILE\n"
 	"(a bare FILE is either); pull one with skopeo first (skopeo copy\n"
@@ -75,23 +73,12 @@ static const char *const help =
 	"against the GPUs here (nvidia-smi, rocminfo).  While the store is\n"
 	"mounted the kernels land through the mount, in its views at once,\n"
 	"never replacing what Triton's writers land meanwhile.  Each kernel\n"
-	"lands whole; a failed unpack leaves the store as it was.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR        the store (default as for tcfs import);\n"
-	"                         created if missing\n"
-	"      --no-gpu-check     unpack even when no kernel fits the GPUs\n"
-	"      --max-size SIZE    refuse an image that unpacks to more than\n"
-	"                         SIZE (512M, 20G; default 100 times its\n"
-	"                         compressed size, at least 1G)\n"
-	"      --binary-only      leave IR files out, and out of group files\n"
-	"  -w, --wait SECS        wait this long for another writer\n"
-	"      --json             print the summary as JSON\n"
-	"  -q, --quiet            print nothing but errors\n"
-	"  -h, --help             show this help\n"
-	"\n"
+	"lands whole; a failed unpack leaves the store as it was.  The store is\n"
+	"created if missing.\n",
+	NULL,
 	"Exit status: 0 unpacked, 1 not (see the errors; the store is as it\n"
-	"was), 2 usage error.\n";
+	"was), 2 usage error.\n",
+};
 
 /* How many bytes the image may unpack to. */
 static uint64_t budget_of(const struct oci_image *img, int64_t max)
@@ -456,114 +443,139 @@ static int land(struct unpack *u, struct cli_common *co, const char *mount,
 	return rc;
 }
 
-int cmd_unpack(int argc, char **argv)
+/* --max-size SIZE: a size above 0 into an int64_t. */
+static const char *max_size_opt(void *value, const char *arg)
 {
 	static const struct tcfs_config_key size_key = {
 		"max-size", TCFS_CONFIG_BYTES, 0, 1, INT64_MAX, "",
 	};
-	static const struct option opts[] = {
-		{ "no-gpu-check", no_argument, NULL, 'G' },
-		{ "max-size", required_argument, NULL, 'M' },
-		{ "binary-only", no_argument, NULL, 'I' },
-		{ "quiet", no_argument, NULL, 'q' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
+	int64_t *max = value;
+
+	if (tcfs_config_parse(&size_key, arg, max) < 0 || *max <= 0) {
+		tcfs_err_clear();
+		return "not a size";
+	}
+	return NULL;
+}
+
+/* The GPUs here, in words. */
+#define GPUS_LEN 256
+
+/* Where the kernels go: the store (into store) and its mount, if any
+ * (into mount, else ""); the GPUs here (g, and gpus in words); a new
+ * stage dir (u->stage, "" when none was made). */
+static int setup(struct unpack *u, const struct cli_store_opts *so,
+		 char *store, char *mount, struct mcv_targets *g, char *gpus)
+{
+	char mstore[PATH_MAX];
+	int rc;
+
+	tcfs_err_clear();
+	rc = store_dir(so, store);
+	if (rc == 0 && cli_find_mount(store, NULL, mstore, mount) < 0)
+		mount[0] = '\0';
+	if (rc == 0)
+		rc = gpu_detect(g);
+	gpu_describe(g, gpus, GPUS_LEN);
+	snprintf(u->stage, sizeof(u->stage), "%s/tcfs-unpack.XXXXXX",
+		 cli_tmp_dir());
+	if (rc == 0 && !mkdtemp(u->stage)) {
+		rc = tcfs_err_errno(-errno, "%s", u->stage);
+		u->stage[0] = '\0';
+	}
+	return rc;
+}
+
+/* Opens the image, checks it (against the GPUs g unless !gpu_check) and
+ * stages its cache, ready to land at mount (when mounted) or the store. */
+static int stage_image(struct unpack *u, const struct oci_ref *ref,
+		       const struct mcv_targets *g, const char *gpus,
+		       const char *mount, int64_t max, int gpu_check)
+{
+	char manifest[PATH_MAX];
+	int rc;
+
+	rc = oci_image_open(ref, cli_tmp_dir(), max > 0 ? (uint64_t)max : 0,
+			    &u->img);
+	if (rc == 0 && gpu_check)
+		rc = check_targets(u, g);
+	if (rc == 0)
+		rc = stage_layers(u, max);
+	if (rc == 0)
+		rc = find_cache(u, manifest, sizeof(manifest));
+	if (rc == 0)
+		rc = check_manifest(u, manifest);
+	if (rc < 0)
+		return rc;
+	/* MCV's manifest stays out of the cache (a compat image has none
+	 * at its root). */
+	if (!strcmp(u->cache, u->stage) && manifest[0]) {
+		*strrchr(manifest, '/') = '\0';
+		oci_rm_tree(manifest);
+	}
+	snprintf(u->root, sizeof(u->root), "%s", mount[0] ? mount : u->cache);
+	rc = fix_tree(u);
+	if (rc == 0)
+		count_fit(u, g);
+	if (rc == 0 && gpu_check && g->n && u->entries.n && !u->fit)
+		rc = tcfs_err_set(-ENOEXEC, "%s: none of its %zu kernels is "
+				  "for the GPUs here (%s); --no-gpu-check "
+				  "unpacks anyway", u->src, u->entries.n, gpus);
+	return rc;
+}
+
+/* Lands the staged kernels and says what landed (unless quiet). */
+static int finish(struct unpack *u, struct cli_common *co, const char *store,
+		  const char *mount, const struct mcv_targets *g,
+		  const char *gpus)
+{
+	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
+	int rc = land(u, co, mount, &kernels, &files, &kept, &bytes);
+
+	if (rc == 0 && !u->quiet)
+		print_summary(u, store, mount, kernels, files, kept, bytes,
+			      g->n, gpus, co->json);
+	return rc;
+}
+
+int cmd_unpack(int argc, char **argv)
+{
 	struct cli_common co = CLI_COMMON_INIT;
 	struct unpack u = { 0 };
 	struct mcv_targets g = { 0 };
 	struct oci_ref ref;
-	char store[PATH_MAX], mount[PATH_MAX] = "", mstore[PATH_MAX];
-	char manifest[PATH_MAX], gpus[256] = "";
-	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
+	char store[PATH_MAX], mount[PATH_MAX] = "", gpus[GPUS_LEN] = "";
 	int64_t max = 0;
-	int c, rc, gpu_check = 1;
+	int rc, no_gpu_check = 0;
+	char **args;
+	struct opt opts[] = {
+		OPT_FLAG(0, "no-gpu-check", &no_gpu_check, "unpack even when no "
+			 "kernel fits the GPUs"),
+		OPT_FN(0, "max-size", "SIZE", &max, max_size_opt, "refuse an "
+		       "image that unpacks to more than SIZE (512M, 20G; "
+		       "default 100 times its compressed size, at least 1G)"),
+		OPT_FLAG(0, "binary-only", &u.binary_only, "leave IR files out, "
+			 "and out of group files"),
+		CLI_OPT_QUIET(&u.quiet),
+		CLI_OPT_WAIT(&co),
+		CLI_OPTS_COMMON(&co, "print the summary as JSON"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS "q", opts,
-				NULL)) != -1) {
-		switch (cli_common_opt("unpack", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		switch (c) {
-		case 'G':
-			gpu_check = 0;
-			break;
-		case 'M':
-			if (tcfs_config_parse(&size_key, optarg, &max) < 0 ||
-			    max <= 0)
-				return cli_usage_err("unpack", "--max-size "
-						     "'%s': not a size",
-						     optarg);
-			break;
-		case 'I':
-			u.binary_only = 1;
-			break;
-		case 'q':
-			u.quiet = 1;
-			break;
-		default:
-			return cli_usage_err("unpack", "bad option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_err("unpack", optind >= argc
-						       ? "no image given"
-						       : "one image only");
-	u.src = argv[optind];
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
+	u.src = args[0];
 	if (oci_ref_parse(u.src, &ref) < 0)
 		return cli_usage_err("unpack", "%s", tcfs_err_msg());
-	tcfs_err_clear();
-	rc = store_dir(&co.store, store);
-	if (rc == 0 && cli_find_mount(store, NULL, mstore, mount) < 0)
-		mount[0] = '\0';
+	rc = setup(&u, &co.store, store, mount, &g, gpus);
 	if (rc == 0)
-		rc = gpu_detect(&g);
-	gpu_describe(&g, gpus, sizeof(gpus));
-	snprintf(u.stage, sizeof(u.stage), "%s/tcfs-unpack.XXXXXX", cli_tmp_dir());
-	if (rc == 0 && !mkdtemp(u.stage)) {
-		rc = tcfs_err_errno(-errno, "%s", u.stage);
-		u.stage[0] = '\0';
-	}
+		rc = stage_image(&u, &ref, &g, gpus, mount, max, !no_gpu_check);
 	if (rc == 0)
-		rc = oci_image_open(&ref, cli_tmp_dir(), max > 0 ? (uint64_t)max : 0,
-				    &u.img);
-	if (rc == 0 && gpu_check)
-		rc = check_targets(&u, &g);
-	if (rc == 0)
-		rc = stage_layers(&u, max);
-	if (rc == 0)
-		rc = find_cache(&u, manifest, sizeof(manifest));
-	if (rc == 0)
-		rc = check_manifest(&u, manifest);
-	if (rc == 0) {
-		/* MCV's manifest stays out of the cache (a compat image has
-		 * none at its root). */
-		if (!strcmp(u.cache, u.stage) && manifest[0]) {
-			*strrchr(manifest, '/') = '\0';
-			oci_rm_tree(manifest);
-		}
-		snprintf(u.root, sizeof(u.root), "%s",
-			 mount[0] ? mount : u.cache);
-		rc = fix_tree(&u);
-	}
-	if (rc == 0)
-		count_fit(&u, &g);
-	if (rc == 0 && gpu_check && g.n && u.entries.n && !u.fit)
-		rc = tcfs_err_set(-ENOEXEC, "%s: none of its %zu kernels is "
-				  "for the GPUs here (%s); --no-gpu-check "
-				  "unpacks anyway", u.src, u.entries.n, gpus);
-	if (rc == 0)
-		rc = land(&u, &co, mount, &kernels, &files, &kept, &bytes);
+		rc = finish(&u, &co, store, mount, &g, gpus);
 	if (rc < 0) {
 		cli_lib_err("unpack", rc, u.src);
 		cli_err("unpack", "%s: nothing unpacked; the store is as it "
 			"was", u.src);
-	} else if (!u.quiet) {
-		print_summary(&u, store, mount, kernels, files, kept, bytes,
-			      g.n, gpus, co.json);
 	}
 	oci_image_close(&u.img);
 	oci_rm_tree(u.stage);

@@ -3,7 +3,6 @@
  * cached sibling's (index/why.h).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,26 +12,19 @@
 #include "index/utf8.h"
 #include "index/why.h"
 
-static const char *const help =
-	"Usage: tcfs why [OPTIONS] KEY\n"
-	"\n"
+static const struct opt_cmd cmd = {
+	"why", "KEY", 1, 1, "give one KEY",
 	"Why the kernel at KEY was compiled when others of its name were\n"
 	"cached: compares its metadata (NAME.json) with every cached kernel of\n"
 	"the same name and target, picks the nearest (the fewest differing\n"
 	"top-level fields) and shows the fields that differ, but \"hash\".\n"
 	"None differing means the source, the signature or Triton itself\n"
 	"changed, which the metadata does not record.  A kernel whose\n"
-	"NAME.json is missing or not JSON has no nearest.\n"
-	"\n"
-	"Options:\n"
-	"  -s, --store DIR   the store (default as for tcfs import)\n"
-	"      --json        print {key, name, target, nearest: KEY or null,\n"
-	"                    differences: {FIELD: [nearest's value, this\n"
-	"                    kernel's value]}}\n"
-	"  -h, --help        show this help\n"
-	"\n"
+	"NAME.json is missing or not JSON has no nearest.\n",
+	NULL,
 	"Exit status: 0 success, 1 no kernel at KEY or the store could not be\n"
-	"read, 2 usage error.\n";
+	"read, 2 usage error.\n",
+};
 
 static void print_text(const struct tcfs_why *w)
 {
@@ -95,35 +87,28 @@ static int print_json(const struct tcfs_why *w)
 
 int cmd_why(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_COMMON_LONGOPTS,
-		{ 0 },
-	};
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_store *s;
 	struct tcfs_why w;
-	int c, rc;
+	char **args;
+	int rc;
+	struct opt opts[] = {
+		CLI_OPTS_COMMON(&co, "print {key, name, target, nearest: KEY or "
+				"null, differences: {FIELD: [nearest's value, "
+				"this kernel's value]}}"),
+		OPT_END(),
+	};
 
-	while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTOPTS, opts,
-				NULL)) != -1) {
-		switch (cli_common_opt("why", help, c, &co, &rc)) {
-		case 1:
-			continue;
-		case -1:
-			return rc;
-		}
-		return cli_usage_err("why", "bad option");
-	}
-	if (optind + 1 != argc)
-		return cli_usage_err("why", "give one KEY");
+	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
+		return rc;
 	if (cli_open_store("why", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	rc = tcfs_why(s, argv[optind], &w);
+	rc = tcfs_why(s, args[0], &w);
 	if (rc == -ENOENT) {
-		cli_err("why", "%s: no kernel with this key in %s", argv[optind],
+		cli_err("why", "%s: no kernel with this key in %s", args[0],
 			tcfs_store_path(s));
 	} else if (rc < 0) {
-		cli_lib_err("why", rc, argv[optind]);
+		cli_lib_err("why", rc, args[0]);
 	} else {
 		if (co.json)
 			rc = print_json(&w) == CLI_OK ? 0 : -1;

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "tools/cli.h"
 #include "index/err.h"
 #include "index/io.h"
 #include "index/name.h"
