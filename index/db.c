@@ -10,7 +10,6 @@
 
 #include "err.h"
 #include "hash.h"
-#include "schema.h"
 #include "vec.h"
 
 #define DB_STMT_CACHE 96
@@ -83,7 +82,7 @@ int tcfs_db_error(struct tcfs_db *db, int src)
 	return tcfs_err_set(rc, "%s: %s", path, msg);
 }
 
-static int db_pragmas(struct tcfs_db *db)
+int tcfs_db_configure(struct tcfs_db *db)
 {
 	/* NORMAL in WAL mode: a killed process never loses a commit; a power
 	 * cut may lose the last ones but never corrupts the index.  Blobs are
@@ -128,13 +127,6 @@ int tcfs_db_open(const char *path, int create, struct tcfs_db **out)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(db->conn, 1);
-	rc = create ? 0 : tcfs_schema_check(db);
-	if (rc == 0)
-		rc = db_pragmas(db);
-	if (rc == 0)
-		rc = tcfs_schema_upgrade(db);
-	if (rc < 0)
-		goto fail;
 	*out = db;
 	return 0;
 fail:

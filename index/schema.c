@@ -413,3 +413,23 @@ int tcfs_schema_upgrade(struct tcfs_db *db)
 {
 	return tcfs_schema_apply(db, schema_steps, SCHEMA_NSTEPS);
 }
+
+int tcfs_schema_open(const char *path, int create, struct tcfs_db **out)
+{
+	struct tcfs_db *db = NULL;
+	int rc = tcfs_db_open(path, create, &db);
+
+	if (rc < 0)
+		return rc;
+	rc = create ? 0 : tcfs_schema_check(db);
+	if (rc == 0)
+		rc = tcfs_db_configure(db);
+	if (rc == 0)
+		rc = tcfs_schema_upgrade(db);
+	if (rc < 0) {
+		tcfs_db_close(db);
+		return rc;
+	}
+	*out = db;
+	return 0;
+}

@@ -18,6 +18,7 @@
 #include "lock.h"
 #include "nodecache.h"
 #include "ns.h"
+#include "schema.h"
 #include "space.h"
 
 struct tcfs_store {
@@ -165,7 +166,7 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	rc = o->writer || fresh ? private_index(s, fresh) : 0;
 	if (rc < 0)
 		goto fail;
-	rc = tcfs_db_open(dbpath, fresh, &s->db);
+	rc = tcfs_schema_open(dbpath, fresh, &s->db);
 	if (rc < 0)
 		goto fail;
 	/* A reader (list, info, stats) reads much of the index once: mapped,
