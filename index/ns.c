@@ -260,7 +260,7 @@ static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 			  r->mtime_ns, r->kind == TCFS_DIR ? 2 : 1, r->target,
 			  r->inode ? (int64_t)r->inode : (int64_t)-1);
 	if (rc >= 0 && c)
-		rc = tcfs_durable_note(s, &c->blob);
+		rc = tcfs_durable_note(tcfs_store_durable(s), &c->blob);
 	if (rc >= 0 && r->kind == TCFS_DIR)
 		rc = add_links(s, parent, 1, r->mtime_ns);
 	if (rc >= 0 && r->inode)
@@ -372,7 +372,7 @@ int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 				  (int64_t)c->size, (int)c->fmt, mtime_ns,
 				  (int64_t)n.ino);
 	if (rc >= 0)
-		rc = tcfs_durable_note(s, &c->blob);
+		rc = tcfs_durable_note(tcfs_store_durable(s), &c->blob);
 	if (rc >= 0)
 		rc = tcfs_kernel_files_changed(s, n.parent);
 	return tcfs_db_end(db, rc);

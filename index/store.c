@@ -1,6 +1,7 @@
 /* store: opening a store directory and handing out its parts. */
 #include "store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,7 +18,6 @@
 #include "err.h"
 #include "lock.h"
 #include "nodecache.h"
-#include "ns.h"
 #include "schema.h"
 #include "space.h"
 
@@ -140,6 +140,7 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	char dbpath[4096];
 	int rc, fresh;
 
+	assert(!o->writer || o->recover);
 	if (!s)
 		return -ENOMEM;
 	s->dirfd = s->lockfd = -1;
@@ -180,15 +181,12 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	if (rc < 0)
 		goto fail;
 	if (o->writer) {
-		/* No other writer can be running: what a dead one left in
-		 * staging/ and in limbo is nobody's any more. */
-		rc = tcfs_cas_clean_staging(s->cas, NULL);
-		if (rc == 0)
-			rc = tcfs_ns_purge_unlinked(s);
-		if (rc == 0)
-			rc = tcfs_durable_recover(s, s->dirfd, &s->recovered);
+		/* Before the batch state and the node cache, as it changes
+		 * the index behind them. */
+		rc = o->recover(s, s->dirfd, &s->recovered);
 		if (rc == 0 && o->durability == TCFS_DURABLE_BATCH)
-			rc = tcfs_durable_new(s->dirfd, &s->durable);
+			rc = tcfs_durable_new(s->dirfd, s->path, s->db,
+					      &s->durable);
 		/* Only the writer's view of the nodes cannot change under it:
 		 * a reader must always ask the index. */
 		if (rc == 0)
@@ -209,7 +207,7 @@ void tcfs_store_close(struct tcfs_store *s)
 	if (!s)
 		return;
 	/* A clean stop leaves nothing for the next writer to check. */
-	tcfs_durable_flush(s);
+	tcfs_durable_flush(s->durable);
 	tcfs_durable_free(s->durable);
 	s->durable = NULL;
 	tcfs_cas_close(s->cas);
@@ -307,7 +305,7 @@ int tcfs_store_fsync(struct tcfs_store *s)
 {
 	int rc = tcfs_db_sync(s->db);
 
-	return rc < 0 ? rc : tcfs_durable_flush(s);
+	return rc < 0 ? rc : tcfs_durable_flush(s->durable);
 }
 
 int tcfs_store_begin(struct tcfs_store *s)
