@@ -34,6 +34,9 @@ const char *tcfs_db_path(const struct tcfs_db *db);
 
 void tcfs_db_lock(struct tcfs_db *db);
 void tcfs_db_unlock(struct tcfs_db *db);
+/* Whether the calling thread holds the lock: for asserts of callers that
+ * must (a statement of tcfs_db_row read on, a node cache). */
+int tcfs_db_held(struct tcfs_db *db);
 
 /* A transaction: the outermost begin is BEGIN IMMEDIATE, inner ones are
  * savepoints.  end commits when rc >= 0 and rolls back otherwise, and returns

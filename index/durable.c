@@ -99,6 +99,9 @@ int tcfs_durable_flush(struct tcfs_durable *d)
 	if (!d)
 		return 0;
 	db = d->db;
+	/* Inside a transaction of this thread the sync could not commit
+	 * it, yet the flush would count its changes as durable. */
+	assert(!tcfs_db_held(db));
 	pthread_mutex_lock(&d->flush_mu);
 	rc = d->failed;
 	tcfs_db_lock(db);

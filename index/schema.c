@@ -1,6 +1,7 @@
 /* schema: the tables of index.db, version by version. */
 #include "schema.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -386,6 +387,8 @@ int tcfs_schema_apply(struct tcfs_db *db, const struct tcfs_migration *steps,
 				    tcfs_db_path(db), version,
 				    steps[n - 1].version);
 	for (int i = 0; i < n; i++) {
+		/* Each step produces the next version: never one twice. */
+		assert(i == 0 || steps[i].version > steps[i - 1].version);
 		if (steps[i].version <= version)
 			continue;
 		rc = apply_step(db, &steps[i]);
