@@ -134,11 +134,50 @@ static int private_index(struct tcfs_store *s, int fresh)
 	return 0;
 }
 
+/* The index, made private first (see private_index). */
+static int open_index(struct tcfs_store *s, const struct tcfs_store_opts *o)
+{
+	char dbpath[4096];
+	int rc, fresh;
+
+	snprintf(dbpath, sizeof(dbpath), "%s/index.db", s->path);
+	/* Only a store without an index.db is new; an existing empty one is
+	 * damage, and must not be taken for a new store with no files. */
+	fresh = o->create && faccessat(s->dirfd, "index.db", F_OK, 0) < 0 &&
+		errno == ENOENT;
+	rc = o->writer || fresh ? private_index(s, fresh) : 0;
+	if (rc < 0)
+		return rc;
+	rc = tcfs_schema_open(dbpath, fresh, &s->db);
+	if (rc < 0)
+		return rc;
+	/* A reader (list, info, stats) reads much of the index once: mapped,
+	 * its pages cost no read() each.  Not the mount's, whose memory
+	 * would count them. */
+	if (!o->writer)
+		rc = tcfs_db_exec(s->db, "PRAGMA mmap_size=1073741824", "");
+	return rc < 0 ? rc : 0;
+}
+
+/* A writer's own parts, once it has recovered: recovery comes before the
+ * batch state and the node cache, as it changes the index behind them. */
+static int open_writer(struct tcfs_store *s, const struct tcfs_store_opts *o)
+{
+	int rc = o->recover(s, s->dirfd, &s->recovered);
+
+	if (rc == 0 && o->durability == TCFS_DURABLE_BATCH)
+		rc = tcfs_durable_new(s->dirfd, s->path, s->db, &s->durable);
+	/* Only the writer's view of the nodes cannot change under it: a
+	 * reader must always ask the index. */
+	if (rc == 0)
+		rc = tcfs_nodecache_attach(s->db, &s->nodes);
+	return rc;
+}
+
 int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 {
 	struct tcfs_store *s = calloc(1, sizeof(*s));
-	char dbpath[4096];
-	int rc, fresh;
+	int rc;
 
 	assert(!o->writer || o->recover);
 	if (!s)
@@ -159,41 +198,14 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 			goto fail;
 		s->lockfd = rc;
 	}
-	snprintf(dbpath, sizeof(dbpath), "%s/index.db", s->path);
-	/* Only a store without an index.db is new; an existing empty one is
-	 * damage, and must not be taken for a new store with no files. */
-	fresh = o->create && faccessat(s->dirfd, "index.db", F_OK, 0) < 0 &&
-		errno == ENOENT;
-	rc = o->writer || fresh ? private_index(s, fresh) : 0;
+	rc = open_index(s, o);
+	if (rc == 0)
+		rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer,
+				   &s->cas);
+	if (rc == 0 && o->writer)
+		rc = open_writer(s, o);
 	if (rc < 0)
 		goto fail;
-	rc = tcfs_schema_open(dbpath, fresh, &s->db);
-	if (rc < 0)
-		goto fail;
-	/* A reader (list, info, stats) reads much of the index once: mapped,
-	 * its pages cost no read() each.  Not the mount's, whose memory
-	 * would count them. */
-	if (!o->writer)
-		rc = tcfs_db_exec(s->db, "PRAGMA mmap_size=1073741824", "");
-	if (rc < 0)
-		goto fail;
-	rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer, &s->cas);
-	if (rc < 0)
-		goto fail;
-	if (o->writer) {
-		/* Before the batch state and the node cache, as it changes
-		 * the index behind them. */
-		rc = o->recover(s, s->dirfd, &s->recovered);
-		if (rc == 0 && o->durability == TCFS_DURABLE_BATCH)
-			rc = tcfs_durable_new(s->dirfd, s->path, s->db,
-					      &s->durable);
-		/* Only the writer's view of the nodes cannot change under it:
-		 * a reader must always ask the index. */
-		if (rc == 0)
-			rc = tcfs_nodecache_attach(s->db, &s->nodes);
-		if (rc < 0)
-			goto fail;
-	}
 	s->keep_unlinked = o->keep_unlinked;
 	*out = s;
 	return 0;
