@@ -34,7 +34,7 @@ struct fs_flusher {
 /* A failed sync fails every flush after it (durable.h): say so once. */
 static void flush(struct tcfs_fs *fs, int *last)
 {
-	int rc = tcfs_durable_flush(fs->store);
+	int rc = tcfs_durable_flush(tcfs_store_durable(fs->store));
 
 	if (rc < 0 && rc != *last)
 		syslog(LOG_ERR, "tcfs: new files not made durable: %s",

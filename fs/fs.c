@@ -29,6 +29,7 @@
 #include "index/err.h"
 #include "index/group.h"
 #include "index/kernel.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "index/utf8.h"
 #include "priv.h"
@@ -272,7 +273,8 @@ static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 {
 	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1,
 				      o->no_fsync ? TCFS_DURABLE_NONE
-						  : TCFS_DURABLE_BATCH };
+						  : TCFS_DURABLE_BATCH,
+				      tcfs_recover };
 	const struct tcfs_durable_report *rec;
 	int rc;
 

@@ -856,6 +856,7 @@ int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h)
 		close(fd);
 		return rc;
 	}
+	assert(tcfs_hash_equal(&got, h));	/* only its own bytes */
 	return fd;
 }
 
@@ -889,12 +890,16 @@ int tcfs_cas_read_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
 		free(*buf);
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	assert(*len <= max);
 	if (v == CAS_GOOD)
 		return 0;
 	tcfs_hash_buf(*buf, *len, &got);
 	rc = judge_served(cas, h, &got);
 	if (rc < 0)
 		free(*buf);
+	/* What is served is the blob's bytes, whole, and never more than
+	 * the caller can take. */
+	assert(rc < 0 || (tcfs_hash_equal(&got, h) && *len <= max));
 	return rc;
 }
 

@@ -4,7 +4,7 @@
  * Every file that names the blob goes, and with each the group files of
  * its key dir, so Triton misses and recompiles those kernels rather than
  * load a group whose children are gone or wrong.  Used by fsck --repair,
- * by a writer opening the store after a crash (durable.h), and by the
+ * by a writer opening the store after a crash (recover.h), and by the
  * mount when a blob fails its check as it is read.
  */
 #ifndef TCFS_DAMAGE_H

@@ -5,12 +5,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "hash.h"
-#include "schema.h"
 #include "vec.h"
 
 #define DB_STMT_CACHE 96
@@ -23,10 +23,15 @@ struct db_cached {
 	sqlite3_stmt *st;
 };
 
+/* A thread's own address, by which it is told from the others. */
+static _Thread_local char db_me;
+
 struct tcfs_db {
 	sqlite3 *conn;
 	char *path;
 	pthread_mutex_t mu;
+	_Atomic(const char *) owner;	/* whose db_me holds mu, else NULL */
+	int held;		/* how often the owner took mu */
 	int depth;		/* nesting of begin/end */
 	int64_t changes_at[DB_DEPTH_MAX];	/* total changes at each begin */
 	int deferred;		/* top-level ends leave COMMIT to tcfs_db_sync */
@@ -83,7 +88,7 @@ int tcfs_db_error(struct tcfs_db *db, int src)
 	return tcfs_err_set(rc, "%s: %s", path, msg);
 }
 
-static int db_pragmas(struct tcfs_db *db)
+int tcfs_db_configure(struct tcfs_db *db)
 {
 	/* NORMAL in WAL mode: a killed process never loses a commit; a power
 	 * cut may lose the last ones but never corrupts the index.  Blobs are
@@ -128,13 +133,6 @@ int tcfs_db_open(const char *path, int create, struct tcfs_db **out)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(db->conn, 1);
-	rc = create ? 0 : tcfs_schema_check(db);
-	if (rc == 0)
-		rc = db_pragmas(db);
-	if (rc == 0)
-		rc = tcfs_schema_upgrade(db);
-	if (rc < 0)
-		goto fail;
 	*out = db;
 	return 0;
 fail:
@@ -168,11 +166,24 @@ const char *tcfs_db_path(const struct tcfs_db *db)
 void tcfs_db_lock(struct tcfs_db *db)
 {
 	pthread_mutex_lock(&db->mu);
+	atomic_store_explicit(&db->owner, &db_me, memory_order_relaxed);
+	db->held++;
 }
 
 void tcfs_db_unlock(struct tcfs_db *db)
 {
+	assert(tcfs_db_held(db) && db->held > 0);
+	if (--db->held == 0)
+		atomic_store_explicit(&db->owner, NULL, memory_order_relaxed);
 	pthread_mutex_unlock(&db->mu);
+}
+
+/* Only this thread ever stores its own db_me: whatever another thread
+ * stores meanwhile, the answer for this one is right. */
+int tcfs_db_held(struct tcfs_db *db)
+{
+	return atomic_load_explicit(&db->owner, memory_order_relaxed) ==
+	       &db_me;
 }
 
 static sqlite3_stmt *db_stmt(struct tcfs_db *db, const char *sql, int *rc);
@@ -268,8 +279,12 @@ int tcfs_db_begin(struct tcfs_db *db)
 
 int tcfs_db_end(struct tcfs_db *db, int rc)
 {
-	int depth = --db->depth;
-	int nested = depth > 0 || db->open;
+	int depth, nested;
+
+	/* Only the thread whose begin took the lock may end it, once. */
+	assert(tcfs_db_held(db) && db->depth > 0 && db->held >= db->depth);
+	depth = --db->depth;
+	nested = depth > 0 || db->open;
 
 	if (rc >= 0) {
 		int end = db_simple(db, nested ? "RELEASE nest" : "COMMIT");
@@ -333,6 +348,7 @@ static sqlite3_stmt *db_stmt(struct tcfs_db *db, const char *sql, int *rc)
 	sqlite3_stmt *st;
 	int src;
 
+	assert(tcfs_db_held(db));	/* the cache is the connection's */
 	for (int i = 0; i < db->ncache; i++)
 		if (db->cache[i].sql == sql)
 			return db->cache[i].st;
@@ -544,8 +560,10 @@ int tcfs_db_collect(struct tcfs_db *db, size_t elem,
 
 int tcfs_db_next(struct tcfs_db *db, sqlite3_stmt *st)
 {
-	int src = sqlite3_step(st);
+	int src;
 
+	assert(tcfs_db_held(db));	/* as from tcfs_db_row on */
+	src = sqlite3_step(st);
 	if (src == SQLITE_ROW)
 		return 1;
 	tcfs_db_reset(st);

@@ -18,13 +18,15 @@ struct tcfs_hash;
 
 struct tcfs_db;
 
-/* Opens the index at path and brings its schema up to date.  With create a
- * missing file is created; without it the file must already be a tcfs
- * index (an empty or foreign file is -EUCLEAN, never initialized, so a
- * damaged index is not mistaken for a new one).  *out is owned by the
- * caller: tcfs_db_close. */
+/* Opens the connection to the database at path, creating a missing file
+ * with create; reads and writes nothing yet.  An index is opened through
+ * tcfs_schema_open, which checks what the file is before anything writes
+ * to it.  *out is owned by the caller: tcfs_db_close. */
 int tcfs_db_open(const char *path, int create, struct tcfs_db **out);
 void tcfs_db_close(struct tcfs_db *db);
+/* Sets the connection up for tcfs (WAL, foreign keys, timeouts): the
+ * journal mode writes to the file, so only once it is known to be ours. */
+int tcfs_db_configure(struct tcfs_db *db);
 
 /* The raw connection, for the schema module and tests. */
 sqlite3 *tcfs_db_handle(struct tcfs_db *db);
@@ -32,6 +34,9 @@ const char *tcfs_db_path(const struct tcfs_db *db);
 
 void tcfs_db_lock(struct tcfs_db *db);
 void tcfs_db_unlock(struct tcfs_db *db);
+/* Whether the calling thread holds the lock: for asserts of callers that
+ * must (a statement of tcfs_db_row read on, a node cache). */
+int tcfs_db_held(struct tcfs_db *db);
 
 /* A transaction: the outermost begin is BEGIN IMMEDIATE, inner ones are
  * savepoints.  end commits when rc >= 0 and rolls back otherwise, and returns

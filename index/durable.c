@@ -1,6 +1,7 @@
 /* durable: new blobs made durable in batches, and checked after a crash. */
 #include "durable.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,11 +10,9 @@
 #include <unistd.h>
 
 #include "cas.h"
-#include "damage.h"
 #include "db.h"
 #include "err.h"
 #include "hash.h"
-#include "store.h"
 
 /* gen orders notes and flushes: a note carries the gen it read, under
  * the db lock, after its blob was written; a flush advances gen under the
@@ -25,20 +24,25 @@ static const char sql_forget[] = "DELETE FROM unsynced WHERE gen <= ?";
 static const char sql_noted[] = "SELECT blob FROM unsynced";
 
 struct tcfs_durable {
-	int storefd;
+	int storefd;		/* borrowed, as are: */
+	const char *path;
+	struct tcfs_db *db;
 	_Atomic uint64_t gen;
 	pthread_mutex_t flush_mu;	/* one flush at a time; guards: */
 	int64_t synced;		/* the db's change count made durable */
 	int failed;		/* a sync's error: sticky */
 };
 
-int tcfs_durable_new(int storefd, struct tcfs_durable **out)
+int tcfs_durable_new(int storefd, const char *path, struct tcfs_db *db,
+		     struct tcfs_durable **out)
 {
 	struct tcfs_durable *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return -ENOMEM;
 	d->storefd = storefd;
+	d->path = path;
+	d->db = db;
 	d->synced = -1;
 	pthread_mutex_init(&d->flush_mu, NULL);
 	*out = d;
@@ -53,32 +57,29 @@ void tcfs_durable_free(struct tcfs_durable *d)
 	free(d);
 }
 
-int tcfs_durable_note(struct tcfs_store *s, const struct tcfs_hash *h)
+int tcfs_durable_note(struct tcfs_durable *d, const struct tcfs_hash *h)
 {
-	struct tcfs_durable *d = tcfs_store_durable(s);
 	int rc;
 
 	if (!d)
 		return 0;
-	rc = tcfs_db_exec(tcfs_store_db(s), sql_note, "hi", h,
+	rc = tcfs_db_exec(d->db, sql_note, "hi", h,
 			  (int64_t)atomic_load(&d->gen));
 	return rc < 0 ? rc : 0;
 }
 
 /* Since Linux 5.8 syncfs reports the writeback errors of the file
  * system, once per descriptor. */
-static int sync_store(struct tcfs_store *s, int fd)
+static int sync_store(const char *path, int fd)
 {
-	return syncfs(fd) < 0 ? tcfs_err_errno(-errno, "%s: syncfs",
-					       tcfs_store_path(s))
+	return syncfs(fd) < 0 ? tcfs_err_errno(-errno, "%s: syncfs", path)
 			      : 0;
 }
 
 /* Forgets notes in their own transaction (within a batch, db.h, they go
  * with the store's next sync); returns how many. */
-static int forget(struct tcfs_store *s, uint64_t upto)
+static int forget(struct tcfs_db *db, uint64_t upto)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
 	int rc = tcfs_db_begin(db);
 
 	if (rc < 0)
@@ -88,16 +89,19 @@ static int forget(struct tcfs_store *s, uint64_t upto)
 	return tcfs_db_end(db, rc);
 }
 
-int tcfs_durable_flush(struct tcfs_store *s)
+int tcfs_durable_flush(struct tcfs_durable *d)
 {
-	struct tcfs_durable *d = tcfs_store_durable(s);
-	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_db *db;
 	uint64_t upto = 0;
 	int64_t changes;
 	int rc;
 
 	if (!d)
 		return 0;
+	db = d->db;
+	/* Inside a transaction of this thread the sync could not commit
+	 * it, yet the flush would count its changes as durable. */
+	assert(!tcfs_db_held(db));
 	pthread_mutex_lock(&d->flush_mu);
 	rc = d->failed;
 	tcfs_db_lock(db);
@@ -109,14 +113,14 @@ int tcfs_durable_flush(struct tcfs_store *s)
 	tcfs_db_unlock(db);
 	if (rc < 0 || changes == d->synced)
 		goto out;
-	rc = sync_store(s, d->storefd);
+	rc = sync_store(d->path, d->storefd);
 	if (rc < 0) {
 		/* The error is reported once: a later sync would succeed
 		 * without the lost writes, so no note may go from now on. */
 		d->failed = rc;
 		goto out;
 	}
-	rc = forget(s, upto);
+	rc = forget(db, upto);
 	if (rc >= 0) {	/* its own deletions need no sync */
 		d->synced = changes + rc;
 		rc = 0;
@@ -134,31 +138,38 @@ static int fill_noted(void *ctx, void *elem, sqlite3_stmt *st)
 	return tcfs_db_hash(st, 0, elem) < 0 ? 1 : 0;
 }
 
+/* What one recovery works on. */
+struct check {
+	struct tcfs_db *db;
+	struct tcfs_cas *cas;
+	tcfs_durable_lost_cb *lost;
+	void *ctx;
+	struct tcfs_durable_report r;
+};
+
 /* A lost blob: its files go (with their kernels' group files), and so do
  * whatever bytes are left under its name, which can only mislead. */
-static int drop_lost(struct tcfs_store *s, const struct tcfs_hash *h,
-		     struct tcfs_durable_report *r)
+static int drop_lost(struct check *c, const struct tcfs_hash *h)
 {
-	int rc = tcfs_damage_drop_users(s, h, NULL, NULL, &r->dropped);
+	int rc = c->lost(c->ctx, h, &c->r.dropped);
 
 	if (rc < 0)
 		return rc;
-	rc = tcfs_cas_remove(tcfs_store_cas(s), h);
-	r->lost++;
+	rc = tcfs_cas_remove(c->cas, h);
+	c->r.lost++;
 	return rc == -ENOENT ? 0 : rc;
 }
 
 /* Checks one noted blob; 1 when it is to stay noted. */
-static int check(struct tcfs_store *s, const struct tcfs_hash *h,
-		 struct tcfs_durable_report *r)
+static int check(struct check *c, const struct tcfs_hash *h)
 {
-	int rc = tcfs_cas_verify(tcfs_store_cas(s), h);
+	int rc = tcfs_cas_verify(c->cas, h);
 
-	r->checked++;
+	c->r.checked++;
 	if (rc == -ENOENT || rc == -EBADMSG)
-		return drop_lost(s, h, r);
+		return drop_lost(c, h);
 	if (rc < 0) {	/* no verdict: the files stay, fsck will say */
-		r->unreadable++;
+		c->r.unreadable++;
 		return 1;
 	}
 	return 0;
@@ -166,34 +177,35 @@ static int check(struct tcfs_store *s, const struct tcfs_hash *h,
 
 /* Replaces every note with those of the kept blobs, beyond any flush's
  * reach: only a writer's check drops them. */
-static int renote(struct tcfs_store *s, const struct tcfs_hash *kept,
+static int renote(struct tcfs_db *db, const struct tcfs_hash *kept,
 		  size_t n)
 {
-	struct tcfs_db *db = tcfs_store_db(s);
 	int rc = tcfs_db_begin(db);
 
 	if (rc < 0)
 		return rc;
-	rc = forget(s, UINT64_MAX);
+	rc = forget(db, UINT64_MAX);
 	for (size_t i = 0; rc >= 0 && i < n; i++)
 		rc = tcfs_db_exec(db, sql_note, "hi", &kept[i],
 				  (int64_t)INT64_MAX);
 	return tcfs_db_end(db, rc < 0 ? rc : 0);
 }
 
-int tcfs_durable_recover(struct tcfs_store *s, int storefd,
+int tcfs_durable_recover(struct tcfs_db *db, struct tcfs_cas *cas,
+			 int storefd, const char *path,
+			 tcfs_durable_lost_cb *lost, void *ctx,
 			 struct tcfs_durable_report *out)
 {
-	struct tcfs_durable_report r = { 0 };
+	struct check c = { db, cas, lost, ctx, { 0 } };
 	struct tcfs_hash *noted = NULL;
 	size_t n = 0, kept = 0;
 	uint64_t rows = 0;
 	int rc;
 
-	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*noted), fill_noted,
-			     &rows, &noted, &n, sql_noted, "");
+	rc = tcfs_db_collect(db, sizeof(*noted), fill_noted, &rows, &noted,
+			     &n, sql_noted, "");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		rc = check(s, &noted[i], &r);
+		rc = check(&c, &noted[i]);
 		if (rc == 1) {
 			noted[kept++] = noted[i];
 			rc = 0;
@@ -203,11 +215,12 @@ int tcfs_durable_recover(struct tcfs_store *s, int storefd,
 	 * writer was killed, the machine did not stop): durable before the
 	 * notes go. */
 	if (rc == 0 && rows)
-		rc = sync_store(s, storefd);
+		rc = sync_store(path, storefd);
 	if (rc == 0 && rows)
-		rc = renote(s, noted, kept);
+		rc = renote(db, noted, kept);
+	assert(c.r.lost + c.r.unreadable <= c.r.checked);
 	free(noted);
 	if (out)
-		*out = r;
+		*out = c.r;
 	return rc;
 }

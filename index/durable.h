@@ -16,14 +16,18 @@
  * read as never written, never as wrong bytes (the loss is like a local
  * disk's, which also drops its last seconds of writes).  A killed process
  * loses nothing: the page cache keeps the bytes.
+ *
+ * durable knows the index and the blobs, not the tree: which files a lost
+ * blob takes with it is its caller's to say (recover.c).
  */
 #ifndef TCFS_DURABLE_H
 #define TCFS_DURABLE_H
 
 #include <stdint.h>
 
+struct tcfs_cas;
+struct tcfs_db;
 struct tcfs_hash;
-struct tcfs_store;
 struct tcfs_durable;
 
 /* How a writer makes new blobs durable (tcfs_store_opts.durability). */
@@ -42,30 +46,40 @@ struct tcfs_durable_report {
 				 * error): kept, noted, for tcfs fsck */
 };
 
-/* The batch state of a writer; storefd (borrowed) is any descriptor on
- * the store's file system.  *out is owned by the caller: tcfs_durable_free. */
-int tcfs_durable_new(int storefd, struct tcfs_durable **out);
+/* The batch state of a writer of the store at path (for messages) whose
+ * index is db; storefd is any descriptor on the store's file system.  All
+ * three are borrowed and must outlive it (the store owns them).  *out is
+ * owned by the caller: tcfs_durable_free. */
+int tcfs_durable_new(int storefd, const char *path, struct tcfs_db *db,
+		     struct tcfs_durable **out);
 void tcfs_durable_free(struct tcfs_durable *d);
 
 /* Notes that a row names h, inside the caller's transaction; nothing when
- * the store does not batch.  The blob's bytes must be written already. */
-int tcfs_durable_note(struct tcfs_store *s, const struct tcfs_hash *h);
+ * d is NULL (the store does not batch: tcfs_store_durable).  The blob's
+ * bytes must be written already. */
+int tcfs_durable_note(struct tcfs_durable *d, const struct tcfs_hash *h);
 
 /* Commits the index and makes it and every blob noted so far durable,
  * then forgets those notes (the forgetting is committed with the store's
  * next sync).  Nothing to do when nothing changed since the last flush, or
- * the store does not batch.  Safe from any thread not inside a
- * transaction.  Once a sync has failed (the disk lost writes), every flush
- * fails with that error and no note is forgotten any more: the next writer
- * checks them all. */
-int tcfs_durable_flush(struct tcfs_store *s);
+ * d is NULL.  Safe from any thread not inside a transaction.  Once a sync
+ * has failed (the disk lost writes), every flush fails with that error
+ * and no note is forgotten any more: the next writer checks them all. */
+int tcfs_durable_flush(struct tcfs_durable *d);
+
+/* Told of a lost blob h: removes the files that name it, adding those
+ * removed to *dropped (recover.c: tcfs_damage_drop_users). */
+typedef int tcfs_durable_lost_cb(void *ctx, const struct tcfs_hash *h,
+				 uint64_t *dropped);
 
 /* For a writer opening the store, before anyone else uses it: checks
- * the blobs a writer that did not stop cleanly left noted, drops the
- * files whose blobs were lost, makes the rest durable and forgets their
- * notes (an unreadable blob keeps its note).  storefd as for
- * tcfs_durable_new. */
-int tcfs_durable_recover(struct tcfs_store *s, int storefd,
+ * the blobs a writer that did not stop cleanly left noted, has lost(ctx)
+ * drop the files whose blobs were lost and removes what is left of those
+ * blobs, makes the rest durable and forgets their notes (an unreadable
+ * blob keeps its note).  storefd and path as for tcfs_durable_new. */
+int tcfs_durable_recover(struct tcfs_db *db, struct tcfs_cas *cas,
+			 int storefd, const char *path,
+			 tcfs_durable_lost_cb *lost, void *ctx,
 			 struct tcfs_durable_report *out);
 
 #endif

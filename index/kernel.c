@@ -13,7 +13,7 @@
 #include "cas.h"
 #include "db.h"
 #include "io.h"
-#include "ns.h"
+#include "nsread.h"
 #include "store.h"
 
 

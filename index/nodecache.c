@@ -1,6 +1,7 @@
 /* nodecache: the writer's nodes in memory, kept right by SQLite's hooks. */
 #include "nodecache.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,7 @@ void tcfs_nodecache_free(struct tcfs_nodecache *c)
 int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
 		       struct tcfs_node *out)
 {
+	assert(tcfs_db_held(c->db));
 	for (struct entry *e = c->by_ino[ino_bucket(ino)]; e; e = e->next_ino)
 		if (e->n.entry == ino) {
 			*out = e->n;
@@ -130,6 +132,7 @@ int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
 {
 	struct entry *e = c->by_name[name_bucket(parent, name)];
 
+	assert(tcfs_db_held(c->db));
 	for (; e; e = e->next_name)
 		if (e->n.parent == parent && strcmp(e->n.name, name) == 0) {
 			*out = e->n;
@@ -143,6 +146,7 @@ void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n)
 	struct entry *e;
 	size_t b;
 
+	assert(tcfs_db_held(c->db));
 	drop(c, n->entry);
 	if (c->count >= NODECACHE_MAX)
 		clear(c);

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "ns.h"
+#include "nsread.h"
 
 struct tcfs_db;
 struct tcfs_nodecache;

@@ -12,6 +12,9 @@
  * node's number, a replacement (create + rename over) gets a new one.
  * Kernel rows follow the tree: whenever a directory holding a group file
  * changes, its kernels are refreshed in the same transaction.
+ *
+ * This half changes the tree; nsread.h reads it.  kernel.c reads the tree
+ * through nsread.h only, so that ns.c may call it and it never calls back.
  */
 #ifndef TCFS_NS_H
 #define TCFS_NS_H
@@ -21,55 +24,9 @@
 
 #include "hash.h"
 #include "name.h"
+#include "nsread.h"	/* the nodes and reading them */
 
 struct tcfs_store;
-
-#define TCFS_ROOT_INO 1
-/* A removed node kept for the mount (see tcfs_ns_forget) has as parent
- * the negated inode number of the directory it was removed from: no name
- * reaches it, but what it was (a group file in which key dir) is known. */
-static inline int tcfs_ns_in_limbo(uint64_t parent, uint64_t *was_in)
-{
-	int64_t p = (int64_t)parent;
-
-	if (p >= 0)
-		return 0;
-	if (was_in)
-		*was_in = (uint64_t)-p;
-	return 1;
-}
-
-enum tcfs_kind {
-	TCFS_DIR = 'd',
-	TCFS_FILE = 'f',
-	TCFS_SYMLINK = 'l',
-	/* Another name of a file: ns.c and nodecache.c see such rows; every
-	 * node returned is the file's instead. */
-	TCFS_HARDLINK = 'h',
-};
-
-/* How a file's blob becomes its bytes. */
-enum tcfs_fmt {
-	TCFS_FMT_RAW = 0,	/* the blob is the file */
-	TCFS_FMT_GROUP = 1,	/* a key-relative group template (group.h) */
-};
-
-struct tcfs_node {
-	uint64_t ino;
-	uint64_t entry;		/* the row of the name found: ino, but for
-				 * a file's other names */
-	uint64_t parent;
-	char name[TCFS_NAME_MAX + 1];
-	enum tcfs_kind kind;
-	unsigned mode;		/* permission bits */
-	uint64_t size;		/* as written; see schema.c for group files;
-				 * a symlink's target length */
-	int64_t mtime_ns;
-	int64_t ctime_ns;
-	uint32_t nlink;		/* names; 2 + subdirs for a dir; 0 in limbo */
-	struct tcfs_hash blob;	/* files only */
-	enum tcfs_fmt fmt;
-};
 
 /* The permission bits an entry keeps when it comes into the store from a
  * directory (import) or goes out to one (export): no setuid, setgid or
@@ -87,10 +44,6 @@ struct tcfs_content {
 	enum tcfs_fmt fmt;
 };
 
-int tcfs_ns_get(struct tcfs_store *s, uint64_t ino, struct tcfs_node *out);
-int tcfs_ns_lookup(struct tcfs_store *s, uint64_t parent, const char *name,
-		   struct tcfs_node *out);
-
 /* out is optional in the three below. */
 int tcfs_ns_mkdir(struct tcfs_store *s, uint64_t parent, const char *name,
 		  unsigned mode, int64_t mtime_ns, struct tcfs_node *out);
@@ -103,10 +56,6 @@ int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 int tcfs_ns_symlink(struct tcfs_store *s, uint64_t parent, const char *name,
 		    const char *target, int64_t mtime_ns,
 		    struct tcfs_node *out);
-/* A symlink's target into buf (len bytes, NUL included): 0, -EINVAL for
- * a node that is no symlink, -ENAMETOOLONG when it does not fit. */
-int tcfs_ns_readlink(struct tcfs_store *s, uint64_t ino, char *buf,
-		     size_t len);
 /* Another name for the file or symlink ino: -EPERM for a directory (as
  * ext4), -ENOENT for one that has no name left (in limbo). */
 int tcfs_ns_link(struct tcfs_store *s, uint64_t ino, uint64_t newparent,
@@ -143,24 +92,5 @@ int tcfs_ns_remove_tree(struct tcfs_store *s, uint64_t parent,
  * goes to limbo, readable by inode number until forgotten. */
 int tcfs_ns_unlink_tree(struct tcfs_store *s, uint64_t parent,
 			const char *name);
-
-/* The entries anywhere in the tree named as temps may be (tmp.*,
- * *.tmp.pid_*): in one scan, not one query per dir.  Whether each is
- * one where it lies is the caller's to say (tcfs_name_is_temp).  *out is
- * owned by the caller (free()). */
-int tcfs_ns_temps(struct tcfs_store *s, struct tcfs_node **out, size_t *n);
-
-/* Up to max (0: all) children of dir with entry rows above after, in
- * entry order, so that a listing resumed from the last inode seen is stable
- * while entries come and go.  *out is owned by the caller (free()). */
-int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
-		 size_t max, struct tcfs_node **out, size_t *n);
-
-/* "KEY/NAME" style path of a node below the root, for messages; len >= 1.
- * -ENAMETOOLONG when it does not fit. */
-int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
-
-/* Current time in nanoseconds, the unit of mtime_ns and ctime_ns. */
-int64_t tcfs_ns_now(void);
 
 #endif

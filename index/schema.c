@@ -1,6 +1,7 @@
 /* schema: the tables of index.db, version by version. */
 #include "schema.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -386,6 +387,8 @@ int tcfs_schema_apply(struct tcfs_db *db, const struct tcfs_migration *steps,
 				    tcfs_db_path(db), version,
 				    steps[n - 1].version);
 	for (int i = 0; i < n; i++) {
+		/* Each step produces the next version: never one twice. */
+		assert(i == 0 || steps[i].version > steps[i - 1].version);
 		if (steps[i].version <= version)
 			continue;
 		rc = apply_step(db, &steps[i]);
@@ -412,4 +415,24 @@ int tcfs_schema_check(struct tcfs_db *db)
 int tcfs_schema_upgrade(struct tcfs_db *db)
 {
 	return tcfs_schema_apply(db, schema_steps, SCHEMA_NSTEPS);
+}
+
+int tcfs_schema_open(const char *path, int create, struct tcfs_db **out)
+{
+	struct tcfs_db *db = NULL;
+	int rc = tcfs_db_open(path, create, &db);
+
+	if (rc < 0)
+		return rc;
+	rc = create ? 0 : tcfs_schema_check(db);
+	if (rc == 0)
+		rc = tcfs_db_configure(db);
+	if (rc == 0)
+		rc = tcfs_schema_upgrade(db);
+	if (rc < 0) {
+		tcfs_db_close(db);
+		return rc;
+	}
+	*out = db;
+	return 0;
 }

@@ -20,6 +20,13 @@ struct tcfs_migration {
 				 * with foreign keys off (checked at its end) */
 };
 
+/* Opens the index at path and brings its schema up to date.  With create a
+ * missing file is created; without it the file must already be a tcfs
+ * index (an empty or foreign file is -EUCLEAN, never initialized, so a
+ * damaged index is not mistaken for a new one).  *out is owned by the
+ * caller: tcfs_db_close. */
+int tcfs_schema_open(const char *path, int create, struct tcfs_db **out);
+
 /* The version this build writes. */
 int tcfs_schema_version(void);
 

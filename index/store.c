@@ -1,6 +1,7 @@
 /* store: opening a store directory and handing out its parts. */
 #include "store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 #include "err.h"
 #include "lock.h"
 #include "nodecache.h"
-#include "ns.h"
+#include "schema.h"
 #include "space.h"
 
 struct tcfs_store {
@@ -133,12 +134,52 @@ static int private_index(struct tcfs_store *s, int fresh)
 	return 0;
 }
 
-int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
+/* The index, made private first (see private_index). */
+static int open_index(struct tcfs_store *s, const struct tcfs_store_opts *o)
 {
-	struct tcfs_store *s = calloc(1, sizeof(*s));
 	char dbpath[4096];
 	int rc, fresh;
 
+	snprintf(dbpath, sizeof(dbpath), "%s/index.db", s->path);
+	/* Only a store without an index.db is new; an existing empty one is
+	 * damage, and must not be taken for a new store with no files. */
+	fresh = o->create && faccessat(s->dirfd, "index.db", F_OK, 0) < 0 &&
+		errno == ENOENT;
+	rc = o->writer || fresh ? private_index(s, fresh) : 0;
+	if (rc < 0)
+		return rc;
+	rc = tcfs_schema_open(dbpath, fresh, &s->db);
+	if (rc < 0)
+		return rc;
+	/* A reader (list, info, stats) reads much of the index once: mapped,
+	 * its pages cost no read() each.  Not the mount's, whose memory
+	 * would count them. */
+	if (!o->writer)
+		rc = tcfs_db_exec(s->db, "PRAGMA mmap_size=1073741824", "");
+	return rc < 0 ? rc : 0;
+}
+
+/* A writer's own parts, once it has recovered: recovery comes before the
+ * batch state and the node cache, as it changes the index behind them. */
+static int open_writer(struct tcfs_store *s, const struct tcfs_store_opts *o)
+{
+	int rc = o->recover(s, s->dirfd, &s->recovered);
+
+	if (rc == 0 && o->durability == TCFS_DURABLE_BATCH)
+		rc = tcfs_durable_new(s->dirfd, s->path, s->db, &s->durable);
+	/* Only the writer's view of the nodes cannot change under it: a
+	 * reader must always ask the index. */
+	if (rc == 0)
+		rc = tcfs_nodecache_attach(s->db, &s->nodes);
+	return rc;
+}
+
+int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
+{
+	struct tcfs_store *s = calloc(1, sizeof(*s));
+	int rc;
+
+	assert(!o->writer || o->recover);
 	if (!s)
 		return -ENOMEM;
 	s->dirfd = s->lockfd = -1;
@@ -157,44 +198,14 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 			goto fail;
 		s->lockfd = rc;
 	}
-	snprintf(dbpath, sizeof(dbpath), "%s/index.db", s->path);
-	/* Only a store without an index.db is new; an existing empty one is
-	 * damage, and must not be taken for a new store with no files. */
-	fresh = o->create && faccessat(s->dirfd, "index.db", F_OK, 0) < 0 &&
-		errno == ENOENT;
-	rc = o->writer || fresh ? private_index(s, fresh) : 0;
+	rc = open_index(s, o);
+	if (rc == 0)
+		rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer,
+				   &s->cas);
+	if (rc == 0 && o->writer)
+		rc = open_writer(s, o);
 	if (rc < 0)
 		goto fail;
-	rc = tcfs_db_open(dbpath, fresh, &s->db);
-	if (rc < 0)
-		goto fail;
-	/* A reader (list, info, stats) reads much of the index once: mapped,
-	 * its pages cost no read() each.  Not the mount's, whose memory
-	 * would count them. */
-	if (!o->writer)
-		rc = tcfs_db_exec(s->db, "PRAGMA mmap_size=1073741824", "");
-	if (rc < 0)
-		goto fail;
-	rc = tcfs_cas_open(s->dirfd, s->path, o->create || o->writer, &s->cas);
-	if (rc < 0)
-		goto fail;
-	if (o->writer) {
-		/* No other writer can be running: what a dead one left in
-		 * staging/ and in limbo is nobody's any more. */
-		rc = tcfs_cas_clean_staging(s->cas, NULL);
-		if (rc == 0)
-			rc = tcfs_ns_purge_unlinked(s);
-		if (rc == 0)
-			rc = tcfs_durable_recover(s, s->dirfd, &s->recovered);
-		if (rc == 0 && o->durability == TCFS_DURABLE_BATCH)
-			rc = tcfs_durable_new(s->dirfd, &s->durable);
-		/* Only the writer's view of the nodes cannot change under it:
-		 * a reader must always ask the index. */
-		if (rc == 0)
-			rc = tcfs_nodecache_attach(s->db, &s->nodes);
-		if (rc < 0)
-			goto fail;
-	}
 	s->keep_unlinked = o->keep_unlinked;
 	*out = s;
 	return 0;
@@ -208,7 +219,7 @@ void tcfs_store_close(struct tcfs_store *s)
 	if (!s)
 		return;
 	/* A clean stop leaves nothing for the next writer to check. */
-	tcfs_durable_flush(s);
+	tcfs_durable_flush(s->durable);
 	tcfs_durable_free(s->durable);
 	s->durable = NULL;
 	tcfs_cas_close(s->cas);
@@ -306,7 +317,7 @@ int tcfs_store_fsync(struct tcfs_store *s)
 {
 	int rc = tcfs_db_sync(s->db);
 
-	return rc < 0 ? rc : tcfs_durable_flush(s);
+	return rc < 0 ? rc : tcfs_durable_flush(s->durable);
 }
 
 int tcfs_store_begin(struct tcfs_store *s)

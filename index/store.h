@@ -21,6 +21,13 @@ struct tcfs_db;
 struct tcfs_cas;
 struct tcfs_nodecache;
 
+/* A writer's first step once it holds the lock and before the store is
+ * used: what a writer that did not stop cleanly left is put right, and
+ * what that found goes to *out.  storefd is the store directory.
+ * tcfs_recover (recover.h) is the one tcfs runs. */
+typedef int tcfs_store_recover_fn(struct tcfs_store *s, int storefd,
+				  struct tcfs_durable_report *out);
+
 struct tcfs_store_opts {
 	const char *dir;	/* the store directory */
 	int create;		/* create it (mode 0700) if missing */
@@ -28,6 +35,7 @@ struct tcfs_store_opts {
 	double wait_s;		/* how long to wait for the writer lock */
 	int keep_unlinked;	/* the mount: see tcfs_ns_forget */
 	enum tcfs_durability durability;	/* a writer's: batch (0) or none */
+	tcfs_store_recover_fn *recover;	/* a writer's: required */
 };
 
 /* Seconds a writer waits for another by default. */
@@ -39,9 +47,8 @@ struct tcfs_store_opts {
 int tcfs_store_default_dir(char *buf, size_t len);
 
 /* Opens a store; *out is owned by the caller: tcfs_store_close.  A writer
- * also removes what dead writers left in staging/, and checks the blobs
- * that one which did not stop cleanly may not have made durable
- * (tcfs_durable_recover; what it found: tcfs_store_recovery). */
+ * runs opts->recover before anything else uses the store (what it found:
+ * tcfs_store_recovery); opening itself repairs nothing. */
 int tcfs_store_open(const struct tcfs_store_opts *opts,
 		    struct tcfs_store **out);
 void tcfs_store_close(struct tcfs_store *s);
@@ -74,7 +81,8 @@ int tcfs_store_sync(struct tcfs_store *s);
  * durable unless the store never syncs (tcfs_durable_flush). */
 int tcfs_store_fsync(struct tcfs_store *s);
 
-/* Groups the operations between them into one transaction; nests. */
+/* Groups the operations between them into one transaction; nests.  Every
+ * begin that succeeds is paired with one end, on the same thread. */
 int tcfs_store_begin(struct tcfs_store *s);
 int tcfs_store_end(struct tcfs_store *s, int rc);
 

@@ -14,6 +14,7 @@
 
 #include "index/err.h"
 #include "index/json.h"
+#include "index/recover.h"
 #include "index/report.h"
 #include "index/store.h"
 #include "index/utf8.h"
@@ -131,6 +132,7 @@ int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 	so.create = create;
 	so.writer = writer;
 	so.wait_s = o->wait_s;
+	so.recover = tcfs_recover;
 	rc = tcfs_store_open(&so, out);
 	if (rc == -ENOENT && !create && !store_there(dir)) {
 		tcfs_err_clear();

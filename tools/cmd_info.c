@@ -65,15 +65,18 @@ static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
 	printf("store          %s\n", tcfs_store_path(s));
 	printf("kernels        %llu\n", (unsigned long long)in->kernels);
 	printf("modules        %llu\n", (unsigned long long)in->modules);
-	printf("files          %llu in %llu directories\n",
-	       (unsigned long long)in->files, (unsigned long long)in->dirs);
-	printf("logical size   %s (%llu bytes)\n",
+	printf("files          %llu in %llu director%s\n",
+	       (unsigned long long)in->files, (unsigned long long)in->dirs,
+	       in->dirs == 1 ? "y" : "ies");
+	printf("logical size   %s (%llu byte%s)\n",
 	       cli_human(in->logical_bytes, b1, sizeof(b1)),
-	       (unsigned long long)in->logical_bytes);
-	printf("stored size    %s (%llu bytes) in %llu blobs\n",
+	       (unsigned long long)in->logical_bytes,
+	       in->logical_bytes == 1 ? "" : "s");
+	printf("stored size    %s (%llu byte%s) in %llu blob%s\n",
 	       cli_human(in->stored_bytes, b2, sizeof(b2)),
 	       (unsigned long long)in->stored_bytes,
-	       (unsigned long long)in->blobs);
+	       in->stored_bytes == 1 ? "" : "s",
+	       (unsigned long long)in->blobs, in->blobs == 1 ? "" : "s");
 	printf("dedup saving   %s (%.1f%%)\n",
 	       cli_human(saved(in), b3, sizeof(b3)),
 	       in->logical_bytes ? 100.0 * (double)saved(in) /

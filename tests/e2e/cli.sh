@@ -153,6 +153,22 @@ else
 	show_run
 fi
 
+# One of a thing is not "1 things": a store of one file in one key dir.
+KEY1=$(printf '%064d' 1)
+mkdir -p "$T_TMP/one-src/$KEY1" && printf 'x' >"$T_TMP/one-src/$KEY1/f"
+tcfs import --store "$T_TMP/one" "$T_TMP/one-src"
+tcfs info --store "$T_TMP/one"
+check_grep "info on a store of one blob says 'in 1 blob'" \
+	'^stored size +1 B \(1 byte\) in 1 blob$' "$OUT"
+check_grep "and of one dir 'in 1 directory'" \
+	'^files +1 in 1 directory$' "$OUT"
+mkdir -p "$T_TMP/none-src"
+tcfs import --store "$T_TMP/none" "$T_TMP/none-src"
+tcfs info --store "$T_TMP/none"
+check_grep "and of none 'in 0 blobs', 'in 0 directories'" \
+	'^files +0 in 0 directories$' "$OUT"
+check_grep_fixed "(the blobs)" " in 0 blobs" "$OUT"
+
 mkdir -p "$T_TMP/empty-dir"
 tcfs info --store "$T_TMP/empty-dir"
 if [ "$RC" = 1 ] && grep -q "$T_TMP/empty-dir" "$ERR" &&

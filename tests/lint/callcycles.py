@@ -32,11 +32,20 @@ NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'
                    r"'(?:\\.|[^'\\\n])*'", re.S)
 
 
+def bail(why):
+    print("Bail out! " + why)
+    sys.exit(1)
+
+
 def tags(paths):
-    out = subprocess.run(
-        ["ctags", "--output-format=json", "--fields=+nesK", "--kinds-C=f",
-         "--language-force=C", "-f", "-"] + paths,
-        check=True, stdout=subprocess.PIPE, text=True).stdout
+    try:
+        out = subprocess.run(
+            ["ctags", "--output-format=json", "--fields=+nesK",
+             "--kinds-C=f", "--language-force=C", "-f", "-"] + paths,
+            check=True, stdout=subprocess.PIPE, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        # Without the calls nothing can be said: fail, never pass.
+        bail("ctags failed (%s); Debian: apt install universal-ctags" % e)
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
 
 
@@ -127,6 +136,8 @@ def main(argv):
     dirs = [a for a in argv if not a.startswith("--")] or ["fs", "index",
                                                            "tools"]
     paths = list(sources(dirs))
+    if not paths:  # run from elsewhere than the source root
+        bail("no .c files in %s" % " ".join(dirs))
     funcs = tags(paths)
     edges = uses(paths, funcs)
     tap = "--tap" in argv

@@ -9,12 +9,13 @@
 
 #include "index/cas.h"
 #include "index/err.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
 static struct tcfs_store *open_store(const char *dir)
 {
-	struct tcfs_store_opts o = { dir, 1, 1, 1.0 };
+	struct tcfs_store_opts o = { dir, 1, 1, 1.0, .recover = tcfs_recover };
 	struct tcfs_store *s = NULL;
 
 	if (tcfs_store_open(&o, &s) < 0) {

@@ -3,6 +3,7 @@
 
 #include "index/config.h"
 #include "index/err.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
@@ -20,7 +21,8 @@ static void parses(const char *key, const char *text, int want_rc,
 int main(void)
 {
 	char *tmp = tap_tmpdir(), buf[32];
-	struct tcfs_store_opts o = { .dir = tmp, .create = 1, .writer = 1 };
+	struct tcfs_store_opts o = { .dir = tmp, .create = 1, .writer = 1,
+				     .recover = tcfs_recover };
 	const struct tcfs_config_key *age;
 	struct tcfs_store *s;
 	int64_t v;

@@ -6,6 +6,7 @@
 #include "index/db.h"
 #include "index/nodecache.h"
 #include "index/ns.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
@@ -49,7 +50,8 @@ static int tight(void *ctx)
  * committed fails by itself, and nothing answered before is lost. */
 static void commit_alone(const char *dir)
 {
-	struct tcfs_store_opts w = { .dir = dir, .writer = 1 };
+	struct tcfs_store_opts w = { .dir = dir, .writer = 1,
+				     .recover = tcfs_recover };
 	struct lost lost = { 0 };
 	struct tcfs_store *s;
 	struct tcfs_node m;
@@ -90,7 +92,8 @@ static void commit_alone(const char *dir)
 int main(void)
 {
 	char *tmp = tap_tmpdir(), dir[512];
-	struct tcfs_store_opts w = { .dir = dir, .create = 1, .writer = 1 };
+	struct tcfs_store_opts w = { .dir = dir, .create = 1, .writer = 1,
+				     .recover = tcfs_recover };
 	struct lost lost = { 0 };
 	struct tcfs_store *s;
 	struct tcfs_node n, m;

@@ -13,6 +13,7 @@
 #include "index/fsck.h"
 #include "index/hash.h"
 #include "index/ns.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
@@ -31,7 +32,7 @@ int syncfs(int fd)
 
 static struct tcfs_store *open_store(int writer, enum tcfs_durability d)
 {
-	struct tcfs_store_opts o = { dir, 1, writer, 0, 0, d };
+	struct tcfs_store_opts o = { dir, 1, writer, 0, 0, d, tcfs_recover };
 	struct tcfs_store *s = NULL;
 
 	tcfs_err_clear();
@@ -127,9 +128,9 @@ int main(void)
 	hc = put_file(s, key2.ino, "c.bin", "gamma");
 	put_file(s, key2.ino, "c2.bin", "gamma");
 	tap_eq(noted(s), 4, "a blob two files share is noted once");
-	tap_eq(tcfs_durable_flush(s), 0, "flush");
+	tap_eq(tcfs_durable_flush(tcfs_store_durable(s)), 0, "flush");
 	tap_eq(noted(s), 0, "a flush forgets the notes taken before it");
-	tap_eq(tcfs_durable_flush(s), 0, "a flush with nothing noted is fine");
+	tap_eq(tcfs_durable_flush(tcfs_store_durable(s)), 0, "a flush with nothing noted is fine");
 
 	c.size = 5;
 	tcfs_cas_put_buf(tcfs_store_cas(s), "delta", 5, &c.blob, NULL);
@@ -149,7 +150,7 @@ int main(void)
 	tap_ok(tcfs_store_durable(s) == NULL, "nor a writer that never syncs");
 	put_file(s, key.ino, "e.bin", "epsilon");
 	tap_eq(noted(s), 0, "which notes nothing");
-	tap_eq(tcfs_durable_flush(s), 0, "and whose flush does nothing");
+	tap_eq(tcfs_durable_flush(tcfs_store_durable(s)), 0, "and whose flush does nothing");
 
 	/* The state a power cut leaves: rows whose blobs were noted but
 	 * are short or gone. */
@@ -233,12 +234,12 @@ int main(void)
 	s = open_store(1, TCFS_DURABLE_BATCH);
 	put_file(s, key2.ino, "f.bin", "phi");
 	sync_fails = 1;
-	tap_eq(tcfs_durable_flush(s), -EIO, "a flush whose sync fails: EIO");
+	tap_eq(tcfs_durable_flush(tcfs_store_durable(s)), -EIO, "a flush whose sync fails: EIO");
 	tap_ok(strstr(tcfs_err_msg(), "syncfs") && strstr(tcfs_err_msg(), dir),
 	       "naming the store: %s", tcfs_err_msg());
 	sync_fails = 0;
 	put_file(s, key2.ino, "g.bin", "chi");
-	tap_eq(tcfs_durable_flush(s), -EIO,
+	tap_eq(tcfs_durable_flush(tcfs_store_durable(s)), -EIO,
 	       "every flush after it fails too, though the disk syncs again");
 	tap_eq(noted(s), 2, "and every note stays for the next writer");
 	tcfs_store_close(s);
@@ -247,7 +248,7 @@ int main(void)
 	tcfs_store_close(s);
 	sync_fails = 1;
 	{
-		struct tcfs_store_opts o = { dir, 0, 1, 0, 0, 0 };
+		struct tcfs_store_opts o = { dir, 0, 1, 0, 0, 0, tcfs_recover };
 
 		tcfs_err_clear();
 		tap_eq(tcfs_store_open(&o, &s), -EIO,

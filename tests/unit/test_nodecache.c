@@ -6,6 +6,7 @@
 #include "index/db.h"
 #include "index/nodecache.h"
 #include "index/ns.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
@@ -25,7 +26,8 @@ static int cached(struct tcfs_store *s, uint64_t parent, const char *name,
 int main(void)
 {
 	char *tmp = tap_tmpdir(), dir[512];
-	struct tcfs_store_opts w = { .dir = dir, .create = 1, .writer = 1 };
+	struct tcfs_store_opts w = { .dir = dir, .create = 1, .writer = 1,
+				     .recover = tcfs_recover };
 	struct tcfs_store_opts r = { .dir = dir };
 	struct tcfs_store *s, *rd;
 	struct tcfs_node n, m;

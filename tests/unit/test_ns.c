@@ -7,6 +7,7 @@
 #include "index/cas.h"
 #include "index/kernel.h"
 #include "index/ns.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
@@ -512,7 +513,7 @@ static void test_counts(void)
 int main(void)
 {
 	char *dir = tap_tmpdir();
-	struct tcfs_store_opts o = { dir, 1, 1, 1.0 };
+	struct tcfs_store_opts o = { dir, 1, 1, 1.0, .recover = tcfs_recover };
 
 	if (tcfs_store_open(&o, &s) < 0) {
 		printf("Bail out! cannot open a store in %s\n", dir);

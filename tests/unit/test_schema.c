@@ -77,7 +77,7 @@ static void test_v7(const char *dir)
 	struct tcfs_db *db;
 
 	snprintf(path, sizeof(path), "%s/v5.db", dir);
-	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
 	tap_eq(at_version(db, 5), 0, "made again at version 5");
 	tap_eq(sqlite3_exec(tcfs_db_handle(db),
 			    "INSERT INTO nodes (ino, parent, name, kind, mode,"
@@ -143,7 +143,7 @@ int main(void)
 
 	/* The real schema on a fresh file. */
 	snprintf(path, sizeof(path), "%s/index.db", dir);
-	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index opens");
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index opens");
 	tap_eq(user_version(db), tcfs_schema_version(),
 	       "and is at this build's version");
 	tap_eq(count_rows(db, "SELECT count(*) FROM nodes"), 1,
@@ -157,11 +157,11 @@ int main(void)
 	sqlite3 *raw;
 	sqlite3_open(path, &raw);
 	sqlite3_close(raw);
-	tap_eq(tcfs_db_open(path, 0, &db), -EUCLEAN,
+	tap_eq(tcfs_schema_open(path, 0, &db), -EUCLEAN,
 	       "an existing empty database is not taken for a new index");
 	tap_ok(strstr(tcfs_err_msg(), "empty") != NULL,
 	       "the message says it is empty");
-	tap_eq(tcfs_db_open(path, 1, &db), 0, "opened as fresh, it is");
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "opened as fresh, it is");
 	sqlite3_exec(tcfs_db_handle(db),
 		     "DROP TABLE events; DROP TABLE kernels; DROP TABLE nodes;"
 		     "DELETE FROM sqlite_sequence; PRAGMA user_version = 0;",
@@ -186,7 +186,7 @@ int main(void)
 
 	/* Version 3 counts the probes of an older log per kernel. */
 	snprintf(path, sizeof(path), "%s/v2.db", dir);
-	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
 	tap_eq(at_version(db, 2), 0, "made again at version 2");
 	sqlite3_exec(tcfs_db_handle(db),
 		     "INSERT INTO events (time, pid, comm, key, name, kind, hit)"
@@ -211,7 +211,7 @@ int main(void)
 	/* Version 6 indexes a directory's kids by inode, so a readdir
 	 * page is a range, not a sort of the whole directory. */
 	snprintf(path, sizeof(path), "%s/v5b.db", dir);
-	tap_eq(tcfs_db_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
 	tap_eq(at_version(db, 5), 0, "made again at version 5");
 	sqlite3_exec(tcfs_db_handle(db),
 		     "INSERT INTO nodes (parent, name, kind, mode, mtime)"
@@ -236,7 +236,7 @@ int main(void)
 	sqlite3_open(path, &raw);
 	sqlite3_exec(raw, "CREATE TABLE users (id);", NULL, NULL, NULL);
 	sqlite3_close(raw);
-	tap_eq(tcfs_db_open(path, 0, &db), -EUCLEAN,
+	tap_eq(tcfs_schema_open(path, 0, &db), -EUCLEAN,
 	       "another program's database is refused");
 
 	/* Not a database at all. */
@@ -246,7 +246,7 @@ int main(void)
 			 "0123456789abcdef0123456789abcdef", 80) == 80,
 	       "wrote a garbage file");
 	close(fd);
-	tap_eq(tcfs_db_open(path, 0, &db), -EUCLEAN,
+	tap_eq(tcfs_schema_open(path, 0, &db), -EUCLEAN,
 	       "a garbage file is EUCLEAN");
 	tap_ok(strstr(tcfs_err_msg(), "garbage.db") != NULL,
 	       "and the message names the file");

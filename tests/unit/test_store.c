@@ -8,13 +8,15 @@
 
 #include "index/err.h"
 #include "index/ns.h"
+#include "index/recover.h"
 #include "index/store.h"
 #include "tap.h"
 
 static int open_as(const char *dir, int create, int writer, double wait,
 		   struct tcfs_store **s)
 {
-	struct tcfs_store_opts o = { dir, create, writer, wait };
+	struct tcfs_store_opts o = { dir, create, writer, wait,
+				     .recover = tcfs_recover };
 
 	tcfs_err_clear();
 	return tcfs_store_open(&o, s);

@@ -1,0 +1,33 @@
+/* recover: a writer's first step, putting right what a dead one left. */
+#include "recover.h"
+
+#include <stdint.h>
+
+#include "cas.h"
+#include "damage.h"
+#include "durable.h"
+#include "ns.h"
+#include "store.h"
+
+static int drop_users(void *ctx, const struct tcfs_hash *h,
+		      uint64_t *dropped)
+{
+	return tcfs_damage_drop_users(ctx, h, NULL, NULL, dropped);
+}
+
+int tcfs_recover(struct tcfs_store *s, int storefd,
+		 struct tcfs_durable_report *out)
+{
+	int rc;
+
+	/* Run for a writer only: no other can be running, so what a dead
+	 * one left in staging/ and in limbo is nobody's any more. */
+	rc = tcfs_cas_clean_staging(tcfs_store_cas(s), NULL);
+	if (rc == 0)
+		rc = tcfs_ns_purge_unlinked(s);
+	if (rc == 0)
+		rc = tcfs_durable_recover(tcfs_store_db(s), tcfs_store_cas(s),
+					  storefd, tcfs_store_path(s),
+					  drop_users, s, out);
+	return rc;
+}
