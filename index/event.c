@@ -37,26 +37,38 @@ static const char sql_trim_age[] = "DELETE FROM events WHERE time < ?";
 	" AND d.name = " t ".key)"
 
 /* The counts of names never there (never hit, and no kernel now; a
- * module's only count is the totals'), each user's newest first (r).  The
- * order is total, so both statements of a fold pick the same rows. */
-#define ABSENT                                                            \
+ * module's only count is the totals'), newest first (r) within each
+ * partition: each user's (PER_USER), or all of them (ALL_USERS), as one
+ * person may probe through many uids (subuids).  The order is total, so
+ * both statements of a fold pick the same rows. */
+#define PER_USER "PARTITION BY uid"
+#define ALL_USERS ""
+#define ABSENT(part)                                                      \
 	"SELECT key, name, kind, misses, first, last, row_number() OVER"     \
-	" (PARTITION BY uid ORDER BY last DESC, key, name, kind) AS r"       \
+	" (" part " ORDER BY last DESC, key, name, kind) AS r"               \
 	" FROM probe_counts p WHERE hits = 0 AND key <> ''"                  \
 	" AND (kind = 'module' OR NOT " LANDED("p") ")"
 /* Those beyond the bound, into the row of their kind... */
-static const char sql_fold_add[] =
-	"INSERT INTO probe_counts"
-	" (key, name, kind, hits, misses, first, last, last_hit, uid)"
-	" SELECT '', '', kind, 0, sum(misses), min(first), max(last), 0, -1"
-	" FROM (" ABSENT ") WHERE r > ? GROUP BY kind"
-	" ON CONFLICT (key, name, kind) DO UPDATE SET"
-	" misses = misses + excluded.misses, first = min(first, excluded.first),"
-	" last = max(last, excluded.last)";
+#define FOLD_ADD(part)                                                    \
+	"INSERT INTO probe_counts"                                           \
+	" (key, name, kind, hits, misses, first, last, last_hit, uid)"       \
+	" SELECT '', '', kind, 0, sum(misses), min(first), max(last), 0, -1" \
+	" FROM (" ABSENT(part) ") WHERE r > ? GROUP BY kind"                 \
+	" ON CONFLICT (key, name, kind) DO UPDATE SET"                       \
+	" misses = misses + excluded.misses,"                                \
+	" first = min(first, excluded.first), last = max(last, excluded.last)"
 /* ...and gone. */
-static const char sql_fold_del[] =
-	"DELETE FROM probe_counts WHERE (key, name, kind) IN"
-	" (SELECT key, name, kind FROM (" ABSENT ") WHERE r > ?)";
+#define FOLD_DEL(part)                                                    \
+	"DELETE FROM probe_counts WHERE (key, name, kind) IN"                \
+	" (SELECT key, name, kind FROM (" ABSENT(part) ") WHERE r > ?)"
+static const char *const sql_fold[2][2] = {
+	{ FOLD_ADD(PER_USER), FOLD_DEL(PER_USER) },
+	{ FOLD_ADD(ALL_USERS), FOLD_DEL(ALL_USERS) },
+};
+/* All users together keep this many times one user's bound. */
+#define FOLD_ALL_USERS 4
+/* Rows there are: no fold (two scans of them) is needed below the bound. */
+static const char sql_rows[] = "SELECT count(*) FROM probe_counts";
 static const char sql_log_info[] =
 	"SELECT count(*), coalesce(min(time), 0),"
 	" (SELECT coalesce(sum(value), 0) FROM counters"
@@ -109,6 +121,32 @@ int tcfs_event_dropped(struct tcfs_store *s, uint64_t n)
 	return rc < 0 ? rc : 0;
 }
 
+/* Folds what is past the bounds: each user's, then all users'.  Only when
+ * there are more rows than one user may keep, else none can be past: the
+ * folds scan every row, inside the transaction that lookups wait for.
+ * Called in a transaction (tcfs_db_begin): the lock is held. */
+static int fold(struct tcfs_db *db, int64_t max_events)
+{
+	sqlite3_stmt *st;
+	int64_t rows = 0;
+	int rc = tcfs_db_row(db, &st, sql_rows, "");
+
+	if (rc == 1) {
+		rows = sqlite3_column_int64(st, 0);
+		tcfs_db_reset(st);
+	}
+	if (rc < 0 || rows <= max_events)
+		return rc < 0 ? rc : 0;
+	for (int all = 0; rc >= 0 && all < 2; all++) {
+		int64_t bound = max_events * (all ? FOLD_ALL_USERS : 1);
+
+		rc = tcfs_db_exec(db, sql_fold[all][0], "i", bound);
+		if (rc >= 0)
+			rc = tcfs_db_exec(db, sql_fold[all][1], "i", bound);
+	}
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
@@ -130,10 +168,8 @@ int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed)
 	}
 	if (rc >= 0) {
 		n += rc;
-		rc = tcfs_db_exec(db, sql_fold_add, "i", max_events);
+		rc = fold(db, max_events);
 	}
-	if (rc >= 0)
-		rc = tcfs_db_exec(db, sql_fold_del, "i", max_events);
 	rc = tcfs_db_end(db, rc < 0 ? rc : 0);
 	if (rc == 0 && trimmed)
 		*trimmed = (uint64_t)n;

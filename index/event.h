@@ -7,9 +7,10 @@
  * kernel and key (table probe_counts), so the totals of tcfs stats and the
  * time of each kernel's last hit outlive the events.  Those counts are
  * bounded too, as anyone who can reach the mount may probe names that are
- * never there: beyond log-max-events rows per user, the oldest rows of
- * names that never hit and are no kernel now are folded into one row per
- * kind (key and name ""), which only the totals count.  Rows of kernels
+ * never there: beyond log-max-events rows per user, and four times that
+ * for all users together (one person may probe through many uids), the
+ * oldest rows of names that never hit and are no kernel now are folded
+ * into one row per kind (key and name ""), which only the totals count.  Rows of kernels
  * that are there (hits; misses that became kernels) stay.  The mount may
  * drop events when the disk is full; it counts those.
  */

@@ -296,3 +296,22 @@ check_num "per kernel: the kernels' names, and the flood's newest names only" \
 	-le 1000
 tcfs fsck --store "$S"
 check_rc "flood: fsck exits 0" 0
+
+# One person may flood through many uids (a user namespace maps 65,536):
+# all users together keep at most four times one user's bound.
+mount_on flood-uids -o allow_other
+for u in 1 2 3 4 5 6 7 8; do
+	setpriv --reuid=$((60000 + u)) --regid=65534 --clear-groups "$SYSPY" \
+		-c 'import os, sys
+for i in range(1500):
+    os.path.exists(os.path.join(sys.argv[1], "__grp__u%s_%d.json" % (sys.argv[2], i)))' \
+		"$M/$KEY" "$u"
+done
+tcfs umount "$M"
+rows=$(sqlite3 "$S/index.db" "SELECT count(*) FROM probe_counts")
+diag "after 8 uids x 1500 probes: probe_counts $rows rows"
+check_num "8 uids flooding keep at most 4 x log-max-events rows (and the kernels')" \
+	"$rows" -le $((4000 + SMALL_KERNELS + 10))
+tcfs stats --json --store "$S"
+check_eq "... and the totals count all 12000 more misses" \
+	"$((SMALL_KERNELS + 1 + N + 12000))" "$(json_get "$OUT" misses)"
