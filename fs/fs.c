@@ -33,24 +33,6 @@
 #include "index/utf8.h"
 #include "priv.h"
 
-static void fs_op_init(void *userdata, struct fuse_conn_info *conn)
-{
-	(void)userdata;
-	/* In no-open mode (file.c) there is no OPEN to carry O_TRUNC: it
-	 * must come as a SETATTR of the size. */
-	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
-	/* Writes must reach us as they happen: a file's bytes are committed
-	 * when it is closed. */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-}
-
-static void fs_op_destroy(void *userdata)
-{
-	fs_files_flush_all(userdata);
-}
-
 /* The index dropped changes already answered for (it could not commit
  * them: a full disk despite the room blobs leave it, cas.c).  The
  * kernel's caches still show them, so going on would serve a tree that is
@@ -75,60 +57,6 @@ static void fs_lost(void *ctx, int rc)
 		pthread_kill(fs->loop, SIGTERM);
 }
 
-/* A node kept in limbo goes when the kernel has forgotten every lookup of
- * it (inode.c); live nodes are not affected.  So does a rendering of a
- * .tcfs/ file (view.c). */
-static void forget(struct tcfs_fs *fs, uint64_t ino, uint64_t nlookup)
-{
-	if (fs_view_ino(ino))
-		fs_view_forget(fs, ino, nlookup);
-	else
-		fs_inode_forget(fs, fs_row(ino), nlookup);
-}
-
-static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	fs_count(req);
-	forget(fs_of(req), ino, nlookup);
-	fuse_reply_none(req);
-}
-
-static void fs_op_forget_multi(fuse_req_t req, size_t count,
-			       struct fuse_forget_data *forgets)
-{
-	fs_count(req);
-	for (size_t i = 0; i < count; i++)
-		forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
-	fuse_reply_none(req);
-}
-
-static const struct fuse_lowlevel_ops fs_ops = {
-	.init = fs_op_init,
-	.destroy = fs_op_destroy,
-	.lookup = fs_op_lookup,
-	.forget = fs_op_forget,
-	.forget_multi = fs_op_forget_multi,
-	.getattr = fs_op_getattr,
-	.setattr = fs_op_setattr,
-	.mkdir = fs_op_mkdir,
-	.unlink = fs_op_unlink,
-	.rmdir = fs_op_rmdir,
-	.rename = fs_op_rename,
-	.symlink = fs_op_symlink,
-	.link = fs_op_link,
-	.mknod = fs_op_mknod,
-	.open = fs_op_open,
-	.read = fs_op_read,
-	.write = fs_op_write,
-	.release = fs_op_release,
-	.fsync = fs_op_fsync,
-	.fsyncdir = fs_op_fsyncdir,
-	.readdir = fs_op_readdir,
-	.readlink = fs_op_readlink,
-	.statfs = fs_op_statfs,
-	.create = fs_op_create,
-};
-
 /* Where errors go: the caller's terminal until the mount serves, then
  * syslog (the daemon has no terminal). */
 struct report {
@@ -152,28 +80,6 @@ __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 		fprintf(stderr, "tcfs mount: %s\n", msg);
 		syslog(LOG_ERR, "%s", msg);
 	}
-}
-
-/* The rest of path, below its nearest existing ancestor, is taken as it
- * is. */
-int fs_lies_within(const char *path, const char *root)
-{
-	char buf[PATH_MAX], real[PATH_MAX];
-	size_t n = strlen(root);
-	char *cut;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	while (!realpath(buf, real)) {
-		cut = strrchr(buf, '/');
-		if (!cut)
-			snprintf(buf, sizeof(buf), ".");
-		else if (cut == buf)
-			buf[1] = '\0';
-		else
-			*cut = '\0';
-	}
-	return strncmp(real, root, n) == 0 &&
-	       (real[n] == '\0' || real[n] == '/' || n == 1);
 }
 
 static int check_mountpoint(const char *mp, const char *store, char *root,
@@ -445,7 +351,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		say(r, "out of memory");
 		goto out;
 	}
-	fs.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	fs.se = fuse_session_new(&args, &fs_fuse_ops, sizeof(fs_fuse_ops), &fs);
 	if (!fs.se) {
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
 		goto out;
