@@ -946,74 +946,98 @@ static int listable(struct fs_views *v, int rc)
 	return rc;
 }
 
+/* by-name/, or by-arch/TARGET/ (nt): kernel names, as list says. */
+static int list_names(struct tcfs_fs *fs, const struct vnode *d,
+		      const struct tcfs_kernel_target *nt, off_t off,
+		      size_t want, struct page *pg)
+{
+	struct fs_views *v = fs->views;
+	struct tcfs_kernel_name *names = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_names(fs->store, nt ? nt->backend : NULL,
+				   nt ? nt->arch : NULL, (uint64_t)off - 2,
+				   want, &names, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char s[NAME_MAX + 1];
+		uint32_t id = intern_locked(v, &v->names, names[i].s);
+
+		if (id && listable(v, shown_name(names[i].s, NULL, s,
+					      sizeof(s))) == 0)
+			add(pg, s, name_ino(nt, d->ino & TAG_MASK, id), 1,
+			    off + (off_t)i + 1);
+	}
+	free(names);
+	return rc;
+}
+
+/* by-arch/: the targets, as list says. */
+static int list_targets(struct tcfs_fs *fs, off_t off, size_t want,
+			struct page *pg)
+{
+	struct fs_views *v = fs->views;
+	struct tcfs_kernel_target *ts = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_targets(fs->store, (uint64_t)off - 2, want, &ts,
+				     &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char s[NAME_MAX + 1];
+		uint32_t id = 0;
+
+		if (listable(v, target_name(&ts[i], s, sizeof(s))) == 0)
+			id = intern_locked(v, &v->targets, s);
+		if (id)
+			add(pg, s, ino_of(TAG_ARCH, id), 1, off + (off_t)i + 1);
+	}
+	free(ts);
+	return rc;
+}
+
+/* by-name/NAME/ or by-arch/TARGET/NAME/: the links to its key dirs. */
+static int list_keys(struct tcfs_fs *fs, const struct vnode *d, off_t off,
+		     size_t want, struct page *pg)
+{
+	const struct tcfs_kernel_target *t =
+		d->tag == TAG_ARCHNAME ? &d->target : NULL;
+	struct tcfs_kernel_at *at = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_keys(fs->store, d->name, t ? t->backend : NULL,
+				  t ? t->arch : NULL, NULL, (uint64_t)off - 2,
+				  want, &at, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		add(pg, at[i].entry,
+		    ino_of(t ? TAG_ARCHLINK : TAG_NAMELINK, at[i].dir_ino), 0,
+		    off + (off_t)i + 1);
+	free(at);
+	return rc;
+}
+
 /* Entries from offset off on (the query's rows from off - 2). */
 static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 		struct page *pg)
 {
-	struct fs_views *v = fs->views;
-	uint64_t from = (uint64_t)off - 2, val = d->ino & TAG_MASK;
-	size_t want = pg->size / 32 + 1, n = 0;
-	const struct tcfs_kernel_target *t =
-		d->tag == TAG_ARCHNAME ? &d->target : NULL;
-	int rc = 0;
+	uint64_t val = d->ino & TAG_MASK;
+	size_t want = pg->size / 32 + 1;
 
-	if ((d->tag == TAG_FIXED && val == FIX_BY_NAME) || d->tag == TAG_ARCH) {
-		/* by-name/, or by-arch/TARGET/: kernel names. */
-		const struct tcfs_kernel_target *nt =
-			d->tag == TAG_ARCH ? &d->target : NULL;
-		struct tcfs_kernel_name *names = NULL;
-
-		rc = tcfs_kernel_names(fs->store, nt ? nt->backend : NULL,
-				       nt ? nt->arch : NULL, from, want, &names,
-				       &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			char s[NAME_MAX + 1];
-			uint32_t id = intern_locked(v, &v->names, names[i].s);
-
-			if (id && listable(v, shown_name(names[i].s, NULL, s,
-						      sizeof(s))) == 0)
-				add(pg, s, name_ino(nt, val, id), 1,
-				    off + (off_t)i + 1);
-		}
-		free(names);
-	} else if (d->tag == TAG_FIXED && val == FIX_BY_ARCH) {
-		struct tcfs_kernel_target *ts = NULL;
-
-		rc = tcfs_kernel_targets(fs->store, from, want, &ts, &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			char s[NAME_MAX + 1];
-			uint32_t id = 0;
-
-			if (listable(v, target_name(&ts[i], s, sizeof(s))) == 0)
-				id = intern_locked(v, &v->targets, s);
-			if (id)
-				add(pg, s, ino_of(TAG_ARCH, id), 1,
-				    off + (off_t)i + 1);
-		}
-		free(ts);
-	} else if (d->tag == TAG_FIXED && val == FIX_TCFS) {
-		for (size_t i = from; i < NFIXED; i++)
+	if (d->tag == TAG_FIXED && val == FIX_BY_NAME)
+		return list_names(fs, d, NULL, off, want, pg);
+	if (d->tag == TAG_ARCH)
+		return list_names(fs, d, &d->target, off, want, pg);
+	if (d->tag == TAG_FIXED && val == FIX_BY_ARCH)
+		return list_targets(fs, off, want, pg);
+	if (d->tag == TAG_FIXED && val == FIX_TCFS) {
+		for (size_t i = (size_t)off - 2; i < NFIXED; i++)
 			if (fixed_names[i].in_tcfs)
 				add(pg, fixed_names[i].name,
 				    ino_of(TAG_FIXED, fixed_names[i].id), 0,
 				    (off_t)i + 3);
-	} else if (d->tag == TAG_NAME || d->tag == TAG_ARCHNAME) {
-		struct tcfs_kernel_at *at = NULL;
-
-		rc = tcfs_kernel_keys(fs->store, d->name, t ? t->backend : NULL,
-				      t ? t->arch : NULL, NULL, from, want, &at,
-				      &n);
-		for (size_t i = 0; rc == 0 && i < n; i++)
-			add(pg, at[i].entry,
-			    ino_of(d->tag == TAG_NAME ? TAG_NAMELINK
-						      : TAG_ARCHLINK,
-				   at[i].dir_ino),
-			    0, off + (off_t)i + 1);
-		free(at);
-	} else {
-		rc = -ENOTDIR;
+		return 0;
 	}
-	return rc;
+	if (d->tag == TAG_NAME || d->tag == TAG_ARCHNAME)
+		return list_keys(fs, d, off, want, pg);
+	return -ENOTDIR;
 }
 
 static void view_readdir(fuse_req_t req, const struct fs_ino *i, size_t size,
