@@ -6,6 +6,7 @@
  * anything else within a tick of the events thread (events.c).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,117 +17,94 @@
 #include "index/io.h"
 #include "index/kernel.h"
 #include "index/store.h"
-#include "priv.h"
+#include "kind.h"
 
-void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		 mode_t mode)
+void fs_row_mkdir(fuse_req_t req, const struct fs_ino *parent,
+		  const struct fs_name *nm, mode_t mode)
 {
-	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
-	int bin = fs_bin_ino(parent);
 	struct tcfs_node n;
-	int rc = fs_view_reserved(fs, parent, name)
-			 ? -EROFS
-			 : tcfs_ns_mkdir(fs->store, fs_row(parent), name,
-					 mode & 07777, tcfs_ns_now(), &n);
+	int rc = tcfs_ns_mkdir(fs->store, parent->row, nm->s, mode & 07777,
+			       tcfs_ns_now(), &n);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reply_entry(req, &n, bin, FS_TTL);
-	fs_changed(fs, fs_row(parent), bin, name);
+	fs_reply_entry(req, &n, parent->kind, FS_TTL);
+	fs_changed(fs, parent->row, parent->kind, nm->s);
 }
 
 /* Replies with a new entry; its name is never cached if it could become a
- * probe by a rename (see fs_op_create). */
-static void reply_new(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      const struct tcfs_node *n, int rc)
+ * probe by a rename (see fs_row_create). */
+static void reply_new(fuse_req_t req, const struct fs_ino *parent,
+		      const struct fs_name *nm, const struct tcfs_node *n,
+		      int rc)
 {
-	struct tcfs_fs *fs = fs_of(req);
-	int bin = fs_bin_ino(parent);
+	struct tcfs_fs *fs = fs_of(req);	/* req goes with the reply */
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reply_entry(req, n, bin, fs_probe_name(name) ? 0 : FS_TTL);
-	fs_changed(fs, fs_row(parent), bin, name);
+	fs_reply_entry(req, n, parent->kind,
+		       fs_name_uncached(nm) ? 0 : FS_TTL);
+	fs_changed(fs, parent->row, parent->kind, nm->s);
 }
 
-void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-		   const char *name)
+void fs_row_symlink(fuse_req_t req, const char *link,
+		    const struct fs_ino *parent, const struct fs_name *nm)
 {
-	fs_count(req);
-	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node n;
-	int rc = fs_view_reserved(fs, parent, name)
-			 ? -EROFS
-			 : tcfs_ns_symlink(fs->store, fs_row(parent), name,
-					   link, tcfs_ns_now(), &n);
+	int rc = tcfs_ns_symlink(fs_of(req)->store, parent->row, nm->s, link,
+				 tcfs_ns_now(), &n);
 
-	reply_new(req, parent, name, &n, rc);
+	reply_new(req, parent, nm, &n, rc);
 }
 
-void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		const char *newname)
+void fs_row_link(fuse_req_t req, const struct fs_ino *i,
+		 const struct fs_ino *newparent, const struct fs_name *nm)
 {
-	fs_count(req);
-	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node n;
-	int rc = fs_view_ino(ino) || fs_view_reserved(fs, newparent, newname)
-			 ? -EROFS
-			 : tcfs_ns_link(fs->store, fs_row(ino),
-					fs_row(newparent), newname, &n);
+	int rc = tcfs_ns_link(fs_of(req)->store, i->row, newparent->row, nm->s,
+			      &n);
 
-	reply_new(req, newparent, newname, &n, rc);
+	reply_new(req, newparent, nm, &n, rc);
 }
 
-/* Only regular files: the store keeps no device numbers, and a fifo or
- * socket would have to be served by this daemon. */
-void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-		 mode_t mode, dev_t rdev)
+/* Only regular files (ops.c refuses the others). */
+void fs_row_mknod(fuse_req_t req, const struct fs_ino *parent,
+		  const struct fs_name *nm, mode_t mode)
 {
-	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
 	struct tcfs_node n;
-	int rc = -EPERM;
+	int rc = tcfs_ns_create(fs->store, parent->row, nm->s, mode & 07777,
+				tcfs_ns_now(), &c, &n);
 
-	(void)rdev;
-	if (S_ISREG(mode))
-		rc = fs_view_reserved(fs, parent, name)
-			     ? -EROFS
-			     : tcfs_ns_create(fs->store, fs_row(parent), name,
-					      mode & 07777, tcfs_ns_now(), &c,
-					      &n);
-	reply_new(req, parent, name, &n, rc);
+	reply_new(req, parent, nm, &n, rc);
 }
 
-void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fs_row_rmdir(fuse_req_t req, const struct fs_ino *parent,
+		  const struct fs_name *nm)
 {
-	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
-	int rc = fs_view_reserved(fs, parent, name)
-			 ? -EROFS
-			 : tcfs_ns_rmdir(fs->store, fs_row(parent), name);
+	int rc = tcfs_ns_rmdir(fs->store, parent->row, nm->s);
 
 	fuse_reply_err(req, -rc);
 	if (rc == 0)
-		fs_changed(fs, fs_row(parent), fs_bin_ino(parent), name);
+		fs_changed(fs, parent->row, parent->kind, nm->s);
 }
 
-void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fs_row_unlink(fuse_req_t req, const struct fs_ino *parent,
+		   const struct fs_name *nm)
 {
-	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
-	int rc = fs_view_reserved(fs, parent, name)
-			 ? -EROFS
-			 : tcfs_ns_unlink(fs->store, fs_row(parent), name);
+	int rc = tcfs_ns_unlink(fs->store, parent->row, nm->s);
 
 	fuse_reply_err(req, -rc);
 	if (rc == 0)
-		fs_changed(fs, fs_row(parent), fs_bin_ino(parent), name);
+		fs_changed(fs, parent->row, parent->kind, nm->s);
 }
 
 /* Group files written where they could not be stored key-relative (in
@@ -194,8 +172,13 @@ static void landed(struct tcfs_fs *fs, uint64_t dir, const char *name)
 	if (tcfs_kernel_key_dir_at(fs->store, dir, name, &key) < 0)
 		key = 0;
 	for (size_t i = 0; key && i < nk; i++)
-		if (kids[i].kind == TCFS_FILE && fs_drops(fs, kids[i].name))
-			tcfs_ns_unlink(fs->store, n.ino, kids[i].name);
+		if (kids[i].kind == TCFS_FILE) {
+			struct fs_name nm;
+
+			fs_name_of(&nm, kids[i].name);
+			if (fs_drops(fs, &nm))
+				tcfs_ns_unlink(fs->store, n.ino, kids[i].name);
+		}
 	free(kids);
 }
 
@@ -206,61 +189,44 @@ static void landed(struct tcfs_fs *fs, uint64_t dir, const char *name)
  * the daemon die meanwhile, with a request it had read holding that
  * directory, neither could ever end.  The writers Triton and Inductor
  * know publish from names never cached (lookup.c), so they cause none. */
-static void after_rename(struct tcfs_fs *fs, uint64_t dir, const char *name,
-			 int from_cached)
+static void after_rename(struct tcfs_fs *fs, uint64_t dir,
+			 const struct fs_name *nm, int from_cached)
 {
 	struct tcfs_node n;
 
-	if (from_cached && fs_probe_name(name) &&
-	    tcfs_ns_lookup(fs->store, dir, name, &n) == 0 &&
+	if (from_cached && fs_name_uncached(nm) &&
+	    tcfs_ns_lookup(fs->store, dir, nm->s, &n) == 0 &&
 	    n.kind == TCFS_FILE)
-		fs_events_inval(fs, dir, name);
+		fs_events_inval(fs, dir, nm->s);
 }
 
-void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		  fuse_ino_t newparent, const char *newname, unsigned int flags)
+/* An IR file published under -o store_binary_only is accepted and
+ * dropped: it goes, and nothing lands at its new name.  Its writes are
+ * let go first, while its name still says what they are. */
+static void drop_published(fuse_req_t req, const struct fs_ino *parent,
+			   const struct fs_name *nm, const struct tcfs_node *src)
 {
-	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
-	struct tcfs_node src, dst;
-	struct fs_pin *pins = NULL;
-	size_t npins = 0;
-	int rc;
+	int rc = fs_files_commit(fs, src->ino);
 
-	int bin = fs_bin_ino(parent), newbin = fs_bin_ino(newparent);
-
-	if (fs_view_reserved(fs, parent, name) ||
-	    fs_view_reserved(fs, newparent, newname)) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	parent = fs_row(parent);
-	newparent = fs_row(newparent);
-	/* A file written and closed may not be committed yet (release comes
-	 * asynchronously): it must land with its bytes, and so must the
-	 * files of a directory that moves (rare: Inductor's key dirs). */
-	rc = tcfs_ns_lookup(fs->store, parent, name, &src);
-	if (rc == 0 && src.kind == TCFS_FILE && fs_drops(fs, newname) &&
-	    !(flags & RENAME_EXCHANGE)) {
-		/* An IR file published is accepted and dropped: it goes, and
-		 * nothing lands at its new name.  Its writes are let go
-		 * first, while its name still says what they are. */
-		rc = fs_files_commit(fs, src.ino);
-		if (rc == 0)
-			rc = tcfs_ns_unlink(fs->store, parent, name);
-		fuse_reply_err(req, -rc);
-		if (rc == 0)
-			fs_changed(fs, parent, bin, name);
-		return;
-	}
-	if (rc == 0 && src.kind == TCFS_FILE)
-		rc = fs_files_commit(fs, src.ino);
-	else if (rc == 0)
-		fs_files_flush_all(fs);
-	/* Group files keep their bytes wherever they go (group.c). */
 	if (rc == 0)
-		rc = fs_groups_pins(fs, &src, newparent, newname, &pins,
-				    &npins);
+		rc = tcfs_ns_unlink(fs->store, parent->row, nm->s);
+	fuse_reply_err(req, -rc);
+	if (rc == 0)
+		fs_changed(fs, parent->row, parent->kind, nm->s);
+}
+
+/* The rename itself, in one transaction with the pins that keep group
+ * files' bytes (group.c), committed before it is answered. */
+static int move(struct tcfs_fs *fs, const struct tcfs_node *src,
+		uint64_t parent, const char *name, uint64_t newparent,
+		const char *newname, unsigned int flags)
+{
+	struct fs_pin *pins = NULL;
+	struct tcfs_node dst;
+	size_t npins = 0;
+	int rc = fs_groups_pins(fs, src, newparent, newname, &pins, &npins);
+
 	if (rc == 0 && (flags & RENAME_EXCHANGE) &&
 	    tcfs_ns_lookup(fs->store, newparent, newname, &dst) == 0)
 		rc = fs_groups_pins(fs, &dst, parent, name, &pins, &npins);
@@ -276,24 +242,95 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	free(pins);
 	if (rc == 0)
 		rc = tcfs_store_sync(fs->store);
+	return rc;
+}
+
+void fs_row_rename(fuse_req_t req, const struct fs_ino *parent,
+		   const struct fs_name *nm, const struct fs_ino *newparent,
+		   const struct fs_name *newnm, unsigned int flags)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node src;
+	int rc;
+
+	/* A file written and closed may not be committed yet (release comes
+	 * asynchronously): it must land with its bytes, and so must the
+	 * files of a directory that moves (rare: Inductor's key dirs). */
+	rc = tcfs_ns_lookup(fs->store, parent->row, nm->s, &src);
+	if (rc == 0 && src.kind == TCFS_FILE && fs_drops(fs, newnm) &&
+	    !(flags & RENAME_EXCHANGE)) {
+		drop_published(req, parent, nm, &src);
+		return;
+	}
+	if (rc == 0 && src.kind == TCFS_FILE)
+		rc = fs_files_commit(fs, src.ino);
+	else if (rc == 0)
+		fs_files_flush_all(fs);
 	if (rc == 0)
-		landed(fs, newparent, newname);
+		rc = move(fs, &src, parent->row, nm->s, newparent->row,
+			  newnm->s, flags);
+	if (rc == 0)
+		landed(fs, newparent->row, newnm->s);
 	fuse_reply_err(req, -rc);
 	if (rc == 0) {
-		after_rename(fs, newparent, newname, !fs_probe_name(name));
-		fs_changed(fs, parent, bin, name);
-		fs_changed(fs, newparent, newbin, newname);
+		after_rename(fs, newparent->row, newnm, !fs_name_uncached(nm));
+		fs_changed(fs, parent->row, parent->kind, nm->s);
+		fs_changed(fs, newparent->row, newparent->kind, newnm->s);
 	}
 }
 
-void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-		    struct fuse_file_info *fi)
+/* The entries "." and ".." (offsets 0 and 1) from *off on. */
+static int dots(fuse_req_t req, const struct fs_ino *i,
+		const struct tcfs_node *dir, off_t *off, char *buf,
+		size_t size, size_t *used)
 {
-	fs_count(req);
-	(void)ino;
-	(void)datasync;
-	(void)fi;
-	fuse_reply_err(req, -tcfs_store_fsync(fs_of(req)->store));
+	for (; *off < 2; ++*off) {
+		struct stat st = { .st_mode = S_IFDIR };
+		uint64_t row = *off == 0 || !dir->parent ? i->row : dir->parent;
+		size_t len;
+
+		st.st_ino = fs_ino_make(i->kind, row);
+		len = fuse_add_direntry(req, buf + *used, size - *used,
+					*off == 0 ? "." : "..", &st, *off + 1);
+		if (len > size - *used)
+			return 0;
+		*used += len;
+	}
+	return 1;
+}
+
+/* A page of dir's children from entry from on: *n of them (at most
+ * want; SIZE_MAX once the page is full), those the kind hides left
+ * out.  0 or -errno. */
+static int children(fuse_req_t req, const struct fs_ino *i, uint64_t from,
+		    size_t want, char *buf, size_t size, size_t *used,
+		    size_t *n)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node *kids = NULL;
+	int rc = tcfs_ns_list(fs->store, i->row, from, want, &kids, n);
+
+	for (size_t k = 0; rc == 0 && k < *n; k++) {
+		struct stat st = { 0 };
+		struct fs_name nm;
+		size_t len;
+
+		fs_name_of(&nm, kids[k].name);
+		if (fs_hides(fs, i->kind, &nm))
+			continue;
+		st.st_ino = fs_ino_make(i->kind, kids[k].ino);
+		st.st_mode = fs_type(kids[k].kind);
+		len = fuse_add_direntry(req, buf + *used, size - *used,
+					kids[k].name, &st,
+					(off_t)kids[k].entry + 2);
+		if (len > size - *used) {
+			*n = SIZE_MAX;	/* full: no views after it */
+			break;
+		}
+		*used += len;
+	}
+	free(kids);
+	return rc;
 }
 
 /*
@@ -301,75 +338,33 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
  * row's number: a hard link shows its file's inode).  Children come in
  * entry order, so resuming after the last one seen neither skips
  * nor repeats an entry while others are added or removed meanwhile.
+ * The root's views come after its store entries (view.c).
  */
-void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		   struct fuse_file_info *fi)
+void fs_row_readdir(fuse_req_t req, const struct fs_ino *i, size_t size,
+		    off_t off)
 {
-	fs_count(req);
 	struct tcfs_fs *fs = fs_of(req);
-	struct tcfs_node dir, *kids = NULL;
 	size_t n = 0, used = 0, want = size / 32 + 1;
+	struct tcfs_node dir;
 	uint64_t k = 0;
-	char *buf;
-	int bin, rc;
+	char *buf = NULL;
+	int rc = tcfs_ns_get(fs->store, i->row, &dir);
 
-	(void)fi;
-	if (fs_view_ino(ino)) {
-		fs_view_readdir(req, ino, size, off);
-		return;
-	}
-	bin = fs_bin_ino(ino);
-	ino = fs_row(ino);
-	rc = tcfs_ns_get(fs->store, ino, &dir);
 	if (rc == 0 && dir.kind != TCFS_DIR)
 		rc = -ENOTDIR;
-	buf = rc == 0 ? malloc(size) : NULL;
-	if (rc == 0 && !buf)
+	if (rc == 0 && !(buf = malloc(size)))
 		rc = -ENOMEM;
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
+	if (rc == 0 && dots(req, i, &dir, &off, buf, size, &used)) {
+		if (off >= FS_VIEW_COOKIE(0))
+			k = (uint64_t)(off - FS_VIEW_COOKIE(0));
+		else
+			rc = children(req, i, (uint64_t)off - 2, want, buf,
+				      size, &used, &n);
+		if (rc == 0 && n < want &&
+		    i->kind == FS_KIND_STORE && i->row == TCFS_ROOT_INO)
+			used += fs_view_root_entries(req, buf + used,
+						     size - used, &k);
 	}
-	for (; off < 2; off++) {
-		struct stat st = { .st_mode = S_IFDIR };
-		size_t len;
-
-		st.st_ino = fs_shown(off == 0 ? ino
-					      : (dir.parent ? dir.parent : ino),
-				     bin);
-		len = fuse_add_direntry(req, buf + used, size - used,
-					off == 0 ? "." : "..", &st, off + 1);
-		if (len > size - used)
-			goto out;
-		used += len;
-	}
-	/* The root's views come after its store entries (view.c). */
-	if (off >= FS_VIEW_COOKIE(0)) {
-		k = (uint64_t)(off - FS_VIEW_COOKIE(0));
-		goto views;
-	}
-	/* A page of entries is at most a few hundred names. */
-	rc = tcfs_ns_list(fs->store, ino, (uint64_t)off - 2, want, &kids, &n);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		struct stat st = { 0 };
-		size_t len;
-
-		if (fs_hides(fs, bin, kids[i].name))
-			continue;
-		st.st_ino = fs_shown(kids[i].ino, bin);
-		st.st_mode = fs_type(kids[i].kind);
-		len = fuse_add_direntry(req, buf + used, size - used,
-					kids[i].name, &st,
-					(off_t)kids[i].entry + 2);
-		if (len > size - used)
-			goto out;
-		used += len;
-	}
-views:
-	if (rc == 0 && ino == TCFS_ROOT_INO && !bin && n < want)
-		used += fs_view_root_entries(req, buf + used, size - used, &k);
-out:
-	free(kids);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

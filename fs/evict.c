@@ -156,7 +156,7 @@ static void held_maps(struct fs_evict *e, struct held *h, int pid)
 		slot = tcfs_vec_push(&h->inos, &h->ninos, &h->icap,
 				     sizeof(*slot));
 		if (slot)
-			*slot = fs_row(ino);
+			*slot = fs_ino_row(ino);
 	}
 	fclose(f);
 }
@@ -285,7 +285,7 @@ static void removed(void *ctx, const struct tcfs_prune_victim *v,
 	struct tcfs_fs *fs = ((struct pass *)ctx)->fs;
 
 	fs_events_inval(fs, d->parent, v->key);
-	fs_changed(fs, d->parent, 0, v->key);
+	fs_changed(fs, d->parent, FS_KIND_STORE, v->key);
 	for (size_t i = 0; i < d->nnodes; i++)
 		if (!fs_inode_known(fs, d->nodes[i]))
 			tcfs_ns_forget(fs->store, d->nodes[i]);

@@ -34,24 +34,6 @@
 #include "index/utf8.h"
 #include "priv.h"
 
-static void fs_op_init(void *userdata, struct fuse_conn_info *conn)
-{
-	(void)userdata;
-	/* In no-open mode (file.c) there is no OPEN to carry O_TRUNC: it
-	 * must come as a SETATTR of the size. */
-	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
-	/* Writes must reach us as they happen: a file's bytes are committed
-	 * when it is closed. */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-}
-
-static void fs_op_destroy(void *userdata)
-{
-	fs_files_flush_all(userdata);
-}
-
 /* The index dropped changes already answered for (it could not commit
  * them: a full disk despite the room blobs leave it, cas.c).  The
  * kernel's caches still show them, so going on would serve a tree that is
@@ -76,60 +58,6 @@ static void fs_lost(void *ctx, int rc)
 		pthread_kill(fs->loop, SIGTERM);
 }
 
-/* A node kept in limbo goes when the kernel has forgotten every lookup of
- * it (inode.c); live nodes are not affected.  So does a rendering of a
- * .tcfs/ file (view.c). */
-static void forget(struct tcfs_fs *fs, uint64_t ino, uint64_t nlookup)
-{
-	if (fs_view_ino(ino))
-		fs_view_forget(fs, ino, nlookup);
-	else
-		fs_inode_forget(fs, fs_row(ino), nlookup);
-}
-
-static void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	fs_count(req);
-	forget(fs_of(req), ino, nlookup);
-	fuse_reply_none(req);
-}
-
-static void fs_op_forget_multi(fuse_req_t req, size_t count,
-			       struct fuse_forget_data *forgets)
-{
-	fs_count(req);
-	for (size_t i = 0; i < count; i++)
-		forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
-	fuse_reply_none(req);
-}
-
-static const struct fuse_lowlevel_ops fs_ops = {
-	.init = fs_op_init,
-	.destroy = fs_op_destroy,
-	.lookup = fs_op_lookup,
-	.forget = fs_op_forget,
-	.forget_multi = fs_op_forget_multi,
-	.getattr = fs_op_getattr,
-	.setattr = fs_op_setattr,
-	.mkdir = fs_op_mkdir,
-	.unlink = fs_op_unlink,
-	.rmdir = fs_op_rmdir,
-	.rename = fs_op_rename,
-	.symlink = fs_op_symlink,
-	.link = fs_op_link,
-	.mknod = fs_op_mknod,
-	.open = fs_op_open,
-	.read = fs_op_read,
-	.write = fs_op_write,
-	.release = fs_op_release,
-	.fsync = fs_op_fsync,
-	.fsyncdir = fs_op_fsyncdir,
-	.readdir = fs_op_readdir,
-	.readlink = fs_op_readlink,
-	.statfs = fs_op_statfs,
-	.create = fs_op_create,
-};
-
 /* Where errors go: the caller's terminal until the mount serves, then
  * syslog (the daemon has no terminal). */
 struct report {
@@ -153,28 +81,6 @@ __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 		fprintf(stderr, "tcfs mount: %s\n", msg);
 		syslog(LOG_ERR, "%s", msg);
 	}
-}
-
-/* The rest of path, below its nearest existing ancestor, is taken as it
- * is. */
-int fs_lies_within(const char *path, const char *root)
-{
-	char buf[PATH_MAX], real[PATH_MAX];
-	size_t n = strlen(root);
-	char *cut;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	while (!realpath(buf, real)) {
-		cut = strrchr(buf, '/');
-		if (!cut)
-			snprintf(buf, sizeof(buf), ".");
-		else if (cut == buf)
-			buf[1] = '\0';
-		else
-			*cut = '\0';
-	}
-	return strncmp(real, root, n) == 0 &&
-	       (real[n] == '\0' || real[n] == '/' || n == 1);
 }
 
 static int check_mountpoint(const char *mp, const char *store, char *root,
@@ -391,63 +297,174 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* The mount's options: tcfs's own taken out of -o (own), the rest for
+ * libfuse (args), checked before anything changes.  0, or the exit
+ * status after saying why not. */
+static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
+		      struct fuse_args *args, struct own_opts *own,
+		      struct report *r)
+{
+	int bad;
+
+	/* Before the store is opened, so that a wrong option changes
+	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
+	own->root = fs->root;
+	tcfs_err_clear();
+	bad = build_args(o, args, own) < 0;
+	fs->redirects = own->redirects;
+	if (bad && own->bad_redirect) {
+		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]
+				? tcfs_err_msg() : strerror(ENOMEM));
+		return 2;
+	}
+	if (bad) {
+		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
+		return 1;
+	}
+	fs->binary_only = own->binary_only;
+	fs->store_binary_only = own->store_binary_only;
+	return 0;
+}
+
+/* The store opened, and the mount's tables made.  0 or -1 (said). */
+static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
+		   const struct own_opts *own, int64_t *max_size,
+		   struct report *r)
+{
+	if (open_store(fs, o, r) < 0)
+		return -1;
+	/* Only now, with the paths resolved: a daemon must not keep the
+	 * caller's working directory busy. */
+	if (!o->foreground && chdir("/") < 0) {
+		say(r, "/: %s", strerror(errno));
+		return -1;
+	}
+	fs->start_ns = tcfs_ns_now();
+	if (own->max_size && max_size_of(own->max_size, max_size) < 0) {
+		say(r, "-o max_size=%s: %s", own->max_size, tcfs_err_msg());
+		return -1;
+	}
+	snprintf(fs->bin_root, sizeof(fs->bin_root), "%s/binary-only",
+		 fs->root);
+	if (fs_views_new(!own->noviews, &fs->views) < 0 ||
+	    fs_probes_new(&fs->probes) < 0 ||
+	    fs_inodes_new(&fs->inodes) < 0 || fs_groups_new(&fs->groups) < 0 ||
+	    fs_dirties_new(&fs->dirties) < 0 ||
+	    fs_checked_new(&fs->checked) < 0) {
+		say(r, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The mount's own threads: events (with the ticks of probe.c and
+ * dirty.c), flusher, evictor, control socket.  0 or -1 (said). */
+static int start_threads(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
+			 int64_t max_size, struct report *r)
+{
+	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick };
+
+	if (fs_events_start(fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
+	    fs_flusher_start(fs, o->sync_s) < 0 ||
+	    fs_evict_start(fs, max_size) < 0) {
+		say(r, "cannot start the event log, flusher or evictor thread");
+		return -1;
+	}
+	if (fs_ctl_start(fs) < 0) {
+		say(r, "%s/ctl.sock: cannot listen: %s",
+		    tcfs_store_path(fs->store), strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Tells the waiting caller the mount serves, and serves until it is
+ * unmounted: 0, or 1 when the session loop failed. */
+static int loop(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
+		struct report *r)
+{
+	struct fuse_loop_config *cfg;
+	int rc;
+
+	if (r->fd >= 0) {	/* the mount serves: let the caller go */
+		dprintf(r->fd, "ok\n");
+		close(r->fd);
+		r->fd = -1;
+	}
+	syslog(LOG_INFO, "serving %s at %s (%zu kernels redirected)",
+	       tcfs_store_path(fs->store), fs->root,
+	       fs_redirects_count(fs->redirects));
+	cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_max_threads(cfg, 16);
+	/* Under -d the one thread reads the session's descriptor itself,
+	 * blocking. */
+	if (!o->debug && fs_busypoll_start(fs, o->busy_poll_us) < 0)
+		syslog(LOG_WARNING, "tcfs: no busy-poll thread: requests are "
+		       "answered, a little slower");
+	fs->loop = pthread_self();
+	atomic_store(&fs->looping, 1);
+	rc = o->debug ? fuse_session_loop(fs->se)
+		      : fuse_session_loop_mt(fs->se, cfg);
+	atomic_store(&fs->looping, 0);
+	fs_busypoll_stop(fs);
+	fuse_loop_cfg_destroy(cfg);
+	return rc < 0;	/* a signal's number is a clean stop */
+}
+
+/* Stops the threads and commits what is left; rc, or 1 when the index
+ * lost changes (the mount is then left dead, not unmounted). */
+static int stop_threads(struct tcfs_fs *fs, int rc)
+{
+	fs_ctl_stop(fs);
+	fs_evict_stop(fs);
+	fs_events_stop(fs);
+	fs_flusher_stop(fs);
+	if (tcfs_store_sync(fs->store) < 0)
+		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
+	fs_evict_free(fs);
+	/* Only with every thread joined and the last commit made is it
+	 * known whether the index lost changes. */
+	if (fs->failed)
+		return 1;
+	fuse_session_unmount(fs->se);
+	return rc;
+}
+
+static void free_state(struct tcfs_fs *fs)
+{
+	fs_probes_free(fs->probes);
+	fs_inodes_free(fs->inodes);
+	fs_groups_free(fs->groups);
+	fs_dirties_free(fs->dirties);
+	fs_checked_free(fs->checked);
+	fs_views_free(fs->views);
+	fs_redirects_free(fs->redirects);
+	tcfs_store_close(fs->store);
+}
+
 /* Mounts, serves until unmounted, and returns the exit status. */
 static int serve(const struct tcfs_fs_opts *o, struct report *r)
 {
-	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_loop_config *cfg = NULL;
 	struct tcfs_fs fs = { 0 };
 	struct own_opts own = { 0 };
 	int64_t max_size = -1;	/* the store's setting */
 	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
-	int rc = 1, bad;
+	int rc = 1;
 
 	fs.uid = getuid();
 	fs.gid = getgid();
 	raise_fd_limit();
 	if (check_mountpoint(o->mountpoint, o->store, fs.root, nonempty, r) < 0)
 		goto out;
-	/* Before the store is opened, so that a wrong option changes
-	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
-	own.root = fs.root;
-	tcfs_err_clear();
-	bad = build_args(o, &args, &own) < 0;
-	fs.redirects = own.redirects;
-	if (bad && own.bad_redirect) {
-		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]
-				? tcfs_err_msg() : strerror(ENOMEM));
-		rc = 2;
+	rc = parse_opts(o, &fs, &args, &own, r);
+	if (rc != 0)
 		goto out;
-	}
-	if (bad) {
-		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
+	rc = 1;
+	if (prepare(o, &fs, &own, &max_size, r) < 0)
 		goto out;
-	}
-	if (open_store(&fs, o, r) < 0)
-		goto out;
-	/* Only now, with the paths resolved: a daemon must not keep the
-	 * caller's working directory busy. */
-	if (!o->foreground && chdir("/") < 0) {
-		say(r, "/: %s", strerror(errno));
-		goto out;
-	}
-	fs.start_ns = tcfs_ns_now();
-	fs.binary_only = own.binary_only;
-	fs.store_binary_only = own.store_binary_only;
-	if (own.max_size && max_size_of(own.max_size, &max_size) < 0) {
-		say(r, "-o max_size=%s: %s", own.max_size, tcfs_err_msg());
-		goto out;
-	}
-	snprintf(fs.bin_root, sizeof(fs.bin_root), "%s/binary-only", fs.root);
-	if (fs_views_new(!own.noviews, &fs.views) < 0 ||
-	    fs_probes_new(&fs.probes) < 0 ||
-	    fs_inodes_new(&fs.inodes) < 0 || fs_groups_new(&fs.groups) < 0 ||
-	    fs_dirties_new(&fs.dirties) < 0 || fs_checked_new(&fs.checked) < 0) {
-		say(r, "out of memory");
-		goto out;
-	}
-	fs.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	fs.se = fuse_session_new(&args, &fs_fuse_ops, sizeof(fs_fuse_ops), &fs);
 	if (!fs.se) {
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
 		goto out;
@@ -458,68 +475,15 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		       "installed?)", fs.root);
 		goto out_session;
 	}
-	if (fs_events_start(&fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
-	    fs_flusher_start(&fs, o->sync_s) < 0 ||
-	    fs_evict_start(&fs, max_size) < 0) {
-		say(r, "cannot start the event log, flusher or evictor thread");
-		goto out_threads;
-	}
-	if (fs_ctl_start(&fs) < 0) {
-		say(r, "%s/ctl.sock: cannot listen: %s",
-		    tcfs_store_path(fs.store), strerror(errno));
-		goto out_threads;
-	}
-	if (r->fd >= 0) {	/* the mount serves: let the caller go */
-		dprintf(r->fd, "ok\n");
-		close(r->fd);
-		r->fd = -1;
-	}
-	syslog(LOG_INFO, "serving %s at %s (%zu kernels redirected)",
-	       tcfs_store_path(fs.store), fs.root,
-	       fs_redirects_count(fs.redirects));
-	cfg = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	fuse_loop_cfg_set_max_threads(cfg, 16);
-	/* Under -d the one thread reads the session's descriptor itself,
-	 * blocking. */
-	if (!o->debug && fs_busypoll_start(&fs, o->busy_poll_us) < 0)
-		syslog(LOG_WARNING, "tcfs: no busy-poll thread: requests are "
-		       "answered, a little slower");
-	fs.loop = pthread_self();
-	atomic_store(&fs.looping, 1);
-	rc = o->debug ? fuse_session_loop(fs.se)
-		      : fuse_session_loop_mt(fs.se, cfg);
-	atomic_store(&fs.looping, 0);
-	fs_busypoll_stop(&fs);
-	fuse_loop_cfg_destroy(cfg);
-	rc = rc < 0;	/* a signal's number is a clean stop */
-out_threads:
-	fs_ctl_stop(&fs);
-	fs_evict_stop(&fs);
-	fs_events_stop(&fs);
-	fs_flusher_stop(&fs);
-	if (tcfs_store_sync(fs.store) < 0)
-		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
-	fs_evict_free(&fs);
-	/* Only with every thread joined and the last commit made is it
-	 * known whether the index lost changes. */
-	if (fs.failed)
-		rc = 1;
-	else
-		fuse_session_unmount(fs.se);
+	if (start_threads(&fs, o, max_size, r) == 0)
+		rc = loop(&fs, o, r);
+	rc = stop_threads(&fs, rc);
 	fuse_remove_signal_handlers(fs.se);
 out_session:
 	fuse_session_destroy(fs.se);
 	fs.se = NULL;	/* fs_lost may yet run, from tcfs_store_close */
 out:
-	fs_probes_free(fs.probes);
-	fs_inodes_free(fs.inodes);
-	fs_groups_free(fs.groups);
-	fs_dirties_free(fs.dirties);
-	fs_checked_free(fs.checked);
-	fs_views_free(fs.views);
-	fs_redirects_free(fs.redirects);
-	tcfs_store_close(fs.store);
+	free_state(&fs);
 	fuse_opt_free_args(&args);
 	free(own.max_size);
 	return rc;

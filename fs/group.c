@@ -34,7 +34,7 @@
 #define CACHE_SLOTS 4096
 
 struct rendering {
-	uint64_t ino;		/* as shown (fs_shown); 0: empty slot */
+	uint64_t ino;		/* as shown (fs_ino_make); 0: empty slot */
 	struct tcfs_hash blob;
 	char *path;		/* its key dir's (struct fs_keydir) */
 	char *bytes;
@@ -136,7 +136,7 @@ static int load(struct tcfs_fs *fs, const struct tcfs_node *n, char **tmpl,
 }
 
 static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
-		  const char *path, int bin, char **out, size_t *len)
+		  const char *path, enum fs_kind kind, char **out, size_t *len)
 {
 	char *tmpl = NULL;
 	size_t tlen = 0;
@@ -144,8 +144,8 @@ static int render(struct tcfs_fs *fs, const struct tcfs_node *n,
 
 	if (rc < 0)
 		return rc;
-	rc = tcfs_group_render(tmpl, tlen, bin ? fs->bin_root : fs->root, path,
-			       fs_filter(fs, bin), out, len);
+	rc = tcfs_group_render(tmpl, tlen, fs_root_of(fs, kind), path,
+			       fs_filter(fs, kind), out, len);
 	free(tmpl);
 	return rc;
 }
@@ -202,8 +202,8 @@ static void keep(struct fs_groups *g, const struct tcfs_node *n,
 	pthread_mutex_unlock(&g->mu);
 }
 
-int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
-	      char **out, size_t *len)
+int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n,
+	      enum fs_kind kind, char **out, size_t *len)
 {
 	struct tcfs_node shown = *n;
 	struct fs_keydir k;
@@ -212,37 +212,50 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
 	if (rc < 0)
 		return rc;
 	/* Each view's rendering is kept apart, by the inode it shows. */
-	shown.ino = fs_shown(n->ino, bin);
+	shown.ino = fs_ino_make(kind, n->ino);
 	if (lookup(fs->groups, &shown, k.path, out, len) == 0)
 		return 0;
-	rc = render(fs, n, k.path, bin, out, len);
+	rc = render(fs, n, k.path, kind, out, len);
 	if (rc == 0)
 		keep(fs->groups, &shown, k.path, *out, *len);
 	return rc;
 }
 
-int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
-		    char **out, size_t *len, int64_t *mtime_ns)
+/* The redirect of the kernel whose group file n is, if any. */
+static const struct fs_redirect *redirect_of(struct tcfs_fs *fs,
+					     const struct tcfs_node *n)
 {
-	const struct fs_redirect *rd = fs_redirect_of(fs->redirects, n->name);
+	struct fs_name nm;
+
+	if (!fs->redirects)
+		return NULL;
+	fs_name_of(&nm, n->name);
+	return nm.group ? fs_redirect_of(fs->redirects, nm.kernel) : NULL;
+}
+
+int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n,
+		    enum fs_kind kind, char **out, size_t *len,
+		    int64_t *mtime_ns)
+{
+	const struct fs_redirect *rd = redirect_of(fs, n);
 	struct fs_keydir k;
 	char *tmpl = NULL;
 	size_t tlen = 0;
 	int rc;
 
 	if (!rd)
-		return fs_render(fs, n, bin, out, len);
+		return fs_render(fs, n, kind, out, len);
 	rc = fs_key_of(fs, n, &k);
 	if (rc < 0)
 		return rc;
 	/* Only a kernel's group file is redirected: one in its key dir. */
 	if (!k.found)
-		return fs_render(fs, n, bin, out, len);
+		return fs_render(fs, n, kind, out, len);
 	rc = load(fs, n, &tmpl, &tlen);
 	if (rc < 0)
 		return rc;
-	rc = fs_redirect_render(rd, tmpl, tlen, bin ? fs->bin_root : fs->root,
-				k.path, fs_filter(fs, bin), out, len, mtime_ns);
+	rc = fs_redirect_render(rd, tmpl, tlen, fs_root_of(fs, kind), k.path,
+				fs_filter(fs, kind), out, len, mtime_ns);
 	free(tmpl);
 	return rc;
 }
@@ -265,7 +278,7 @@ static int pin_below(struct tcfs_fs *fs, const struct tcfs_node *n,
 		char *bytes = NULL;
 		size_t len = 0;
 
-		rc = fs_render(fs, n, 0, &bytes, &len);
+		rc = fs_render(fs, n, FS_KIND_STORE, &bytes, &len);
 		pin = rc == 0 ? tcfs_vec_push(&p->v, &p->n, &p->cap,
 					      sizeof(*pin))
 			      : NULL;

@@ -7,6 +7,7 @@
  * FORGET of an old kernel inode can arrive after a new lookup of the same
  * number, so a FORGET alone proves nothing.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -22,6 +23,7 @@ struct ref {
 
 struct fs_inodes {
 	pthread_mutex_t mu;
+	int untracked;		/* a lookup went uncounted (no memory) */
 	struct ref *bucket[INODE_BUCKETS];
 };
 
@@ -51,10 +53,12 @@ void fs_inodes_free(struct fs_inodes *t)
 	free(t);
 }
 
+/* The link to ino's count, or to NULL; t->mu held. */
 static struct ref **find(struct fs_inodes *t, uint64_t ino)
 {
 	struct ref **link = &t->bucket[ino % INODE_BUCKETS];
 
+	FS_ASSERT_HELD(&t->mu);
 	while (*link && (*link)->ino != ino)
 		link = &(*link)->next;
 	return link;
@@ -68,11 +72,14 @@ void fs_inode_ref(struct tcfs_fs *fs, uint64_t ino)
 	pthread_mutex_lock(&t->mu);
 	link = find(t, ino);
 	if (*link) {
+		assert((*link)->n < UINT64_MAX);
 		(*link)->n++;
 	} else if ((*link = malloc(sizeof(**link))) != NULL) {
 		(*link)->ino = ino;
 		(*link)->n = 1;
 		(*link)->next = NULL;
+	} else {
+		t->untracked = 1;
 	}
 	/* Out of memory: the node stays in limbo until the next mount. */
 	pthread_mutex_unlock(&t->mu);
@@ -87,6 +94,12 @@ void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
 	pthread_mutex_lock(&t->mu);
 	link = find(t, ino);
 	r = *link;
+	/* As passthrough_ll asserts: the kernel never forgets more than it
+	 * looked up.  The root, which the kernel holds without a lookup, may
+	 * be given back once more than it was looked up (binary-only/ is the
+	 * root's row too). */
+	assert(!r || r->n >= n || (ino == TCFS_ROOT_INO && r->n + 1 >= n));
+	assert(r || n == 0 || ino == TCFS_ROOT_INO || t->untracked);
 	if (r && r->n > n) {
 		r->n -= n;
 	} else if (r) {

@@ -1,21 +1,32 @@
 /*
  * The mount's shared state and the helpers its modules share.  Private to
- * fs/: lookup.c (lookup, getattr, readlink, statfs), dir.c (mkdir, rmdir,
- * unlink, rename, readdir, symlink, link, mknod), file.c (create, open, read, write, release, fsync,
- * setattr), group.c (group files rendered), damage.c (a bad blob found as
- * it is read), probe.c (hit/miss per probe), events.c (the log writer),
- * flusher.c (new blobs made durable), busypoll.c (fast answers in bursts),
- * view.c (by-name/, by-arch/, .tcfs/), report.c (.tcfs/ files' bytes),
- * thread.c (the mount's own threads), evict.c (the size limit, and
- * kernels removed while mounted), ctl.c (the control socket), redirect.c
- * (-o redirect: a kernel's metadata and binary named in a dir of the
- * user's).
+ * fs/.  From the top down (a file calls only those below it, bar the
+ * pairs noted):
+ *   fs.c (mount, serve), ctl.c (the control socket), flusher.c (new
+ *     blobs made durable), busypoll.c (fast answers in bursts)
+ *   ops.c: the dispatch layer, libfuse's entry points (kind.h)
+ *   the kinds: rows.c (the tables of the store and binary-only/),
+ *     lookup.c (lookup, getattr, readlink), dir.c (mkdir, rmdir, unlink,
+ *     rename, readdir, symlink, link, mknod), file.c (create, read,
+ *     write, fsync, setattr); view.c (by-name/, by-arch/, .tcfs/),
+ *     report.c (.tcfs/ files' bytes)
+ *   attr.c (attributes and entries replied, for every kind)
+ *   dirty.c (writes not committed yet) and evict.c (the size limit, and
+ *     kernels removed while mounted), which call each other; group.c
+ *     (group files rendered), redirect.c (-o redirect: a kernel's
+ *     metadata and binary named in a dir of the user's), damage.c (a bad
+ *     blob found as it is read), probe.c (hit/miss per probe)
+ *   base.c (names classified, what a kind shows, fs_changed),
+ *     inode.c (the kernel's lookup counts), events.c (the log writer),
+ *     thread.c (the mount's own threads); ino.h (the inode numbers)
  */
 #ifndef TCFS_FS_PRIV_H
 #define TCFS_FS_PRIV_H
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,7 +34,9 @@
 
 #include "index/event.h"
 #include "index/group.h"
+#include "index/name.h"
 #include "index/ns.h"
+#include "ino.h"
 
 /* Everything behind a name changes only through this mount, which keeps
  * the kernel's caches in step itself: they may keep what they learn. */
@@ -87,6 +100,9 @@ int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
  * a request holds, while that request waits for an answer. */
 void fs_serve_until(struct tcfs_fs *fs, atomic_int *done);
 
+/* ops.c: libfuse's entry points, which dispatch to the kinds (kind.h). */
+extern const struct fuse_lowlevel_ops fs_fuse_ops;
+
 static inline struct tcfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -95,50 +111,56 @@ static inline struct tcfs_fs *fs_of(fuse_req_t req)
 /*
  * The binary-only view (binary-only/ at the root, or the root itself with
  * -o binary_only): the store's rows again, under inode numbers of their
- * own (FS_BIN_TAG set: view.c hands out no such number), with the IR
- * files (.ttir .ttgir .llir .ptx .amdgcn) hidden and group files
- * rendered for MOUNT/binary-only listing only what is left.  Writes land
- * in the one tree both views show.
+ * own (FS_KIND_BIN, ino.h), with the IR files (.ttir .ttgir .llir .ptx
+ * .amdgcn) hidden and group files rendered for MOUNT/binary-only listing
+ * only what is left.  Writes land in the one tree both views show.
  */
-#define FS_BIN_TAG (7ull << 60)
 
-static inline int fs_bin_ino(uint64_t ino)
-{
-	return (ino >> 60) == 7;
-}
-
-/* The store row an inode number shows. */
-static inline uint64_t fs_row(uint64_t ino)
-{
-	return fs_bin_ino(ino) ? ino & ~FS_BIN_TAG : ino;
-}
-
-/* The inode number a row has in a view (bin: the binary-only one). */
-static inline uint64_t fs_shown(uint64_t row, int bin)
-{
-	return bin ? row | FS_BIN_TAG : row;
-}
-
-/* lookup.c: whether a view hides the file name (its IR); and what its
- * group files show. */
-int fs_hides(const struct tcfs_fs *fs, int bin, const char *name);
-enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, int bin);
-/* file.c, dir.c: whether bytes written to a file named so are dropped
- * (-o store_binary_only and an IR file, or a temp one that becomes one). */
-int fs_drops(const struct tcfs_fs *fs, const char *name);
+/* A name as a request gives it, classified once (base.c) where the
+ * request comes in (ops.c) and passed down, never parsed again. */
+struct fs_name {
+	const char *s;		/* the request's; not owned */
+	int temp;		/* a temp of a write (tcfs_name_is_temp) */
+	enum tcfs_artifact art;	/* what a file so named holds */
+	enum tcfs_artifact landing;	/* what it holds once it lands */
+	int group;		/* a group file: of the kernel named kernel */
+	char kernel[TCFS_NAME_MAX + 1];
+};
+/* base.c: fills *nm for s (which must outlive it). */
+void fs_name_of(struct fs_name *nm, const char *s);
+/* Whether a name would be a probe in a key dir, or may be renamed onto
+ * one (a temp name): such entries are never cached by the kernel,
+ * wherever they are created or moved to. */
+int fs_name_uncached(const struct fs_name *nm);
+int fs_probe_name(const char *name);	/* the same, of a bare name */
+/* Whether a kind shows the binary-only view, and the root its group
+ * files name (MOUNT or MOUNT/binary-only). */
+int fs_shows_binary_only(const struct tcfs_fs *fs, enum fs_kind kind);
+const char *fs_root_of(const struct tcfs_fs *fs, enum fs_kind kind);
+/* Whether a kind hides the file named nm (its IR); and what its group
+ * files show. */
+int fs_hides(const struct tcfs_fs *fs, enum fs_kind kind,
+	     const struct fs_name *nm);
+enum tcfs_group_filter fs_filter(const struct tcfs_fs *fs, enum fs_kind kind);
+/* Whether bytes written to a file named so are dropped (-o
+ * store_binary_only and an IR file, or a temp one that becomes one). */
+int fs_drops(const struct tcfs_fs *fs, const struct fs_name *nm);
 /* What group files written through the mount are stored listing. */
 enum tcfs_group_filter fs_store_filter(const struct tcfs_fs *fs);
-/* After parent/name changed through one view: the other forgets what it
- * cached of the name (once binary-only/ has been used). */
-void fs_changed(struct tcfs_fs *fs, uint64_t parent, int bin,
+/* After the row parent's name changed through one kind of rows: the
+ * other forgets what it cached of the name (once binary-only/ has been
+ * used). */
+void fs_changed(struct tcfs_fs *fs, uint64_t parent, enum fs_kind kind,
 		const char *name);
+/* The file type bits of a kind of node. */
+mode_t fs_type(enum tcfs_kind kind);
+/* Whether path, which need not exist yet, is root or lies below it (its
+ * nearest existing ancestor resolved). */
+int fs_lies_within(const char *path, const char *root);
 
-/* Every request handler counts itself first (.tcfs/metrics.prom). */
-static inline void fs_count(fuse_req_t req)
-{
-	atomic_fetch_add_explicit(&fs_of(req)->requests, 1,
-				  memory_order_relaxed);
-}
+/* A function that requires mu held asserts it (held by some thread: a
+ * default mutex says no more). */
+#define FS_ASSERT_HELD(mu) assert(pthread_mutex_trylock(mu) == EBUSY)
 
 /* inode.c: the kernel's lookup counts.  ref for every entry replied,
  * forget as FORGET says; at zero a node in limbo is deleted. */
@@ -149,34 +171,37 @@ void fs_inode_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
 /* Whether the kernel holds ino (a row's number). */
 int fs_inode_known(struct tcfs_fs *fs, uint64_t ino);
 
-/* lookup.c: attributes as the kernel sees them.  size is the rendered
- * size for a group template (fs_render), the stored size otherwise. */
-int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
+/* attr.c: attributes as the kernel sees them, of n shown in kind (STORE
+ * or BIN).  size is the rendered size for a group template (fs_render),
+ * the stored size otherwise. */
+int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *n, enum fs_kind kind,
 	    struct stat *st);
-/* The file type bits of a kind. */
-mode_t fs_type(enum tcfs_kind kind);
-/* Replies to a request with the attributes of ino (a number as the
- * kernel knows it: of either view). */
-void fs_reply_attr(fuse_req_t req, uint64_t ino);
-/* Replies to a lookup-like request with n's entry in a view, cached for
- * ttl. */
-void fs_reply_entry(fuse_req_t req, const struct tcfs_node *n, int bin,
-		    double ttl);
+/* Replies to a request with the attributes of row in kind. */
+void fs_reply_attr(fuse_req_t req, enum fs_kind kind, uint64_t row);
+/* Replies to a lookup-like request with n's entry in kind, cached for
+ * ttl; the kernel's lookup of it is counted (inode.c).  0, or the error
+ * replied (-errno). */
+int fs_reply_entry(fuse_req_t req, const struct tcfs_node *n,
+		   enum fs_kind kind, double ttl);
+/* The same for CREATE, with its open file fi. */
+int fs_reply_create(fuse_req_t req, const struct tcfs_node *n,
+		    enum fs_kind kind, double ttl, struct fuse_file_info *fi);
 
 /* group.c: a group template rendered for this mount (*out: caller frees),
  * and the name of the key dir a node lies in (its ancestor under the
  * root), which renderings are relative to. */
 int fs_groups_new(struct fs_groups **out);
 void fs_groups_free(struct fs_groups *g);
-int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
-	      char **out, size_t *len);
+int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n,
+	      enum fs_kind kind, char **out, size_t *len);
 /* The same as a reader is shown it: with -o redirect, a kernel's
  * children that DIR has are named there, and *mtime_ns (optional; the
  * stored time on entry) is then the rendering's own (redirect.c).  Such
  * renderings are made anew each time, never kept.  fs_render is the
  * stored bytes, for what is written back to the store. */
-int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n, int bin,
-		    char **out, size_t *len, int64_t *mtime_ns);
+int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n,
+		    enum fs_kind kind, char **out, size_t *len,
+		    int64_t *mtime_ns);
 /* The key dir a node lies in (itself, for a key dir), for rendering its
  * group files: the nearest by tcfs_kernel_key_dir_at, else the node's own
  * dir. */
@@ -204,7 +229,7 @@ int fs_groups_pins(struct tcfs_fs *fs, const struct tcfs_node *moved,
 /* Gives the pinned rows their bytes: within the rename's transaction. */
 int fs_groups_pin(struct tcfs_fs *fs, const struct fs_pin *pins, size_t n);
 
-/* file.c: writes are kept per inode until something needs them. */
+/* dirty.c: writes are kept per inode until something needs them. */
 int fs_dirties_new(struct fs_dirties **out);
 void fs_dirties_free(struct fs_dirties *t);
 /* Commits every inode's pending writes (unmount, a directory's rename). */
@@ -228,6 +253,18 @@ int fs_files_commit(struct tcfs_fs *fs, uint64_t ino);
  * yet (a commit to be tried again): no orphan.  Never waits for a
  * file. */
 int fs_files_hold(struct tcfs_fs *fs, const struct tcfs_hash *h);
+/* Writes size bytes at off to ino's pending writes (made from its
+ * stored bytes first if it has none). */
+int fs_files_write(struct tcfs_fs *fs, uint64_t ino, const char *buf,
+		   size_t size, off_t off);
+/* Truncates (or extends) n's bytes to size, as a write. */
+int fs_files_truncate(struct tcfs_fs *fs, const struct tcfs_node *n,
+		      uint64_t size);
+/* For a read of ino: 1 with up to size bytes from off of its pending
+ * writes in *bytes (*got of them; owned by the caller), or 0 with its row
+ * in *n, its content the one stored for it if its row lags. */
+int fs_files_read(struct tcfs_fs *fs, uint64_t ino, size_t size, off_t off,
+		  char **bytes, size_t *got, struct tcfs_node *n);
 
 
 /* damage.c: what an error from tcfs_cas_open_checked or _read_checked
@@ -243,17 +280,15 @@ int fs_probe_whole(struct tcfs_fs *fs, const struct tcfs_node *dir,
 int fs_checked_new(struct fs_checked **out);
 void fs_checked_free(struct fs_checked *c);
 
-/* probe.c: whether looking up name in parent is a cache probe, and
- * recording one (at most one event per process and path). */
+/* probe.c: whether looking up nm in parent is a cache probe, and
+ * recording one (at most one event per process and path) seen through
+ * the rows of kind view. */
 enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
-			      const struct tcfs_node *parent, const char *name);
+			      const struct tcfs_node *parent,
+			      const struct fs_name *nm);
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
-		   const struct tcfs_node *parent, const char *name,
-		   enum tcfs_probe kind, int hit, int bin);
-/* Whether name would be a probe in a key dir, or may be renamed onto one
- * (a temp name): such entries are never cached by the kernel, wherever
- * they are created or moved to. */
-int fs_probe_name(const char *name);
+		   const struct tcfs_node *parent, const struct fs_name *nm,
+		   enum tcfs_probe kind, int hit, enum fs_kind view);
 /* A probe holds the lock shared from finding its file to noting it; a
  * removal of kernels holds it alone (alone 1), so that no kernel goes
  * between a probe's hit and the note that it is in use. */
@@ -298,24 +333,11 @@ int fs_busypoll_start(struct tcfs_fs *fs, long window_us);
 void fs_busypoll_stop(struct tcfs_fs *fs);
 
 /* view.c: the inodes that are not rows of the store (by-name/, by-arch/,
- * .tcfs/ at the root).  Every handler asks fs_view_ino first and hands
- * such an inode to the view's own handler; a write on one, or on a name
- * fs_view_reserved says is the view's, gets EROFS. */
+ * .tcfs/ at the root), served through fs_view_ops (kind.h). */
 enum fs_view_file { FS_VIEW_STATS, FS_VIEW_STATS_JSON, FS_VIEW_METRICS };
 /* browse: by-name/ and by-arch/ are there (not -o noviews). */
 int fs_views_new(int browse, struct fs_views **out);
 void fs_views_free(struct fs_views *v);
-int fs_view_ino(uint64_t ino);
-int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name);
-/* 1 when parent/name is the view's, and answered; 0 when it is not. */
-int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name);
-void fs_view_getattr(fuse_req_t req, uint64_t ino);
-/* FORGET of a view's inode: a .tcfs/ file's rendering goes with the
- * kernel's last lookup of it. */
-void fs_view_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n);
-void fs_view_readlink(fuse_req_t req, uint64_t ino);
-void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off);
-void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off);
 /* The root's view entries, after its store entries: readdir cookies from
  * FS_VIEW_COOKIE(0) on, above every store entry's (inode + 2).  Fills
  * buf from entry *k on, advancing *k; returns the bytes used. */
@@ -332,41 +354,6 @@ int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, int64_t viewer,
  * user's (TCFS_EVENT_ALL_USERS) for root and the mount's owner, else only
  * the requester's own (its uid). */
 int64_t fs_report_viewer(fuse_req_t req);
-
-/* The low-level operations, by module. */
-void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
-void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
-void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
-void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		 mode_t mode);
-void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
-void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-		   const char *name);
-void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		const char *newname);
-void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-		 mode_t mode, dev_t rdev);
-void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		  fuse_ino_t newparent, const char *newname,
-		  unsigned int flags);
-void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		   struct fuse_file_info *fi);
-void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		  mode_t mode, struct fuse_file_info *fi);
-void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi);
-void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		 size_t size, off_t off, struct fuse_file_info *fi);
-void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-		 struct fuse_file_info *fi);
-void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-		    struct fuse_file_info *fi);
-void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-		   int to_set, struct fuse_file_info *fi);
 
 /* evict.c: the size limit.  max_size: -o max_size, or -1 to follow the
  * store's setting (config max-size).  0 or -errno. */
@@ -391,10 +378,9 @@ int fs_redirects_add(struct fs_redirects **r, const char *spec,
 		     const char *root);
 void fs_redirects_free(struct fs_redirects *r);
 size_t fs_redirects_count(const struct fs_redirects *r);
-/* The redirect of the kernel whose group file is named grp, or NULL
- * (owned by r). */
+/* The redirect of the kernel named kernel, or NULL (owned by r). */
 const struct fs_redirect *fs_redirect_of(const struct fs_redirects *r,
-					 const char *grp);
+					 const char *kernel);
 /* Renders a template as tcfs_group_render does, with NAME.json and
  * NAME.hsaco or NAME.cubin named in DIR when DIR has them now.  *out is
  * owned by the caller; *mtime_ns (optional, the stored time on entry)
@@ -403,10 +389,6 @@ int fs_redirect_render(const struct fs_redirect *rd, const char *tmpl,
 		       size_t len, const char *root, const char *key,
 		       enum tcfs_group_filter f, char **out, size_t *olen,
 		       int64_t *mtime_ns);
-
-/* fs.c: whether path, which need not exist yet, is root or lies below
- * it (its nearest existing ancestor resolved). */
-int fs_lies_within(const char *path, const char *root);
 
 /* ctl.c: STORE/ctl.sock, where tcfs commands ask the mount to do what
  * only the store's writer may (tcfs prune).  0 or -errno. */

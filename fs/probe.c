@@ -85,30 +85,16 @@ struct fs_probes {
 	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
 };
 
-int fs_probe_name(const char *name)
-{
-	/* Triton 3.0/3.1 write FILE.tmp.pid_* and rename it onto FILE. */
-	if (tcfs_name_is_temp(name, 0))
-		return 1;
-	switch (tcfs_name_artifact(name)) {
-	case TCFS_ART_GROUP:
-	case TCFS_ART_MODULE:
-	case TCFS_ART_AUTOTUNE:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
-			      const struct tcfs_node *parent, const char *name)
+			      const struct tcfs_node *parent,
+			      const struct fs_name *nm)
 {
 	int key;
 
 	if (tcfs_kernel_key_dir_at(fs->store, parent->parent, parent->name,
 				   &key) < 0 || !key)
 		return 0;
-	switch (tcfs_name_artifact(name)) {
+	switch (nm->art) {
 	case TCFS_ART_GROUP:
 		return TCFS_PROBE_KERNEL;
 	case TCFS_ART_MODULE:
@@ -223,9 +209,10 @@ static void comm_of(struct fs_probes *p, pid_t pid, char *buf, size_t len)
 }
 
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
-		   const struct tcfs_node *parent, const char *name,
-		   enum tcfs_probe kind, int hit, int bin)
+		   const struct tcfs_node *parent, const struct fs_name *nm,
+		   enum tcfs_probe kind, int hit, enum fs_kind view)
 {
+	const char *name = nm->s;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct tcfs_event ev = { 0 };
 	struct timespec ts;
@@ -244,12 +231,11 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	ev.uid = ctx->uid;
 	comm_of(fs->probes, ctx->pid, ev.comm, sizeof(ev.comm));
 	snprintf(ev.key, sizeof(ev.key), "%s", parent->name);
-	if (kind != TCFS_PROBE_KERNEL ||
-	    !tcfs_name_group_kernel(name, ev.name, sizeof(ev.name)))
-		snprintf(ev.name, sizeof(ev.name), "%s", name);
+	snprintf(ev.name, sizeof(ev.name), "%s",
+		 kind == TCFS_PROBE_KERNEL && nm->group ? nm->kernel : name);
 	ev.kind = kind;
 	ev.hit = hit;
-	if (bin || fs->binary_only)
+	if (fs_shows_binary_only(fs, view))
 		snprintf(ev.view, sizeof(ev.view), "binary-only");
 	fs_events_add(fs, &ev);
 }

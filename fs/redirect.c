@@ -139,13 +139,9 @@ size_t fs_redirects_count(const struct fs_redirects *r)
 }
 
 const struct fs_redirect *fs_redirect_of(const struct fs_redirects *r,
-					 const char *grp)
+					 const char *kernel)
 {
-	char name[TCFS_NAME_MAX + 1];
-
-	if (!r || !tcfs_name_group_kernel(grp, name, sizeof(name)))
-		return NULL;
-	return find(r, name);
+	return find(r, kernel);
 }
 
 /* A rendering's look at DIR: the path it hands out, and the newest

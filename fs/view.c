@@ -3,10 +3,12 @@
  * mount root: by-name/NAME/KEY and by-arch/TARGET/NAME/KEY (symlinks to
  * the key dirs, at whatever depth, as in /dev/disk/by-*), and .tcfs/
  * (reports, each lookup of one rendering it anew under an inode of its
- * own).  Every request handler asks here first (fs_view_ino); writes on
- * these inodes, and on the reserved names at the root, get EROFS.
+ * own): the kind FS_KIND_VIEW, served through fs_view_ops (kind.h), which
+ * claims its names at the root.  It has no write operations: writes on
+ * these inodes, and on its names at the root, get EROFS (ops.c).
  *
- * An inode number's top bits say what it is (TAG_*), the rest which one:
+ * The tag of an inode number (ino.h: one of the view kind's) says what it
+ * is (TAG_*), the row bits which one:
  * a key dir's own inode for a link, or an id this module hands out for a
  * kernel name or a target, kept for the daemon's life (there are few).
  * Nothing here is on Triton's path, so no name is cached by the kernel:
@@ -27,21 +29,21 @@
 #include "index/kernel.h"
 #include "index/store.h"
 #include "index/vec.h"
-#include "priv.h"
+#include "kind.h"
 
-#define TAG_SHIFT 60
-#define TAG_MASK ((1ull << TAG_SHIFT) - 1)
+#define TAG_MASK FS_INO_ROW_MAX
 
 enum tag {
-	TAG_STORE,	/* a row of the store */
-	TAG_FIXED,	/* the view roots and .tcfs/ files (enum fixed) */
+	TAG_FIXED = FS_INO_TAG_VIEW_MIN,	/* the view roots and .tcfs/
+						 * files (enum fixed) */
 	TAG_NAME,	/* by-name/NAME: a name id */
 	TAG_NAMELINK,	/* by-name/NAME/KEY: the key dir's inode */
 	TAG_ARCH,	/* by-arch/TARGET: a target id */
 	TAG_ARCHNAME,	/* by-arch/TARGET/NAME: target id << 32 | name id */
 	TAG_ARCHLINK,	/* by-arch/TARGET/NAME/KEY: the key dir's inode */
-	TAG_BIN = 7,	/* a row in the binary-only view (priv.h) */
 };
+_Static_assert(TAG_ARCHLINK <= FS_INO_TAG_VIEW_MAX,
+	       "the view's tags are the view kind's (ino.h)");
 
 enum fixed {
 	FIX_BINARY_ONLY = 0,	/* the root's row in the binary-only view */
@@ -118,17 +120,12 @@ struct fs_views {
 static uint64_t ino_of(enum tag t, uint64_t v)
 {
 	assert(v <= TAG_MASK);
-	return (uint64_t)t << TAG_SHIFT | v;
+	return FS_INO_MAKE(t, v);
 }
 
 static enum tag tag_of(uint64_t ino)
 {
-	return (enum tag)(ino >> TAG_SHIFT);
-}
-
-int fs_view_ino(uint64_t ino)
-{
-	return tag_of(ino) != TAG_STORE && tag_of(ino) != TAG_BIN;
+	return (enum tag)FS_INO_TAG(ino);
 }
 
 int fs_views_new(int browse, struct fs_views **out)
@@ -452,6 +449,7 @@ static void snap_free(struct fs_views *v, struct snap **link)
 /* Drops the oldest snapshots past the bounds; the views' lock held. */
 static void snaps_trim(struct fs_views *v)
 {
+	FS_ASSERT_HELD(&v->mu);
 	while (v->nsnaps > SNAPS_MAX || v->snap_bytes > SNAPS_BYTES) {
 		struct snap **link = &v->snaps;
 
@@ -518,12 +516,15 @@ static struct snap **snap_find(struct fs_views *v, uint64_t ino)
 {
 	struct snap **link = &v->snaps;
 
+	FS_ASSERT_HELD(&v->mu);
 	while (*link && (*link)->ino != ino)
 		link = &(*link)->next;
 	return link;
 }
 
-void fs_view_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
+/* FORGET of a snapshot: its rendering goes with the kernel's last lookup
+ * of it. */
+static void snap_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
 {
 	struct fs_views *v = fs->views;
 	struct snap **link;
@@ -532,11 +533,19 @@ void fs_view_forget(struct tcfs_fs *fs, uint64_t ino, uint64_t n)
 		return;		/* no other view inode counts lookups */
 	pthread_mutex_lock(&v->mu);
 	link = snap_find(v, ino);
+	/* The kernel never forgets more than it looked up. */
+	assert(!*link || (*link)->nlookup >= n);
 	if (*link && (*link)->nlookup > n)
 		(*link)->nlookup -= n;
 	else if (*link)
 		snap_free(v, link);
 	pthread_mutex_unlock(&v->mu);
+}
+
+static void view_forget(struct tcfs_fs *fs, const struct fs_ino *i,
+			uint64_t n)
+{
+	snap_forget(fs, i->ino, n);
 }
 
 /* Snapshot ino's attributes (bytes NULL), or a copy of up to len of its
@@ -586,7 +595,7 @@ static void reply_snap(fuse_req_t req, enum fixed id)
 	}
 	e.attr_timeout = FS_TTL;
 	if (fuse_reply_entry(req, &e) != 0)
-		fs_view_forget(fs, e.ino, 1);
+		snap_forget(fs, e.ino, 1);
 }
 
 static int vstat(struct tcfs_fs *fs, const struct vnode *vn, struct stat *st)
@@ -670,10 +679,12 @@ static uint64_t fixed_id(int k)
 	return (uint64_t)fixed_names[k - 1].id;
 }
 
-int fs_view_reserved(struct tcfs_fs *fs, uint64_t parent, const char *name)
+/* The view's names at the store's root (not binary-only/'s). */
+static int view_claims(struct tcfs_fs *fs, const struct fs_ino *parent,
+		       const struct fs_name *nm)
 {
-	return fs_view_ino(parent) ||
-	       (parent == TCFS_ROOT_INO && fixed_named(fs->views, 0, name));
+	return parent->ino == TCFS_ROOT_INO &&
+	       fixed_named(fs->views, 0, nm->s);
 }
 
 /* The key dir of name (of a target) whose view entry is entry (KEY or
@@ -797,25 +808,29 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 	}
 }
 
-int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
+/* binary-only/ at the root: the root's row in the binary-only kind. */
+static void reply_bin_root(fuse_req_t req)
 {
-	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node root;
+	int rc = tcfs_ns_get(fs_of(req)->store, TCFS_ROOT_INO, &root);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fs_reply_entry(req, &root, FS_KIND_BIN, FS_TTL);
+}
+
+static void view_lookup(fuse_req_t req, const struct fs_ino *parent,
+			const struct fs_name *nm)
+{
 	struct vnode vn;
 	int rc;
 
-	if (!fs_view_reserved(fs, parent, name))
-		return 0;
-	if (parent == TCFS_ROOT_INO && strcmp(name, "binary-only") == 0) {
-		struct tcfs_node root;
-
-		rc = tcfs_ns_get(fs->store, TCFS_ROOT_INO, &root);
-		if (rc < 0)
-			fuse_reply_err(req, -rc);
-		else
-			fs_reply_entry(req, &root, 1, FS_TTL);
-		return 1;
+	if (parent->ino == TCFS_ROOT_INO && strcmp(nm->s, "binary-only") == 0) {
+		reply_bin_root(req);
+		return;
 	}
-	rc = vlookup(fs, parent, name, &vn);
+	rc = vlookup(fs_of(req), parent->ino, nm->s, &vn);
 	if (rc < 0)
 		reply_miss(req, rc);
 	else if (vn.tag == TAG_FIXED && (vn.ino & TAG_MASK) >= FIX_STATS &&
@@ -823,12 +838,12 @@ int fs_view_lookup(fuse_req_t req, uint64_t parent, const char *name)
 		reply_snap(req, (enum fixed)(vn.ino & TAG_MASK));
 	else
 		reply_vnode(req, &vn);
-	return 1;
 }
 
-void fs_view_getattr(fuse_req_t req, uint64_t ino)
+static void view_getattr(fuse_req_t req, const struct fs_ino *i)
 {
 	struct tcfs_fs *fs = fs_of(req);
+	uint64_t ino = i->ino;
 	struct vnode vn;
 	struct stat st;
 	int rc;
@@ -851,11 +866,11 @@ void fs_view_getattr(fuse_req_t req, uint64_t ino)
 		fuse_reply_attr(req, &st, 0);
 }
 
-void fs_view_readlink(fuse_req_t req, uint64_t ino)
+static void view_readlink(fuse_req_t req, const struct fs_ino *i)
 {
 	char target[PATH_MAX];
 	struct vnode vn;
-	int rc = resolve(fs_of(req), ino, &vn);
+	int rc = resolve(fs_of(req), i->ino, &vn);
 
 	if (rc == 0 && vn.tag != TAG_NAMELINK && vn.tag != TAG_ARCHLINK)
 		rc = -EINVAL;
@@ -868,9 +883,10 @@ void fs_view_readlink(fuse_req_t req, uint64_t ino)
 	fuse_reply_readlink(req, target);
 }
 
-void fs_view_read(fuse_req_t req, uint64_t ino, size_t size, off_t off)
+static void view_read(fuse_req_t req, const struct fs_ino *i, size_t size,
+		      off_t off)
 {
-	uint64_t val = ino & TAG_MASK;
+	uint64_t ino = i->ino, val = ino & TAG_MASK;
 	char *bytes = NULL;
 	size_t len = 0;
 	int rc;
@@ -930,80 +946,106 @@ static int listable(struct fs_views *v, int rc)
 	return rc;
 }
 
+/* by-name/, or by-arch/TARGET/ (nt): kernel names, as list says. */
+static int list_names(struct tcfs_fs *fs, const struct vnode *d,
+		      const struct tcfs_kernel_target *nt, off_t off,
+		      size_t want, struct page *pg)
+{
+	struct fs_views *v = fs->views;
+	struct tcfs_kernel_name *names = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_names(fs->store, nt ? nt->backend : NULL,
+				   nt ? nt->arch : NULL, (uint64_t)off - 2,
+				   want, &names, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char s[NAME_MAX + 1];
+		uint32_t id = intern_locked(v, &v->names, names[i].s);
+
+		if (id && listable(v, shown_name(names[i].s, NULL, s,
+					      sizeof(s))) == 0)
+			add(pg, s, name_ino(nt, d->ino & TAG_MASK, id), 1,
+			    off + (off_t)i + 1);
+	}
+	free(names);
+	return rc;
+}
+
+/* by-arch/: the targets, as list says. */
+static int list_targets(struct tcfs_fs *fs, off_t off, size_t want,
+			struct page *pg)
+{
+	struct fs_views *v = fs->views;
+	struct tcfs_kernel_target *ts = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_targets(fs->store, (uint64_t)off - 2, want, &ts,
+				     &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char s[NAME_MAX + 1];
+		uint32_t id = 0;
+
+		if (listable(v, target_name(&ts[i], s, sizeof(s))) == 0)
+			id = intern_locked(v, &v->targets, s);
+		if (id)
+			add(pg, s, ino_of(TAG_ARCH, id), 1, off + (off_t)i + 1);
+	}
+	free(ts);
+	return rc;
+}
+
+/* by-name/NAME/ or by-arch/TARGET/NAME/: the links to its key dirs. */
+static int list_keys(struct tcfs_fs *fs, const struct vnode *d, off_t off,
+		     size_t want, struct page *pg)
+{
+	const struct tcfs_kernel_target *t =
+		d->tag == TAG_ARCHNAME ? &d->target : NULL;
+	struct tcfs_kernel_at *at = NULL;
+	size_t n = 0;
+	int rc = tcfs_kernel_keys(fs->store, d->name, t ? t->backend : NULL,
+				  t ? t->arch : NULL, NULL, (uint64_t)off - 2,
+				  want, &at, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		add(pg, at[i].entry,
+		    ino_of(t ? TAG_ARCHLINK : TAG_NAMELINK, at[i].dir_ino), 0,
+		    off + (off_t)i + 1);
+	free(at);
+	return rc;
+}
+
 /* Entries from offset off on (the query's rows from off - 2). */
 static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 		struct page *pg)
 {
-	struct fs_views *v = fs->views;
-	uint64_t from = (uint64_t)off - 2, val = d->ino & TAG_MASK;
-	size_t want = pg->size / 32 + 1, n = 0;
-	const struct tcfs_kernel_target *t =
-		d->tag == TAG_ARCHNAME ? &d->target : NULL;
-	int rc = 0;
+	uint64_t val = d->ino & TAG_MASK;
+	size_t want = pg->size / 32 + 1;
 
-	if ((d->tag == TAG_FIXED && val == FIX_BY_NAME) || d->tag == TAG_ARCH) {
-		/* by-name/, or by-arch/TARGET/: kernel names. */
-		const struct tcfs_kernel_target *nt =
-			d->tag == TAG_ARCH ? &d->target : NULL;
-		struct tcfs_kernel_name *names = NULL;
-
-		rc = tcfs_kernel_names(fs->store, nt ? nt->backend : NULL,
-				       nt ? nt->arch : NULL, from, want, &names,
-				       &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			char s[NAME_MAX + 1];
-			uint32_t id = intern_locked(v, &v->names, names[i].s);
-
-			if (id && listable(v, shown_name(names[i].s, NULL, s,
-						      sizeof(s))) == 0)
-				add(pg, s, name_ino(nt, val, id), 1,
-				    off + (off_t)i + 1);
-		}
-		free(names);
-	} else if (d->tag == TAG_FIXED && val == FIX_BY_ARCH) {
-		struct tcfs_kernel_target *ts = NULL;
-
-		rc = tcfs_kernel_targets(fs->store, from, want, &ts, &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			char s[NAME_MAX + 1];
-			uint32_t id = 0;
-
-			if (listable(v, target_name(&ts[i], s, sizeof(s))) == 0)
-				id = intern_locked(v, &v->targets, s);
-			if (id)
-				add(pg, s, ino_of(TAG_ARCH, id), 1,
-				    off + (off_t)i + 1);
-		}
-		free(ts);
-	} else if (d->tag == TAG_FIXED && val == FIX_TCFS) {
-		for (size_t i = from; i < NFIXED; i++)
+	if (d->tag == TAG_FIXED && val == FIX_BY_NAME)
+		return list_names(fs, d, NULL, off, want, pg);
+	if (d->tag == TAG_ARCH)
+		return list_names(fs, d, &d->target, off, want, pg);
+	if (d->tag == TAG_FIXED && val == FIX_BY_ARCH)
+		return list_targets(fs, off, want, pg);
+	if (d->tag == TAG_FIXED && val == FIX_TCFS) {
+		for (size_t i = (size_t)off - 2; i < NFIXED; i++)
 			if (fixed_names[i].in_tcfs)
 				add(pg, fixed_names[i].name,
 				    ino_of(TAG_FIXED, fixed_names[i].id), 0,
 				    (off_t)i + 3);
-	} else if (d->tag == TAG_NAME || d->tag == TAG_ARCHNAME) {
-		struct tcfs_kernel_at *at = NULL;
-
-		rc = tcfs_kernel_keys(fs->store, d->name, t ? t->backend : NULL,
-				      t ? t->arch : NULL, NULL, from, want, &at,
-				      &n);
-		for (size_t i = 0; rc == 0 && i < n; i++)
-			add(pg, at[i].entry,
-			    ino_of(d->tag == TAG_NAME ? TAG_NAMELINK
-						      : TAG_ARCHLINK,
-				   at[i].dir_ino),
-			    0, off + (off_t)i + 1);
-		free(at);
-	} else {
-		rc = -ENOTDIR;
+		return 0;
 	}
-	return rc;
+	if (d->tag == TAG_NAME || d->tag == TAG_ARCHNAME)
+		return list_keys(fs, d, off, want, pg);
+	return -ENOTDIR;
 }
 
-void fs_view_readdir(fuse_req_t req, uint64_t ino, size_t size, off_t off)
+static void view_readdir(fuse_req_t req, const struct fs_ino *i, size_t size,
+			 off_t off)
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct page pg = { req, malloc(size), size, 0, 0 };
+	uint64_t ino = i->ino;
 	struct vnode d;
 	int rc = resolve(fs, ino, &d);
 
@@ -1037,7 +1079,7 @@ size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 			continue;
 		add(&pg, name,
 		    fixed_names[*k].id == FIX_BINARY_ONLY
-			    ? fs_shown(TCFS_ROOT_INO, 1)
+			    ? fs_ino_make(FS_KIND_BIN, TCFS_ROOT_INO)
 			    : ino_of(TAG_FIXED, fixed_names[*k].id),
 		    1, (off_t)FS_VIEW_COOKIE(*k + 1));
 		if (pg.full)
@@ -1045,3 +1087,14 @@ size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 	}
 	return pg.used;
 }
+
+/* No writes: EROFS (ops.c). */
+const struct fs_kind_ops fs_view_ops = {
+	.claims = view_claims,
+	.lookup = view_lookup,
+	.forget = view_forget,
+	.getattr = view_getattr,
+	.readlink = view_readlink,
+	.readdir = view_readdir,
+	.read = view_read,
+};
