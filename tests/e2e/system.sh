@@ -30,11 +30,18 @@ check_rc "the installed tcfs runs" 0
 
 # --- the man page, the completion, --help and README agree -----------------
 
+# roff_text MAN: the text of a man page without man(1), for a machine
+# that has none: section titles as lines, escapes and fonts dropped.
+roff_text() {
+	sed -e '/^\.S[HS] /{s/^\.S[HS] //;s/"//g;b}' -e '/^\./d' \
+		-e 's/\\f[BIRP]//g' -e 's/\\&//g' -e 's/\\-/-/g' \
+		-e 's/\\\\/\\/g' "$1"
+}
 MANTXT=$T_TMP/man.txt
 if command -v man >/dev/null; then
 	MANWIDTH=200 man -l "$MAN" 2>/dev/null | col -b >"$MANTXT"
 else
-	cp "$MAN" "$MANTXT"
+	roff_text "$MAN" >"$MANTXT"
 fi
 check_grep "the man page renders, with its NAME" '^ *tcfs - ' "$MANTXT"
 for sect in "EXIT STATUS" FILES ENVIRONMENT FSTAB SYSTEMD "MOUNT OPTIONS"; do
@@ -60,6 +67,24 @@ for c in $CMDS; do
 done
 check_eq "every command and option of --help is in the man page, the completion and README" \
 	"" "$lost"
+
+# Where man(1) runs, roff_text, which stands in for it elsewhere, must
+# find the NAME line, every command (at the start of a line) and every
+# option too.
+if command -v man >/dev/null; then
+	roff_text "$MAN" >"$T_TMP/roff.txt"
+	lacks=
+	grep -q '^ *tcfs - ' "$T_TMP/roff.txt" || lacks=" NAME"
+	for c in $CMDS; do
+		grep -q "^ *$c .*" "$T_TMP/roff.txt" || lacks="$lacks $c"
+		for o in $("$TCFS" "$c" --help | grep -oE '^ {2,6}(-[a-zA-Z], )?--[a-z-]+' |
+			grep -oE -- '--[a-z-]+'); do
+			grep -qE -- "$o\b" "$T_TMP/roff.txt" || lacks="$lacks $c$o"
+		done
+	done
+	check_eq "without man(1), the page's text has its NAME, every command and option" \
+		"" "$lacks"
+fi
 
 # complete WORD...: what the completion offers for the last word.
 complete_words() {
