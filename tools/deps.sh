@@ -40,7 +40,9 @@ TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3 libmount1)
 # and flock, procps for pgrep, python3 for JSON checks and the replay,
 # and its prometheus_client to parse .tcfs/metrics.prom as Prometheus would;
 # skopeo and umoci to check tcfs's OCI images with the tools people use,
-# zstd to make zstd layers; universal-ctags for the call-cycle check
+# zstd to make zstd layers; man-db and bsdextrautils (col) to read the
+# man page as a user does; universal-ctags for the call-cycle check
 # (tests/lint/callcycles.py).
 TCFS_TEST_DEPS=(clang xxhash util-linux procps python3
-	python3-prometheus-client skopeo umoci zstd universal-ctags)
+	python3-prometheus-client skopeo umoci zstd man-db bsdextrautils
+	universal-ctags)

@@ -31,7 +31,7 @@ tcfs=${1:-$top/build-release/tools/tcfs}
 cache_arg=${2:-}
 runs=${RUNS:-3}
 scale=${SCALE:-1}
-fixtures=${FIXTURES:-$top/../shared/fixtures}
+fixtures=${FIXTURES:-$top/tests/fixtures}
 [ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
 tcfs=$(cd "$(dirname "$tcfs")" && pwd)/$(basename "$tcfs")
 [ -z "$cache_arg" ] || [ -d "$cache_arg" ] || { echo "no cache dir $cache_arg" >&2; exit 1; }

@@ -17,7 +17,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tcfs=${1:-$top/build-release/tools/tcfs}
 big=${2:-100000}
-fixtures=${FIXTURES:-$top/../shared/fixtures}
+fixtures=${FIXTURES:-$top/tests/fixtures}
 [ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
 tcfs=$(cd "$(dirname "$tcfs")" && pwd)/$(basename "$tcfs")
 

@@ -10,7 +10,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tcfs=${1:-$top/build-release/tools/tcfs}
 runs=${2:-7}
-fixtures=${FIXTURES:-$top/../shared/fixtures}
+fixtures=${FIXTURES:-$top/tests/fixtures}
 replay=$top/tests/replay/replay.py
 [ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
 

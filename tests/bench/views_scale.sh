@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tcfs=${1:-$top/build-release/tools/tcfs}
 runs=${2:-7}
 big=${3:-100000}
-fixtures=${FIXTURES:-$top/../shared/fixtures}
+fixtures=${FIXTURES:-$top/tests/fixtures}
 [ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/tcfs-bench.XXXXXX")

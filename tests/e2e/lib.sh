@@ -73,6 +73,8 @@ _lib_exit() {
 		echo "Bail out! interrupted by SIG$T_SIGNAL"
 		exit 130
 	fi
+	# bail_out said why; no plan after a "Bail out!".
+	[ "$T_BAILED" = 0 ] || exit 1
 	if [ "$TAP_PLAN_DONE" = 0 ]; then
 		echo "1..$TAP_N"
 		TAP_PLAN_DONE=1
@@ -85,9 +87,27 @@ _lib_exit() {
 	exit 0
 }
 T_SIGNAL=
+T_BAILED=0
 trap _lib_exit EXIT
 trap 'T_SIGNAL=INT; exit 130' INT
 trap 'T_SIGNAL=TERM; exit 143' TERM
+trap 'T_BAILED=1; exit 1' USR1
+
+# The TAP stream, which a subshell's own stdout may be diverted from.
+exec {T_TAP}>&1
+
+# bail_out REASON: prints "Bail out! REASON" and ends the script as failed,
+# with its cleanups.  From a subshell ($(...), a pipeline) it signals the
+# script, which stops as soon as the subshell returns.
+bail_out() {
+	echo "Bail out! $1" >&"$T_TAP"
+	if [ "$BASHPID" != $$ ]; then
+		kill -USR1 $$
+		exit 1
+	fi
+	T_BAILED=1
+	exit 1
+}
 
 # --- TAP ------------------------------------------------------------------
 
@@ -367,18 +387,18 @@ PY
 # fixture NAME.tgz: extracts the tarball once under $T_TMP/fixtures and
 # prints the path of the directory holding its top folder.  The extracted
 # tree is shared by the whole script: do not modify it, copy it
-# (fixture_copy).
+# (fixture_copy).  A fixture that is missing or does not extract ends the
+# script at once, as failed (bail_out), even from inside $(...): the
+# checks after it would run on an empty path.
 fixture() {
 	local name=$1 dir=$T_TMP/fixtures/${1%.tgz}
 	if [ ! -f "$dir/.extracted" ]; then
-		if [ ! -r "$FIXTURES/$name" ]; then
-			echo "fixture $FIXTURES/$name not found" >&2
-			return 1
-		fi
+		[ -r "$FIXTURES/$name" ] ||
+			bail_out "fixture $FIXTURES/$name not found (meson -Dfixtures=DIR names the fixtures directory, by default tests/fixtures)"
 		rm -rf "$dir"
-		mkdir -p "$dir" &&
-			tar -xzf "$FIXTURES/$name" -C "$dir" &&
-			touch "$dir/.extracted" || return 1
+		{ mkdir -p "$dir" && tar -xzf "$FIXTURES/$name" -C "$dir" &&
+			touch "$dir/.extracted"; } ||
+			bail_out "fixture $FIXTURES/$name does not extract"
 	fi
 	echo "$dir"
 }
@@ -386,8 +406,8 @@ fixture() {
 # fixture_top NAME.tgz TOP: prints the extracted top folder (e.g. big).
 fixture_top() {
 	local d
-	d=$(fixture "$1") || return 1
-	[ -d "$d/$2" ] || { echo "fixture $1 has no $2/" >&2; return 1; }
+	d=$(fixture "$1") || exit 1
+	[ -d "$d/$2" ] || bail_out "fixture $FIXTURES/$1 has no $2/"
 	echo "$d/$2"
 }
 
@@ -395,7 +415,7 @@ fixture_top() {
 # top folder at DEST (modes and mtimes preserved).
 fixture_copy() {
 	local src
-	src=$(fixture_top "$1" "$2") || return 1
+	src=$(fixture_top "$1" "$2") || exit 1
 	rm -rf "$3" && cp -a "$src" "$3"
 }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The POSIX behaviour Triton, PyTorch Inductor and vLLM rely on, checked on
-# a tcfs mount: ../shared/reference/triton-cache.md, "What the filesystem
-# must guarantee".  Each group of checks runs in a fresh store and mount,
+# a tcfs mount: doc/triton-cache.md, "What the filesystem must
+# guarantee".  Each group of checks runs in a fresh store and mount,
 # mostly as small python3 snippets (see pycheck below).
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1; then
 	echo "1..0 # SKIP no /dev/fuse"

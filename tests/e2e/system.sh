@@ -1,9 +1,9 @@
 #!/bin/bash
 # tcfs in the system: what meson install installs (the binary, the man
 # page, the bash completion, the systemd user unit), that they and --help
-# and README name the same commands and options, the completion itself,
-# an fstab line mounted by mount(8) through mount.fuse3, and the user
-# unit's commands mounting and unmounting the default store.
+# and doc/reference.md name the same commands and options, the completion
+# itself, an fstab line mounted by mount(8) through mount.fuse3, and the
+# user unit's commands mounting and unmounting the default store.
 . "$(dirname "$0")/lib.sh"
 : "${BUILD_ROOT:?BUILD_ROOT must name the meson build dir}"
 : "${SRC_ROOT:?SRC_ROOT must name the source tree}"
@@ -28,13 +28,20 @@ done
 run "$BIN" --version
 check_rc "the installed tcfs runs" 0
 
-# --- the man page, the completion, --help and README agree -----------------
+# --- the man page, the completion, --help and the reference agree ----------
 
+# roff_text MAN: the text of a man page without man(1), for a machine
+# that has none: section titles as lines, escapes and fonts dropped.
+roff_text() {
+	sed -e '/^\.S[HS] /{s/^\.S[HS] //;s/"//g;b}' -e '/^\./d' \
+		-e 's/\\f[BIRP]//g' -e 's/\\&//g' -e 's/\\-/-/g' \
+		-e 's/\\\\/\\/g' "$1"
+}
 MANTXT=$T_TMP/man.txt
 if command -v man >/dev/null; then
 	MANWIDTH=200 man -l "$MAN" 2>/dev/null | col -b >"$MANTXT"
 else
-	cp "$MAN" "$MANTXT"
+	roff_text "$MAN" >"$MANTXT"
 fi
 check_grep "the man page renders, with its NAME" '^ *tcfs - ' "$MANTXT"
 for sect in "EXIT STATUS" FILES ENVIRONMENT FSTAB SYSTEMD "MOUNT OPTIONS"; do
@@ -49,7 +56,7 @@ lost=
 for c in $CMDS; do
 	grep -q "^ *$c .*" "$MANTXT" || lost="$lost man:$c"
 	_tcfs_opts "$c" >/dev/null || lost="$lost completion:$c"
-	grep -q "^| \`tcfs $c" "$SRC_ROOT/README.md" || lost="$lost README:$c"
+	grep -q "^| \`tcfs $c" "$SRC_ROOT/doc/reference.md" || lost="$lost reference:$c"
 	# Every option the command's --help names.
 	for o in $("$TCFS" "$c" --help | grep -oE '^ {2,6}(-[a-zA-Z], )?--[a-z-]+' |
 		grep -oE -- '--[a-z-]+'); do
@@ -58,8 +65,26 @@ for c in $CMDS; do
 			lost="$lost completion:$c$o"
 	done
 done
-check_eq "every command and option of --help is in the man page, the completion and README" \
+check_eq "every command and option of --help is in the man page, the completion and doc/reference.md" \
 	"" "$lost"
+
+# Where man(1) runs, roff_text, which stands in for it elsewhere, must
+# find the NAME line, every command (at the start of a line) and every
+# option too.
+if command -v man >/dev/null; then
+	roff_text "$MAN" >"$T_TMP/roff.txt"
+	lacks=
+	grep -q '^ *tcfs - ' "$T_TMP/roff.txt" || lacks=" NAME"
+	for c in $CMDS; do
+		grep -q "^ *$c .*" "$T_TMP/roff.txt" || lacks="$lacks $c"
+		for o in $("$TCFS" "$c" --help | grep -oE '^ {2,6}(-[a-zA-Z], )?--[a-z-]+' |
+			grep -oE -- '--[a-z-]+'); do
+			grep -qE -- "$o\b" "$T_TMP/roff.txt" || lacks="$lacks $c$o"
+		done
+	done
+	check_eq "without man(1), the page's text has its NAME, every command and option" \
+		"" "$lacks"
+fi
 
 # complete WORD...: what the completion offers for the last word.
 complete_words() {

@@ -5,13 +5,16 @@
 # oci-archive.  That unpacks into a fresh store on a fresh mount, where
 # the GPU check must pass (nvidia-smi), and the job's second run there is
 # all hits with correct results.
-# Run from the project root on the GPU machine (../shared/device/README.md):
-#   tests/gpu/pack.sh [BUNDLE_DIR] [OUT_DIR]   (FIXTURES: the fixture tgz dir)
+# Run from the project root on the GPU machine, after building here and
+# bundling (tests/gpu/bundle.sh; doc/testing.md, "Real Triton on a GPU
+# machine"):
+#   tests/gpu/pack.sh [BUNDLE_DIR] [OUT_DIR]
+# FIXTURES names the fixture tarballs' directory (default tests/fixtures).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$top/.device-bundle}
 out=${2:-${OUT:-/tmp/tcfs-gpu}}
-fixtures=${FIXTURES:-$bundle}
+fixtures=${FIXTURES:-$top/tests/fixtures}
 export LD_LIBRARY_PATH=$bundle PATH=$bundle:$PATH PYTHONUNBUFFERED=1
 mkdir -p "$out"
 work=$(mktemp -d)

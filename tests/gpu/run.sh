@@ -10,7 +10,8 @@
 # still right).  Last, a fresh store through MOUNT/binary-only, cold then
 # warm: no IR shows, every kernel hits warm, results right.
 # Run from the project root on the GPU machine, after building here and
-# bundling (../shared/device/README.md):
+# bundling (tests/gpu/bundle.sh; doc/testing.md, "Real Triton on a GPU
+# machine"):
 #   tests/gpu/run.sh [BUNDLE_DIR] [OUT_DIR]
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -4,7 +4,7 @@
 The source is a Triton cache (a fixture).  Against the target directory
 (TRITON_CACHE_DIR: a tcfs mount, or a plain directory to compare with),
 each process does what Triton 3.6 does for every key dir of the source, in
-order (../shared/reference/triton-cache.md):
+order (doc/triton-cache.md):
 
   cold (a miss): makedirs(KEY, exist_ok); exists(__grp__NAME.json) is False;
       every artifact written with the put protocol (mkdir tmp.pid_<pid>_<uuid>,
