@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/store.h"
+#include "index/store/store.h"
 #include "priv.h"
 
 /* A file's size and time: its uncommitted writes', else its row's, fresh

@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "fs.h"
-#include "index/err.h"
-#include "index/io.h"
-#include "index/prune.h"
-#include "index/store.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
+#include "index/maint/prune.h"
+#include "index/store/store.h"
 #include "priv.h"
 
 #define CTL_NAME "ctl.sock"

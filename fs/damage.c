@@ -1,9 +1,9 @@
 /*
  * damage: what the mount does with a blob found damaged or gone as it is
- * read.  Every blob is checked the first time it is served (index/cas.h),
+ * read.  Every blob is checked the first time it is served (index/blob/cas.h),
  * and one that fails is never served: the reader gets EIO, the blob goes
  * to STORE/quarantine/, and the files that name it leave the tree with
- * their key dirs' group files (index/damage.h), as tcfs fsck --repair
+ * their key dirs' group files (index/maint/damage.h), as tcfs fsck --repair
  * would have it.  The next probe of those kernels misses, and Triton
  * compiles them again.
  *
@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <syslog.h>
 
-#include "index/blobset.h"
-#include "index/cas.h"
-#include "index/damage.h"
-#include "index/err.h"
-#include "index/store.h"
+#include "index/blob/blobset.h"
+#include "index/blob/cas.h"
+#include "index/maint/damage.h"
+#include "index/base/err.h"
+#include "index/store/store.h"
 #include "priv.h"
 
 /* A removed name the kernel may have cached goes from its cache too. */

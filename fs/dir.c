@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/group.h"
-#include "index/io.h"
-#include "index/kernel.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/model/group.h"
+#include "index/base/io.h"
+#include "index/model/kernel.h"
+#include "index/store/store.h"
 #include "kind.h"
 
 void fs_row_mkdir(fuse_req_t req, const struct fs_ino *parent,

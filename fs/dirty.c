@@ -27,11 +27,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/err.h"
-#include "index/group.h"
-#include "index/store.h"
-#include "index/vec.h"
+#include "index/blob/cas.h"
+#include "index/base/err.h"
+#include "index/model/group.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 #include "priv.h"
 
 #define DIRTY_BUCKETS 1024
@@ -310,7 +310,7 @@ static int stage_bytes(const struct tcfs_cas_stage *stage, uint64_t size,
 	return 0;
 }
 
-/* Stores the staged bytes as the group policy says (index/group.h).  The
+/* Stores the staged bytes as the group policy says (index/model/group.h).  The
  * stage is used up, unless this fails: then it is left as it was. */
 static int store_stage(struct tcfs_fs *fs, const struct tcfs_node *n,
 		       struct tcfs_cas_stage *stage, struct tcfs_content *c)

@@ -13,10 +13,10 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "index/config.h"
-#include "index/err.h"
-#include "index/store.h"
-#include "index/vec.h"
+#include "index/store/config.h"
+#include "index/base/err.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 #include "priv.h"
 
 /* Longest an event waits in memory, and a change the store has not

@@ -38,14 +38,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "index/blobset.h"
-#include "index/cas.h"
-#include "index/config.h"
-#include "index/err.h"
-#include "index/gc.h"
-#include "index/prune.h"
-#include "index/store.h"
-#include "index/vec.h"
+#include "index/blob/blobset.h"
+#include "index/blob/cas.h"
+#include "index/store/config.h"
+#include "index/base/err.h"
+#include "index/maint/gc.h"
+#include "index/maint/prune.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 #include "priv.h"
 
 /* How often the size is checked, and the limit read again. */

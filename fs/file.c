@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/store/store.h"
 #include "kind.h"
 
 void fs_row_create(fuse_req_t req, const struct fs_ino *parent,

@@ -1,6 +1,6 @@
 /*
  * flusher: the thread that makes the mount's changes durable, new blobs
- * and index alike, once a second in one syncfs (index/durable.h says why
+ * and index alike, once a second in one syncfs (index/blob/durable.h says why
  * and what a power cut then costs).  Its own thread, because a sync may
  * wait long behind other programs' writes to the same disk, and nothing
  * else may wait with it; for the same reason it commits the idle files
@@ -13,9 +13,9 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "index/durable.h"
-#include "index/err.h"
-#include "index/store.h"
+#include "index/blob/durable.h"
+#include "index/base/err.h"
+#include "index/store/store.h"
 #include "priv.h"
 
 /* How long a new blob may wait in the page cache unless told: a power

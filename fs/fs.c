@@ -24,14 +24,14 @@
 #include <unistd.h>
 
 #include "fs.h"
-#include "index/cas.h"
-#include "index/config.h"
-#include "index/err.h"
-#include "index/group.h"
-#include "index/kernel.h"
-#include "index/recover.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/blob/cas.h"
+#include "index/store/config.h"
+#include "index/base/err.h"
+#include "index/model/group.h"
+#include "index/model/kernel.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 #include "priv.h"
 
 /* The index dropped changes already answered for (it could not commit

@@ -23,12 +23,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/group.h"
-#include "index/io.h"
-#include "index/kernel.h"
-#include "index/store.h"
-#include "index/vec.h"
+#include "index/blob/cas.h"
+#include "index/model/group.h"
+#include "index/base/io.h"
+#include "index/model/kernel.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 #include "priv.h"
 
 #define CACHE_SLOTS 4096

@@ -19,7 +19,7 @@
 #include <assert.h>
 #include <stdint.h>
 
-#include "index/ns.h"
+#include "index/tree/ns.h"
 
 #define FS_INO_TAG_BITS 4
 #define FS_INO_TAG_SHIFT (64 - FS_INO_TAG_BITS)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/store.h"
+#include "index/store/store.h"
 #include "kind.h"
 
 static void reply_miss(fuse_req_t req, double ttl)

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "index/store.h"
+#include "index/store/store.h"
 #include "kind.h"
 
 static const struct fs_kind_ops *const kinds[FS_KINDS] = {

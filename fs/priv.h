@@ -32,10 +32,10 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
-#include "index/event.h"
-#include "index/group.h"
-#include "index/name.h"
-#include "index/ns.h"
+#include "index/model/event.h"
+#include "index/model/group.h"
+#include "index/base/name.h"
+#include "index/tree/ns.h"
 #include "ino.h"
 
 /* Everything behind a name changes only through this mount, which keeps
@@ -345,7 +345,7 @@ void fs_views_free(struct fs_views *v);
 size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 			    uint64_t *k);
 
-/* report.c: the .tcfs/ files' bytes (index/report.h), for view.c, as
+/* report.c: the .tcfs/ files' bytes (index/model/report.h), for view.c, as
  * viewer sees them (fs_report_viewer): *bytes owned by the caller
  * (free()). */
 int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, int64_t viewer,
@@ -362,7 +362,7 @@ int fs_evict_start(struct tcfs_fs *fs, int64_t max_size);
  * what evictions left for later, and the state. */
 void fs_evict_stop(struct tcfs_fs *fs);
 void fs_evict_free(struct tcfs_fs *fs);
-/* Removes kernels while mounted (index/prune.h), telling the kernel's
+/* Removes kernels while mounted (index/maint/prune.h), telling the kernel's
  * caches; *r as tcfs_prune_run fills it. */
 int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r);

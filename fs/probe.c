@@ -23,8 +23,8 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "index/kernel.h"
-#include "index/name.h"
+#include "index/model/kernel.h"
+#include "index/base/name.h"
 #include "priv.h"
 
 #define PROBE_BUCKETS 4096

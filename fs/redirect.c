@@ -18,10 +18,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "index/err.h"
-#include "index/group.h"
-#include "index/name.h"
-#include "index/vec.h"
+#include "index/base/err.h"
+#include "index/model/group.h"
+#include "index/base/name.h"
+#include "index/base/vec.h"
 #include "priv.h"
 
 struct fs_redirect {

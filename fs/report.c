@@ -1,10 +1,10 @@
-/* report: the bytes of the .tcfs/ files, index/report.h's into memory,
+/* report: the bytes of the .tcfs/ files, index/model/report.h's into memory,
  * and whose processes each requester may see in them. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "index/report.h"
+#include "index/model/report.h"
 #include "priv.h"
 
 int64_t fs_report_viewer(fuse_req_t req)

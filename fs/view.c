@@ -13,7 +13,7 @@
  * kernel name or a target, kept for the daemon's life (there are few).
  * Nothing here is on Triton's path, so no name is cached by the kernel:
  * a kernel shows as soon as its group file lands, and goes with it.  The
- * lists come from indexed queries (index/kernel.h), page by page.
+ * lists come from indexed queries (index/model/kernel.h), page by page.
  */
 #include <assert.h>
 #include <errno.h>
@@ -26,9 +26,9 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "index/kernel.h"
-#include "index/store.h"
-#include "index/vec.h"
+#include "index/model/kernel.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 #include "kind.h"
 
 #define TAG_MASK FS_INO_ROW_MAX

@@ -12,12 +12,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "index/err.h"
-#include "index/json.h"
-#include "index/recover.h"
-#include "index/report.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/base/err.h"
+#include "index/base/json.h"
+#include "index/maint/recover.h"
+#include "index/model/report.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 
 /* "tcfs CMD: MESSAGE" with the message made printable: it names files
  * from caches that anyone may have written. */

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 #include "opt.h"
 
 struct tcfs_store;

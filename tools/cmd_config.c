@@ -1,14 +1,14 @@
 /*
- * tcfs config: the store's settings, shown and set (index/config.h).
+ * tcfs config: the store's settings, shown and set (index/store/config.h).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/config.h"
-#include "index/err.h"
-#include "index/store.h"
+#include "index/store/config.h"
+#include "index/base/err.h"
+#include "index/store/store.h"
 
 static void settings(FILE *f);
 

@@ -20,14 +20,14 @@
 #include "cli.h"
 #include "cmds.h"
 #include "export_flat.h"
-#include "index/cas.h"
-#include "index/err.h"
-#include "index/group.h"
-#include "index/io.h"
-#include "index/kernel.h"
-#include "index/ns.h"
-#include "index/store.h"
-#include "index/walk.h"
+#include "index/blob/cas.h"
+#include "index/base/err.h"
+#include "index/model/group.h"
+#include "index/base/io.h"
+#include "index/model/kernel.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
+#include "index/tree/walk.h"
 
 /* Dirs open at once: DEST and the walk's (walk.c) below it. */
 #define EXPORT_DEPTH_MAX 24

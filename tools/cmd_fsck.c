@@ -5,9 +5,9 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/fsck.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/maint/fsck.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 
 static const struct opt_cmd cmd = {
 	"fsck", "", 0, 0, "",

@@ -5,8 +5,8 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/gc.h"
-#include "index/store.h"
+#include "index/maint/gc.h"
+#include "index/store/store.h"
 
 static const struct opt_cmd cmd = {
 	"gc", "", 0, 0, "",

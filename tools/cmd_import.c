@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "import.h"
-#include "index/store.h"
+#include "index/store/store.h"
 
 static const struct opt_cmd cmd = {
 	"import", "SRC...", 1, -1, "no source directory given",

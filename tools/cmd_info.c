@@ -5,9 +5,9 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/info.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/model/info.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 
 static const struct opt_cmd cmd = {
 	"info", "", 0, 0, "",

@@ -8,9 +8,9 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/kernel.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/model/kernel.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 
 static const struct opt_cmd cmd = {
 	"list", "", 0, 0, "",

@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "fs/fs.h"
-#include "index/store.h"
+#include "index/store/store.h"
 
 static const struct opt_cmd mount_cmd = {
 	"mount", "MOUNTPOINT", 1, 1, "no mount point given",

@@ -3,7 +3,7 @@
  * format of Red Hat's MCV: the cache under io.triton.cache/ in one layer,
  * its manifest under io.triton.manifest/, the targets in the labels.
  *
- * The layer is the store walk (index/walk.h) written to a tar stream:
+ * The layer is the store walk (index/tree/walk.h) written to a tar stream:
  * entries sorted, times and owners fixed, gzip without a timestamp, so
  * the same content gives the same image digest on every run.
  */
@@ -17,14 +17,14 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/err.h"
-#include "index/event.h"
-#include "index/kernel.h"
-#include "index/name.h"
-#include "index/ns.h"
-#include "index/store.h"
-#include "index/vec.h"
-#include "index/walk.h"
+#include "index/base/err.h"
+#include "index/model/event.h"
+#include "index/model/kernel.h"
+#include "index/base/name.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
+#include "index/tree/walk.h"
 #include "oci/layer.h"
 #include "oci/mcv.h"
 #include "oci/oci.h"

@@ -11,10 +11,10 @@
 #include "cli.h"
 #include "cmds.h"
 #include "fs/fs.h"
-#include "index/err.h"
-#include "index/prune.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/base/err.h"
+#include "index/maint/prune.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 
 static const struct opt_cmd cmd = {
 	"prune", "", 0, 0, "",

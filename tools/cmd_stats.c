@@ -7,10 +7,10 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/event.h"
-#include "index/report.h"
-#include "index/store.h"
-#include "index/utf8.h"
+#include "index/model/event.h"
+#include "index/model/report.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
 
 static const struct opt_cmd cmd = {
 	"stats", "", 0, 0, "",

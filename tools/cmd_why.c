@@ -1,6 +1,6 @@
 /*
  * tcfs why: why a kernel missed, from its metadata against its nearest
- * cached sibling's (index/why.h).
+ * cached sibling's (index/model/why.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,9 +8,9 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "index/store.h"
-#include "index/utf8.h"
-#include "index/why.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
+#include "index/model/why.h"
 
 static const struct opt_cmd cmd = {
 	"why", "KEY", 1, 1, "give one KEY",

@@ -25,12 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/err.h"
-#include "index/io.h"
-#include "index/kernel.h"
-#include "index/ns.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
+#include "index/model/kernel.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
 
 /* What a kernel's flat files are, by suffix of its name: binaries first,
  * the metadata last. */

@@ -7,7 +7,7 @@
 #define TCFS_EXPORT_FLAT_H
 
 #include "cli.h"
-#include "index/group.h"
+#include "index/model/group.h"
 
 struct tcfs_kernel_filter;
 

@@ -18,13 +18,13 @@
 
 #include "cli.h"
 #include "import.h"
-#include "index/cas.h"
-#include "index/err.h"
-#include "index/group.h"
-#include "index/io.h"
-#include "index/name.h"
-#include "index/ns.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/base/err.h"
+#include "index/model/group.h"
+#include "index/base/io.h"
+#include "index/base/name.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
 
 /* Key dirs are flat; Inductor's and vLLM's caches sit a few levels down,
  * and deeper trees are followed this far. */
@@ -114,7 +114,7 @@ static int remember_added(struct import *im, const struct tcfs_hash *h,
 	return 0;
 }
 
-/* Stores a group file as the group policy says (index/group.h). */
+/* Stores a group file as the group policy says (index/model/group.h). */
 static int put_group(struct import *im, int fd, const char *key,
 		     struct tcfs_content *c, enum tcfs_cas_put *put)
 {
@@ -350,7 +350,7 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 
 /* The batch's transaction failed: its key dirs are not in the store.
  * Their blobs are left for tcfs gc, since after a commit that the disk
- * made tight (index/db.h) some of them may be named by committed rows. */
+ * made tight (index/store/db.h) some of them may be named by committed rows. */
 static void store_lost(void *ctx, int rc)
 {
 	struct import *im = ctx;

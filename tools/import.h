@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "index/hash.h"
+#include "index/base/hash.h"
 
 struct tcfs_store;
 

@@ -1,5 +1,5 @@
 /* err: the per-thread message behind every negative errno. */
-#include "err.h"
+#include "index/base/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* hash: XXH3-128 through libxxhash, the name of every blob. */
-#include "hash.h"
+#include "index/base/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* io: whole-buffer transfers and comparisons, opens confined to a tree,
  * and the directories and temp files of writes made atomic by rename. */
-#include "io.h"
+#include "index/base/io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "index/base/err.h"
 
 int tcfs_io_write_all(int fd, const void *buf, size_t len)
 {

@@ -1,12 +1,12 @@
 /* json: strings of a cJSON tree made valid UTF-8 before it is printed. */
-#include "json.h"
+#include "index/base/json.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "index/base/utf8.h"
 
 /* A copy of s with each byte that starts no UTF-8 sequence written as
  * \xNN; NULL when s needs none (or memory ran out: *rc says which). */

@@ -1,5 +1,5 @@
 /* name: what a cache name is, from the name alone. */
-#include "name.h"
+#include "index/base/name.h"
 
 #include <errno.h>
 #include <stdio.h>

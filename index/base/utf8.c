@@ -1,5 +1,5 @@
 /* utf8: decoding UTF-8, and text made safe to show on a terminal. */
-#include "utf8.h"
+#include "index/base/utf8.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* vec: growing arrays for the rows queries return. */
-#include "vec.h"
+#include "index/base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* blobset: a mark per blob name, in memory. */
-#include "blobset.h"
+#include "index/blob/blobset.h"
 
 #include <assert.h>
 #include <errno.h>

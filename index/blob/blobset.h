@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "hash.h"
+#include "index/base/hash.h"
 
 struct tcfs_blobset_slot {
 	struct tcfs_hash h;

@@ -1,5 +1,5 @@
 /* cas: the content-addressed blobs, and the check of what is served. */
-#include "cas.h"
+#include "index/blob/cas.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blobset.h"
-#include "err.h"
-#include "io.h"
-#include "space.h"
+#include "index/blob/blobset.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
+#include "index/blob/space.h"
 
 /* Blobs put lately, and when.  The row that names a blob is committed
  * after its put (a batch, a retry after a full disk), so a blob put

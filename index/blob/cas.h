@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "hash.h"
+#include "index/base/hash.h"
 
 struct tcfs_cas;
 struct tcfs_cas_stage;

@@ -1,5 +1,5 @@
 /* durable: new blobs made durable in batches, and checked after a crash. */
-#include "durable.h"
+#include "index/blob/durable.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cas.h"
-#include "db.h"
-#include "err.h"
-#include "hash.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
+#include "index/base/hash.h"
 
 /* gen orders notes and flushes: a note carries the gen it read, under
  * the db lock, after its blob was written; a flush advances gen under the

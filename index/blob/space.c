@@ -1,11 +1,11 @@
 /* space: the reserve blobs leave to the index, and when the index is tight. */
-#include "space.h"
+#include "index/blob/space.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "err.h"
+#include "index/base/err.h"
 
 #define RESERVE_DIV 32
 #define RESERVE_MIN (8u << 20)

@@ -1,15 +1,15 @@
 /* damage: the files and kernels a lost or damaged blob takes with it. */
-#include "damage.h"
+#include "index/maint/damage.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "db.h"
-#include "hash.h"
-#include "name.h"
-#include "ns.h"
-#include "store.h"
+#include "index/store/db.h"
+#include "index/base/hash.h"
+#include "index/base/name.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
 
 static const char sql_users[] =
 	"SELECT parent, name FROM nodes WHERE blob = ? AND parent >= 0";

@@ -1,20 +1,20 @@
 /* fsck: checking a store end to end, and mending what is safe to mend. */
-#include "fsck.h"
+#include "index/maint/fsck.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cas.h"
-#include "damage.h"
-#include "db.h"
-#include "err.h"
-#include "gc.h"
-#include "kernel.h"
-#include "ns.h"
-#include "store.h"
-#include "vec.h"
+#include "index/blob/cas.h"
+#include "index/maint/damage.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
+#include "index/maint/gc.h"
+#include "index/model/kernel.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 
 static const char sql_blobs[] =
 	"SELECT DISTINCT blob FROM nodes WHERE blob IS NOT NULL";

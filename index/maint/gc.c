@@ -1,11 +1,11 @@
 /* gc: deleting the blobs that no file references. */
-#include "gc.h"
+#include "index/maint/gc.h"
 
 #include <string.h>
 
-#include "cas.h"
-#include "db.h"
-#include "store.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/store/store.h"
 
 static const char sql_ref[] = "SELECT 1 FROM nodes WHERE blob = ? LIMIT 1";
 static const char sql_live[] =

@@ -1,5 +1,5 @@
 /* prune: whole kernels (or their IR) out of the store, and their blobs. */
-#include "prune.h"
+#include "index/maint/prune.h"
 
 #include <assert.h>
 #include <cjson/cJSON.h>
@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cas.h"
-#include "db.h"
-#include "err.h"
-#include "gc.h"
-#include "group.h"
-#include "name.h"
-#include "ns.h"
-#include "store.h"
-#include "vec.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
+#include "index/maint/gc.h"
+#include "index/model/group.h"
+#include "index/base/name.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
+#include "index/base/vec.h"
 
 /* Every node of a tree (the dir itself included), with its blob. */
 static const char sql_tree[] =

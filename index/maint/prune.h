@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "kernel.h"
+#include "index/base/hash.h"
+#include "index/model/kernel.h"
 
 struct tcfs_store;
 

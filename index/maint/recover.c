@@ -1,13 +1,13 @@
 /* recover: a writer's first step, putting right what a dead one left. */
-#include "recover.h"
+#include "index/maint/recover.h"
 
 #include <stdint.h>
 
-#include "cas.h"
-#include "damage.h"
-#include "durable.h"
-#include "ns.h"
-#include "store.h"
+#include "index/blob/cas.h"
+#include "index/maint/damage.h"
+#include "index/blob/durable.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
 
 static int drop_users(void *ctx, const struct tcfs_hash *h,
 		      uint64_t *dropped)

@@ -1,14 +1,14 @@
 /* event: the probe log, its bounds, and the counts drawn from it. */
-#include "event.h"
+#include "index/model/event.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
-#include "db.h"
-#include "ns.h"
-#include "store.h"
+#include "index/store/config.h"
+#include "index/store/db.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
 
 static const char sql_insert[] =
 	"INSERT INTO events (time, pid, comm, key, name, kind, hit, view, uid)"

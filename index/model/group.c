@@ -1,5 +1,5 @@
 /* group: group files stored key-relative and rendered for a root. */
-#include "group.h"
+#include "index/model/group.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "name.h"
-#include "utf8.h"
+#include "index/base/name.h"
+#include "index/base/utf8.h"
 
 /* A growing output string; err sticks after the first failed allocation. */
 struct out {

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cas.h"
-#include "ns.h"
+#include "index/blob/cas.h"
+#include "index/tree/ns.h"
 
 /* The largest file read to be made key-relative.  Triton's group files
  * are a few hundred bytes; a bigger file of that name is not one of its

@@ -1,14 +1,14 @@
 /* info: what a store holds: files, bytes, blobs, kernels by target. */
-#include "info.h"
+#include "index/model/info.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cas.h"
-#include "db.h"
-#include "store.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/store/store.h"
 
 static const char sql_nodes[] =
 	"SELECT count(*) FILTER (WHERE kind = 'f'),"

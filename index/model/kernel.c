@@ -1,5 +1,5 @@
 /* kernel: the kernels table, kept in step with the tree. */
-#include "kernel.h"
+#include "index/model/kernel.h"
 
 #include <assert.h>
 #include <cjson/cJSON.h>
@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cas.h"
-#include "db.h"
-#include "io.h"
-#include "nsread.h"
-#include "store.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/base/io.h"
+#include "index/tree/nsread.h"
+#include "index/store/store.h"
 
 
 static const char sql_groups[] =

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "name.h"
+#include "index/base/name.h"
 
 struct tcfs_store;
 

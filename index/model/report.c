@@ -1,5 +1,5 @@
 /* report: what tcfs stats says, as text, JSON or Prometheus metrics. */
-#include "report.h"
+#include "index/model/report.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "config.h"
-#include "event.h"
-#include "info.h"
-#include "prune.h"
-#include "json.h"
-#include "store.h"
-#include "utf8.h"
-#include "why.h"
+#include "index/store/config.h"
+#include "index/model/event.h"
+#include "index/model/info.h"
+#include "index/maint/prune.h"
+#include "index/base/json.h"
+#include "index/store/store.h"
+#include "index/base/utf8.h"
+#include "index/model/why.h"
 
 const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
 {

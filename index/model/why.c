@@ -1,14 +1,14 @@
 /* why: a kernel's metadata against its nearest cached sibling's. */
-#include "why.h"
+#include "index/model/why.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cas.h"
-#include "ns.h"
-#include "store.h"
+#include "index/blob/cas.h"
+#include "index/tree/ns.h"
+#include "index/store/store.h"
 
 
 /* The parsed NAME.json of the kernel name in key dir dir; NULL when it is

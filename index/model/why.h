@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "kernel.h"
+#include "index/model/kernel.h"
 
 struct tcfs_store;
 

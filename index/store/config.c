@@ -1,5 +1,5 @@
 /* config: the store's settings, their defaults, ranges and spelling. */
-#include "config.h"
+#include "index/store/config.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "err.h"
-#include "store.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
+#include "index/store/store.h"
 
 static const char sql_get[] = "SELECT value FROM config WHERE key = ?";
 static const char sql_set[] =

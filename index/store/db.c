@@ -1,5 +1,5 @@
 /* db: the store's SQLite connection, its transactions and statements. */
-#include "db.h"
+#include "index/store/db.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "hash.h"
-#include "vec.h"
+#include "index/base/err.h"
+#include "index/base/hash.h"
+#include "index/base/vec.h"
 
 #define DB_STMT_CACHE 96
 /* Nesting deeper than this (never seen) treats every rollback as undoing

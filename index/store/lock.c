@@ -1,5 +1,5 @@
 /* lock: the one writer of a store (flock on STORE/lock). */
-#include "lock.h"
+#include "index/store/lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "io.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
 
 static double now_s(void)
 {

@@ -1,13 +1,13 @@
 /* schema: the tables of index.db, version by version. */
-#include "schema.h"
+#include "index/store/schema.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 
-#include "db.h"
-#include "err.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
 
 /*
  * Version 1.

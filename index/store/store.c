@@ -1,5 +1,5 @@
 /* store: opening a store directory and handing out its parts. */
-#include "store.h"
+#include "index/store/store.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -12,14 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cas.h"
-#include "db.h"
-#include "durable.h"
-#include "err.h"
-#include "lock.h"
-#include "nodecache.h"
-#include "schema.h"
-#include "space.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/blob/durable.h"
+#include "index/base/err.h"
+#include "index/store/lock.h"
+#include "index/tree/nodecache.h"
+#include "index/store/schema.h"
+#include "index/blob/space.h"
 
 struct tcfs_store {
 	char *path;

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "durable.h"
+#include "index/blob/durable.h"
 
 struct tcfs_store;
 struct tcfs_db;

@@ -1,5 +1,5 @@
 /* nodecache: the writer's nodes in memory, kept right by SQLite's hooks. */
-#include "nodecache.h"
+#include "index/tree/nodecache.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "db.h"
+#include "index/store/db.h"
 
 /* A day of lookups in a big cache touches far fewer nodes; past this the
  * cache starts again rather than grow (about 350 bytes a node). */

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "nsread.h"
+#include "index/tree/nsread.h"
 
 struct tcfs_db;
 struct tcfs_nodecache;

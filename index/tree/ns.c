@@ -1,16 +1,16 @@
 /* ns: changing the namespace, one row per directory entry; files, dirs,
  * symlinks and the names that files have beside their own (hard links). */
-#include "ns.h"
+#include "index/tree/ns.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "durable.h"
-#include "kernel.h"
-#include "store.h"
+#include "index/store/db.h"
+#include "index/blob/durable.h"
+#include "index/model/kernel.h"
+#include "index/store/store.h"
 
 static const char sql_insert[] =
 	"INSERT INTO nodes (parent, name, kind, mode, size, mtime, blob, fmt,"

@@ -22,9 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "name.h"
-#include "nsread.h"	/* the nodes and reading them */
+#include "index/base/hash.h"
+#include "index/base/name.h"
+#include "index/tree/nsread.h"	/* the nodes and reading them */
 
 struct tcfs_store;
 

@@ -1,6 +1,6 @@
 /* nsread: the namespace as it is, read a node at a time: the half of ns
  * that kernel.c may read through while ns.c changes the tree. */
-#include "nsread.h"
+#include "index/tree/nsread.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "db.h"
-#include "nodecache.h"
-#include "store.h"
+#include "index/store/db.h"
+#include "index/tree/nodecache.h"
+#include "index/store/store.h"
 
 #define NODE_COLS                                                           \
 	"ino, parent, name, kind, mode, size, mtime, blob, fmt, ctime, nlink," \

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "name.h"
+#include "index/base/hash.h"
+#include "index/base/name.h"
 
 struct tcfs_store;
 

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cas.h"
-#include "err.h"
-#include "name.h"
-#include "store.h"
-#include "walk.h"
+#include "index/blob/cas.h"
+#include "index/base/err.h"
+#include "index/base/name.h"
+#include "index/store/store.h"
+#include "index/tree/walk.h"
 
 /* Key dirs are flat; Inductor's and vLLM's roots sit a few levels down. */
 #define DEPTH_MAX 16

@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "group.h"
-#include "ns.h"
+#include "index/model/group.h"
+#include "index/tree/ns.h"
 
 struct tcfs_store;
 

@@ -266,7 +266,7 @@ PY
 fi
 
 # --- a power cut ------------------------------------------------------------
-# New blobs are synced in batches (index/durable.h).  A power cut between
+# New blobs are synced in batches (index/blob/durable.h).  A power cut between
 # two syncs can leave rows whose blobs the disk lost; every such blob is
 # noted in the index, and the next mount checks them.  Simulated: a cold
 # replay with syncs put off for an hour, then a kill -9, and three noted

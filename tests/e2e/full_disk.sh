@@ -24,7 +24,7 @@ WRITERS=$(dirname "$0")/full_writers.py
 MIB=$((1024 * 1024))
 SMALL=$(fixture_top triton-3.6-h200-small.tgz cA)
 SMALL_KERNELS=26
-# Blobs leave this to the index on a small file system (index/space.h).
+# Blobs leave this to the index on a small file system (index/blob/space.h).
 RESERVE=$((8 * MIB))
 KEY=JLI3W7YUZ6H6IB4PG6NA55MGXJ3OX4IC7GWTMUKQ2I2QRVL7WMAQ
 

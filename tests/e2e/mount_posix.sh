@@ -1015,7 +1015,7 @@ done
 
 # A group file of 1 to 16 MiB (in Triton's format, if not of its size) is
 # made key-relative however it arrives, written in place or renamed in
-# with its key dir (index/group.h): at another mount point both name their
+# with its key dir (index/model/group.h): at another mount point both name their
 # children there.
 mount_fresh biggroup && {
 	pycheck "biggroup" <<'EOF'

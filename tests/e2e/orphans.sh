@@ -126,7 +126,7 @@ tcfs gc --dry-run --json --store "$S"
 check_eq "gc finds no bytes left to collect" 0 "$(json_get "$OUT" freed_bytes)"
 
 # --- a removal's blobs go only once it is committed ---------------------------
-# The mount commits its changes in batches (index/db.h).  Blobs freed
+# The mount commits its changes in batches (index/store/db.h).  Blobs freed
 # before the batch that unnamed them is committed would be missing when
 # that batch is lost: here every index commit fails (tests/e2e/fail_wal.c)
 # from just before a prune through the mount, and the mount stops.

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/err.h"
-#include "index/recover.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/base/err.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
 #include "tap.h"
 
 static struct tcfs_store *open_store(const char *dir)

@@ -1,10 +1,10 @@
 /* config: settings with defaults, ranges, and their spelling. */
 #include <errno.h>
 
-#include "index/config.h"
-#include "index/err.h"
-#include "index/recover.h"
-#include "index/store.h"
+#include "index/store/config.h"
+#include "index/base/err.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
 #include "tap.h"
 
 static void parses(const char *key, const char *text, int want_rc,

@@ -7,14 +7,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "index/cas.h"
-#include "index/db.h"
-#include "index/err.h"
-#include "index/fsck.h"
-#include "index/hash.h"
-#include "index/ns.h"
-#include "index/recover.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
+#include "index/maint/fsck.h"
+#include "index/base/hash.h"
+#include "index/tree/ns.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
 #include "tap.h"
 
 static const char *dir;

@@ -2,7 +2,7 @@
  * render back byte for byte; everything else is kept raw. */
 #include <errno.h>
 
-#include "index/group.h"
+#include "index/model/group.h"
 #include "tap.h"
 
 #define KEY "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"

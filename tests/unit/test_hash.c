@@ -1,7 +1,7 @@
 /* hash: XXH3-128 names, the same as `xxhsum -H2` prints. */
 #include <errno.h>
 
-#include "index/hash.h"
+#include "index/base/hash.h"
 #include "tap.h"
 
 static void check_vector(const char *in, const char *want)

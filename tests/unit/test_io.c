@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index/err.h"
-#include "index/io.h"
-#include "index/name.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
+#include "index/base/name.h"
 #include "tap.h"
 
 static void touch(int dirfd, const char *name)

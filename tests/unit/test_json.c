@@ -1,8 +1,8 @@
 /* json: what tcfs prints as JSON parses, whatever bytes it quotes. */
 #include <stdlib.h>
 
-#include "index/json.h"
-#include "index/utf8.h"
+#include "index/base/json.h"
+#include "index/base/utf8.h"
 #include "tap.h"
 
 static int all_utf8(const char *s)

@@ -1,7 +1,7 @@
 /* kernel: metadata of every shape parses into what it holds, never fails. */
 #include <errno.h>
 
-#include "index/kernel.h"
+#include "index/model/kernel.h"
 #include "tap.h"
 
 static int parse(const char *json, struct tcfs_kernel *k)

@@ -1,7 +1,7 @@
 /* name: key dirs of every Triton version, temp names, artifacts. */
 #include <errno.h>
 
-#include "index/name.h"
+#include "index/base/name.h"
 #include "tap.h"
 
 int main(void)

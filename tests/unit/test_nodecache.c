@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "index/db.h"
-#include "index/nodecache.h"
-#include "index/ns.h"
-#include "index/recover.h"
-#include "index/store.h"
+#include "index/store/db.h"
+#include "index/tree/nodecache.h"
+#include "index/tree/ns.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
 #include "tap.h"
 
 static int cached(struct tcfs_store *s, uint64_t parent, const char *name,

@@ -4,11 +4,11 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "index/cas.h"
-#include "index/kernel.h"
-#include "index/ns.h"
-#include "index/recover.h"
-#include "index/store.h"
+#include "index/blob/cas.h"
+#include "index/model/kernel.h"
+#include "index/tree/ns.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
 #include "tap.h"
 
 #define KEY "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"

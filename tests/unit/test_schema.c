@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/db.h"
-#include "index/err.h"
-#include "index/schema.h"
+#include "index/store/db.h"
+#include "index/base/err.h"
+#include "index/store/schema.h"
 #include "tap.h"
 
 static int user_version(struct tcfs_db *db)

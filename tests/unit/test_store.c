@@ -6,10 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "index/err.h"
-#include "index/ns.h"
-#include "index/recover.h"
-#include "index/store.h"
+#include "index/base/err.h"
+#include "index/tree/ns.h"
+#include "index/maint/recover.h"
+#include "index/store/store.h"
 #include "tap.h"
 
 static int open_as(const char *dir, int create, int writer, double wait,

@@ -1,5 +1,5 @@
 /* utf8: names are shown as a terminal cannot act on them. */
-#include "index/utf8.h"
+#include "index/base/utf8.h"
 #include "tap.h"
 
 static void shows(const char *in, const char *want, const char *what)

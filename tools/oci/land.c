@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
-#include "index/err.h"
-#include "index/io.h"
-#include "index/name.h"
-#include "index/vec.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
+#include "index/base/name.h"
+#include "index/base/vec.h"
 #include "land.h"
 
 /* Key dirs are flat; vLLM's caches sit a few levels down. */

@@ -18,7 +18,7 @@ struct land_stats {
 };
 
 /* Copies the tree at src into the mount at dst, with binary_only none of
- * the IR (index/name.h: TCFS_ART_IR; the group files must already list
+ * the IR (index/base/name.h: TCFS_ART_IR; the group files must already list
  * none).  On an error everything it wrote is removed again, and the
  * error returned with a message. */
 int land_tree(const char *src, const char *dst, int binary_only,

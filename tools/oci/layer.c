@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index/err.h"
-#include "index/io.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
 #include "layer.h"
 #include "strset.h"
 #include "untar.h"

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/kernel.h"
-#include "index/vec.h"
+#include "index/model/kernel.h"
+#include "index/base/vec.h"
 #include "mcv.h"
 #include "oci.h"
 

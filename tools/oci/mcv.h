@@ -44,7 +44,7 @@ struct mcv_target {
 	int64_t warp_size;
 };
 
-/* Growing lists of them (index/vec.h): v owned by the holder (free()). */
+/* Growing lists of them (index/base/vec.h): v owned by the holder (free()). */
 struct mcv_entries {
 	struct mcv_entry *v;
 	size_t n, cap;

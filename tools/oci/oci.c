@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index/err.h"
-#include "index/io.h"
+#include "index/base/err.h"
+#include "index/base/io.h"
 #include "oci.h"
 #include "untar.h"
 

@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "index/err.h"
+#include "index/base/err.h"
 #include "untar.h"
 
 /* Copies the data of the entry just written (charged already: libarchive
