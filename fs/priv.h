@@ -1,7 +1,8 @@
 /*
  * The mount's shared state and the helpers its modules share.  Private to
- * fs/.  From the top down (a file calls only those below it, bar the
- * pairs noted):
+ * fs/.  From the top down: no file calls one of a group above its own;
+ * within a group some call sideways (doc/ARCHITECTURE.md lists them), and
+ * only dirty.c and evict.c call each other back:
  *   fs.c (mount, serve), ctl.c (the control socket), flusher.c (new
  *     blobs made durable), busypoll.c (fast answers in bursts)
  *   ops.c: the dispatch layer, libfuse's entry points (kind.h)
