@@ -87,8 +87,9 @@ struct intern {
  * (TAG_FIXED, the file's id and a sequence number): a rendering's
  * size and bytes never part, however many are made meanwhile, and with
  * no open in no-open mode the inode is all a reader holds.  Kept until
- * the kernel forgets the inode, or, past SNAPS_MAX or SNAPS_BYTES, the
- * oldest goes (a reader that still holds it gets ESTALE).  A rendering
+ * the kernel forgets the inode, or, past SNAPS_PER_VIEWER of its
+ * viewer's or past SNAPS_MAX or SNAPS_BYTES, the oldest goes (a reader
+ * that still holds it gets ESTALE; snaps_trim says which).  A rendering
  * is for the user whose lookup made it (fs_report_viewer): it shows other
  * users' processes only to root and the mount's owner, and no other user
  * reads it (a descriptor handed over gets EACCES).
@@ -104,6 +105,7 @@ struct snap {
 };
 #define SNAPS_MAX 256
 #define SNAPS_BYTES (64u << 20)
+#define SNAPS_PER_VIEWER 32	/* readers at once, each holding one */
 #define SNAP_SHIFT 4		/* below: the file's enum fixed */
 
 struct fs_views {
@@ -446,17 +448,47 @@ static void snap_free(struct fs_views *v, struct snap **link)
 	free(sn);
 }
 
-/* Drops the oldest snapshots past the bounds; the views' lock held. */
+/* The link to the oldest snapshot but the newest (the one just made)
+ * of viewer (any viewer: ANY_VIEWER; any but root's and the owner's:
+ * OTHER_VIEWERS), or NULL; *n counts viewer's.  The views' lock held. */
+#define ANY_VIEWER INT64_MIN
+#define OTHER_VIEWERS (INT64_MIN + 1)
+static struct snap **oldest_of(struct fs_views *v, int64_t viewer, size_t *n)
+{
+	struct snap **found = NULL;
+
+	*n = 0;
+	for (struct snap **link = &v->snaps; *link; link = &(*link)->next) {
+		int64_t w = (*link)->viewer;
+
+		if (viewer == ANY_VIEWER || w == viewer ||
+		    (viewer == OTHER_VIEWERS && w != TCFS_EVENT_ALL_USERS)) {
+			++*n;
+			found = link == &v->snaps ? NULL : link;
+		}
+	}
+	return found;
+}
+
+/* Drops snapshots past the bounds, the views' lock held: first the
+ * oldest of the viewer of the one just made, past its share, so that no
+ * user's lookups in a loop push out another's rendering while it is
+ * read; past the bounds of all, others' before root's and the owner's. */
 static void snaps_trim(struct fs_views *v)
 {
-	FS_ASSERT_HELD(&v->mu);
-	while (v->nsnaps > SNAPS_MAX || v->snap_bytes > SNAPS_BYTES) {
-		struct snap **link = &v->snaps;
+	size_t n;
+	struct snap **link;
 
-		assert(*link);
-		while ((*link)->next)
-			link = &(*link)->next;
-		if (link == &v->snaps)
+	FS_ASSERT_HELD(&v->mu);
+	assert(v->snaps);
+	while ((link = oldest_of(v, v->snaps->viewer, &n)) &&
+	       n > SNAPS_PER_VIEWER)
+		snap_free(v, link);
+	while (v->nsnaps > SNAPS_MAX || v->snap_bytes > SNAPS_BYTES) {
+		link = oldest_of(v, OTHER_VIEWERS, &n);
+		if (!link)
+			link = oldest_of(v, ANY_VIEWER, &n);
+		if (!link)
 			break;	/* the one just made stays, whatever its size */
 		snap_free(v, link);
 	}

@@ -82,6 +82,31 @@ check_grep_fixed "a descriptor nobody held reads nobody's job after root read" \
 	" nobodyjob (uid 65534)" "$T_TMP/held.txt"
 check "... not root's" eval "! grep -q rootsecretjob '$T_TMP/held.txt'"
 
+# Another user's lookups in a loop push out no rendering root holds open:
+# each user keeps its own share of the snapshots.
+rm -f "$T_TMP/root-read"
+chmod 777 "$T_TMP"	# for nobody to say when it is done
+"$SYSPY" - "$M/.tcfs/stats.json" "$T_TMP/root-read" >"$T_TMP/root-held.txt" 2>&1 <<'PY' &
+import json, os, sys, time
+f = open(sys.argv[1], "rb", buffering=0)
+print("opened", flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+print("valid" if json.loads(f.read()) else "empty", flush=True)
+PY
+held=$!
+until grep -q opened "$T_TMP/root-held.txt" 2>/dev/null || ! kill -0 $held 2>/dev/null; do
+	sleep 0.05
+done
+# (Each open a rendering nobody holds: 300 of them, past all the mount
+# keeps for everyone.)
+as_nobody "$SYSPY" -c 'import os, sys
+fds = [os.open(sys.argv[1], os.O_RDONLY) for i in range(300)]
+open(sys.argv[2], "w").close()' "$M/.tcfs/stats" "$T_TMP/root-read"
+wait $held
+check_grep_fixed "root's open .tcfs/stats.json reads whole after nobody held 300" \
+	"valid" "$T_TMP/root-held.txt"
+
 tcfs stats --store "$S"
 check_grep_fixed "tcfs stats (who can open the store sees it all) shows root's job" \
 	" rootsecretjob (uid 0)" "$OUT"
