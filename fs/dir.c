@@ -150,12 +150,17 @@ static void relocate_groups(struct tcfs_fs *fs, const struct tcfs_node *dir,
  * be made key-relative, which changes the size it renders to.  The first
  * lookup after the rename must see that size: a reader that looked up
  * the raw size would read the rendering cut to it. */
-static void landed(struct tcfs_fs *fs, uint64_t dir, const char *name)
+static void landed(struct tcfs_fs *fs, uint64_t dir, const struct fs_name *nm)
 {
+	const char *name = nm->s;
 	struct tcfs_node n, *kids = NULL;
 	size_t nk = 0;
 	int key;
 
+	/* Every artifact Triton publishes is renamed into place: only a
+	 * group file's name, or a dir, is worth the lookups below. */
+	if (nm->art != TCFS_ART_GROUP && nm->art != TCFS_ART_OTHER)
+		return;
 	if (tcfs_ns_lookup(fs->store, dir, name, &n) < 0)
 		return;
 	if (n.kind == TCFS_FILE) {
@@ -173,10 +178,10 @@ static void landed(struct tcfs_fs *fs, uint64_t dir, const char *name)
 		key = 0;
 	for (size_t i = 0; key && i < nk; i++)
 		if (kids[i].kind == TCFS_FILE) {
-			struct fs_name nm;
+			struct fs_name kid;
 
-			fs_name_of(&nm, kids[i].name);
-			if (fs_drops(fs, &nm))
+			fs_name_of(&kid, kids[i].name);
+			if (fs_drops(fs, &kid))
 				tcfs_ns_unlink(fs->store, n.ino, kids[i].name);
 		}
 	free(kids);
@@ -270,7 +275,7 @@ void fs_row_rename(fuse_req_t req, const struct fs_ino *parent,
 		rc = move(fs, &src, parent->row, nm->s, newparent->row,
 			  newnm->s, flags);
 	if (rc == 0)
-		landed(fs, newparent->row, newnm->s);
+		landed(fs, newparent->row, newnm);
 	fuse_reply_err(req, -rc);
 	if (rc == 0) {
 		after_rename(fs, newparent->row, newnm, !fs_name_uncached(nm));
