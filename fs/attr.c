@@ -80,8 +80,10 @@ static int entry_of(struct tcfs_fs *fs, const struct tcfs_node *n,
 	return rc;
 }
 
-int fs_reply_entry(fuse_req_t req, const struct tcfs_node *n,
-		   enum fs_kind kind, double ttl)
+/* Replies n as a new entry (fi NULL) or a created file, taking the
+ * kernel's reference first, and giving it back when the reply fails. */
+static int reply_new(fuse_req_t req, const struct tcfs_node *n,
+		     enum fs_kind kind, double ttl, struct fuse_file_info *fi)
 {
 	struct tcfs_fs *fs = fs_of(req);	/* req goes with the reply */
 	struct fuse_entry_param e = { 0 };
@@ -92,27 +94,25 @@ int fs_reply_entry(fuse_req_t req, const struct tcfs_node *n,
 		return rc;
 	}
 	fs_inode_ref(fs, n->ino);
-	if (fuse_reply_entry(req, &e) != 0)
+	if (fi)
+		fi->fh = 0;	/* writes are kept by inode */
+	if ((fi ? fuse_reply_create(req, &e, fi) : fuse_reply_entry(req, &e)) !=
+	    0)
 		fs_inode_forget(fs, n->ino, 1);
 	return 0;
+}
+
+int fs_reply_entry(fuse_req_t req, const struct tcfs_node *n,
+		   enum fs_kind kind, double ttl)
+{
+	return reply_new(req, n, kind, ttl, NULL);
 }
 
 int fs_reply_create(fuse_req_t req, const struct tcfs_node *n,
 		    enum fs_kind kind, double ttl, struct fuse_file_info *fi)
 {
-	struct tcfs_fs *fs = fs_of(req);	/* req goes with the reply */
-	struct fuse_entry_param e = { 0 };
-	int rc = entry_of(fs, n, kind, ttl, &e);
-
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return rc;
-	}
-	fi->fh = 0;		/* writes are kept by inode */
-	fs_inode_ref(fs, n->ino);
-	if (fuse_reply_create(req, &e, fi) != 0)
-		fs_inode_forget(fs, n->ino, 1);
-	return 0;
+	assert(fi);
+	return reply_new(req, n, kind, ttl, fi);
 }
 
 void fs_reply_attr(fuse_req_t req, enum fs_kind kind, uint64_t row)
