@@ -817,6 +817,9 @@ void oci_image_close(struct oci_image *img)
 int oci_image_open_layer(const struct oci_image *img, size_t i)
 {
 	assert(i < img->nlayers);
+	if (!img->layer_path[i][0])	/* blob_path found it too long */
+		return tcfs_err_set(-ENAMETOOLONG, "%s: layer %zu: path too "
+				    "long", img->dir, i + 1);
 	return open_in(img->dirfd, !img->docker,
 		       rel_of(img, img->layer_path[i]), img->layer_path[i]);
 }
