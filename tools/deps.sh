@@ -32,9 +32,9 @@ tcfs_deps() {
 # page; bash-completion's pkg-config file says where completions go.
 TCFS_BUILD_DEPS=(gcc pkg-config meson ninja-build libsqlite3-dev
 	libxxhash-dev libcjson-dev libfuse3-dev libarchive-dev libssl-dev
-	libmount-dev scdoc bash-completion)
+	libmount-dev libhiredis-dev scdoc bash-completion)
 # What running it needs: fusermount3 mounts and unmounts without root.
-TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3 libmount1)
+TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3 libmount1 libhiredis0.14)
 # What the tests need on top: clang to check the build is warning-free
 # there too, xxhsum to name blobs independently, util-linux for setpriv
 # and flock, procps for pgrep, python3 for JSON checks and the replay,
@@ -42,7 +42,9 @@ TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3 libmount1)
 # skopeo and umoci to check tcfs's OCI images with the tools people use,
 # zstd to make zstd layers; man-db and bsdextrautils (col) to read the
 # man page as a user does; universal-ctags for the call-cycle check
-# (tests/lint/callcycles.py).
+# (tests/lint/callcycles.py); redis-server for the fleet tier's tests,
+# which start their own on a free port, and python3-redis to read and
+# write Redis as Triton's RedisRemoteCacheBackend does.
 TCFS_TEST_DEPS=(clang xxhash util-linux procps python3
 	python3-prometheus-client skopeo umoci zstd man-db bsdextrautils
-	universal-ctags)
+	universal-ctags redis-server python3-redis)

@@ -1,0 +1,1 @@
+/* fetch: see fetch.h (being written). */

@@ -1,0 +1,1 @@
+/* keyfmt: see keyfmt.h (being written). */

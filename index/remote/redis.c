@@ -1,0 +1,1 @@
+/* see remote.h */

@@ -1,0 +1,1 @@
+/* remote: see remote.h (being written). */

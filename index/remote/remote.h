@@ -1,0 +1,150 @@
+/*
+ * remote: a second tier of kernels behind the local store, shared by a
+ * fleet.  Knows nothing of FUSE nor of the store; the engine behind it
+ * (Redis, redis.c) fills a small table of functions, so that another (an
+ * S3 bucket, an OCI registry) could be a second table.
+ *
+ * Never a stall: every call is bounded by the engine's connect and reply
+ * timeouts; at most cfg.conns callers use the remote at once (a caller
+ * that finds every connection busy gets -EBUSY at once, never waits); and
+ * a circuit breaker stops asking a remote that failed cfg.breaker_fails
+ * times in a row, for cfg.breaker_open_ms, then lets one caller try again
+ * (half-open).  All functions are safe to call from any thread.
+ *
+ * Errors: -ENOENT (absent), -EBUSY (no connection free), -EAGAIN (breaker
+ * open), -ETIMEDOUT, -ECONNREFUSED, -EPROTO (an answer that is not the
+ * protocol's), -EACCES (refused: wrong password, ACL), -EFBIG (over a
+ * bound), -EBADMSG (bytes refused by a check), with a message (err.h).
+ */
+#ifndef TCFS_REMOTE_H
+#define TCFS_REMOTE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index/remote/config.h"
+#include "index/remote/wire.h"
+
+struct tcfs_remote;
+
+/* One key and value to put (not owned). */
+struct tcfs_remote_kv {
+	const char *key;
+	const void *val;
+	size_t len;
+};
+
+/* An engine.  conn is the engine's own connection (one per caller at a
+ * time: never shared by two threads at once).  Each call is bounded by
+ * cfg's timeouts; an error other than -ENOENT or -EFBIG leaves the
+ * connection to be closed. */
+struct tcfs_remote_ops {
+	const char *scheme;	/* "redis" */
+	int (*connect)(const struct tcfs_remote_cfg *cfg, void **conn);
+	void (*close)(void *conn);
+	/* sizes[i]: the length of keys[i]'s value, -1 when absent. */
+	int (*sizes)(void *conn, const char *const *keys, size_t n,
+		     int64_t *sizes);
+	/* vals[i]: keys[i]'s value (malloc'd; caller frees) or NULL when
+	 * absent; lens[i] its length.  A value longer than max is -EFBIG
+	 * for the whole call (nothing returned). */
+	int (*get)(void *conn, const char *const *keys, size_t n,
+		   uint64_t max, char **vals, size_t *lens);
+	/* kv[0 .. n - natomic) set one by one (pipelined), then the last
+	 * natomic in one MULTI/EXEC; each with EXPIRE ttl_s when > 0. */
+	int (*put)(void *conn, const struct tcfs_remote_kv *kv, size_t n,
+		   size_t natomic, int64_t ttl_s);
+	/* One round trip; *info a line about the server (version, role),
+	 * into info (len bytes). */
+	int (*ping)(void *conn, char *info, size_t len);
+	/* Every key matching pattern (keyfmt.h), each given to fn, at most
+	 * max keys; stops early when fn returns non-zero (returned). */
+	int (*scan)(void *conn, const char *pattern, size_t max,
+		    int (*fn)(void *ctx, const char *key), void *ctx);
+};
+
+extern const struct tcfs_remote_ops tcfs_remote_redis;
+
+/* What the remote did, counted since open (read with atomic loads). */
+struct tcfs_remote_stats {
+	atomic_ullong kernel_hits;	/* kernels fetched and accepted */
+	atomic_ullong module_hits;	/* single files fetched and accepted */
+	atomic_ullong misses;		/* asked, and absent or partial */
+	atomic_ullong errors;		/* calls that failed (timeouts...) */
+	atomic_ullong refused;		/* bytes a check refused */
+	atomic_ullong bytes_fetched;
+	atomic_ullong published;	/* kernels and files published */
+	atomic_ullong queue_drops;	/* publishes dropped: queue full */
+	atomic_ullong skipped;		/* asked nothing: breaker open or no
+					 * connection free */
+	atomic_ullong breaker_opens;
+};
+
+enum tcfs_breaker { TCFS_BREAKER_CLOSED, TCFS_BREAKER_OPEN,
+		    TCFS_BREAKER_HALF_OPEN };
+
+/* Opens the remote cfg names (copied), connecting lazily: a remote that
+ * is down now is not an error here.  *out owned by the caller:
+ * tcfs_remote_close.  0, -EINVAL (no such engine), -ENOMEM. */
+int tcfs_remote_open(const struct tcfs_remote_cfg *cfg,
+		     struct tcfs_remote **out);
+void tcfs_remote_close(struct tcfs_remote *r);
+const struct tcfs_remote_cfg *tcfs_remote_cfg_of(const struct tcfs_remote *r);
+struct tcfs_remote_stats *tcfs_remote_stats(struct tcfs_remote *r);
+enum tcfs_breaker tcfs_remote_breaker(struct tcfs_remote *r);
+const char *tcfs_breaker_name(enum tcfs_breaker b);
+
+/* The engine's calls, through a free connection and the breaker: as the
+ * table says, plus -EBUSY and -EAGAIN.  Keys are Redis keys already. */
+int tcfs_remote_sizes(struct tcfs_remote *r, const char *const *keys,
+		      size_t n, int64_t *sizes);
+int tcfs_remote_get(struct tcfs_remote *r, const char *const *keys,
+		    size_t n, uint64_t max, char **vals, size_t *lens);
+int tcfs_remote_put(struct tcfs_remote *r, const struct tcfs_remote_kv *kv,
+		    size_t n, size_t natomic);
+/* *latency_ns: the round trip. */
+int tcfs_remote_ping(struct tcfs_remote *r, int64_t *latency_ns, char *info,
+		     size_t len);
+int tcfs_remote_scan(struct tcfs_remote *r, const char *pattern, size_t max,
+		     int (*fn)(void *ctx, const char *key), void *ctx);
+
+/* The Redis key of a file of cache key key (cfg's key format). */
+int tcfs_remote_key(const struct tcfs_remote *r, const char *key,
+		    const char *filename, char *buf, size_t len);
+
+/* A kernel or a single file as fetched and checked: every file's bytes. */
+struct tcfs_fetched_file {
+	char name[TCFS_NAME_MAX + 1];
+	char *bytes;		/* owned by the bundle */
+	size_t len;
+};
+struct tcfs_fetched {
+	char key[TCFS_NAME_MAX + 1];
+	char name[TCFS_NAME_MAX + 1];	/* kernel NAME, or the FILE */
+	int group;			/* a kernel: f holds its children,
+					 * and the group file is ... */
+	size_t n;
+	struct tcfs_fetched_file f[TCFS_WIRE_FILES_MAX + 1];
+	int signed_ok;			/* its sidecar's HMAC was checked */
+	int sidecar;			/* it had a sidecar */
+	uint64_t bytes;			/* all files' sizes */
+};
+void tcfs_fetched_free(struct tcfs_fetched *f);
+
+/* Fetches kernel name of cache key key: the group (and its sidecar), the
+ * sizes of its children (checked against cfg's bounds and the sidecar's
+ * before any is fetched), then the children in one MGET; every file
+ * checked as cfg.trust says.  The group's children only, in f[] (not the
+ * group file itself: tcfs writes its own, in its file format).  A child
+ * missing makes the whole a miss.  0 (counted a kernel hit), -ENOENT
+ * (a miss, counted), -EBADMSG or -EPERM (refused, counted), other errors
+ * as tcfs_remote_get. *out is owned by the caller: tcfs_fetched_free. */
+int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
+			     const char *name, struct tcfs_fetched *out);
+/* The same for a single file (a launcher module FILE.so, an
+ * FN.autotune.json): f[0] is it. */
+int tcfs_remote_fetch_file(struct tcfs_remote *r, const char *key,
+			   const char *file, struct tcfs_fetched *out);
+
+#endif

@@ -1,0 +1,1 @@
+/* wire: see wire.h (being written). */

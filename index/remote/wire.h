@@ -1,0 +1,106 @@
+/*
+ * wire: what a kernel is in Redis, in Triton's format and tcfs's.
+ *
+ * Triton's RemoteCacheManager stores each file of a key dir as one string
+ * (keyfmt.h), and the group as __grp__NAME.json =
+ * json.dumps({"child_paths": sorted(names)}): names, not paths.  tcfs
+ * writes exactly that, and beside it a sidecar, __tcfs__NAME.json (for a
+ * group) or __tcfs__FILE.json (for a single file such as a launcher
+ * module), which stock Triton never reads:
+ *
+ *   {"tcfs": 1, "key": KEY, "name": NAME-or-FILE, "kind": "group"|"file",
+ *    "files": [{"name": F, "size": N, "sha256": HEX}, ...],
+ *    "hmac": HEX}
+ *
+ * files lists every file the group names plus the group file itself (for a
+ * single file: that file), sorted by name.  hmac, present only when the
+ * writer had a key, is HMAC-SHA256 over tcfs_sidecar_signed_text: the
+ * sidecar proves bytes whole, the HMAC who wrote them.
+ *
+ * Everything here parses bytes from the network: hostile until checked.
+ */
+#ifndef TCFS_REMOTE_WIRE_H
+#define TCFS_REMOTE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index/base/name.h"
+
+/* Children of one group at most, and a group or sidecar value's size. */
+#define TCFS_WIRE_FILES_MAX 64
+#define TCFS_WIRE_JSON_MAX (64u << 10)
+
+/* The Redis file names of a kernel NAME and a single file FILE. */
+int tcfs_wire_group_file(const char *name, char *buf, size_t len);
+int tcfs_wire_sidecar_file(const char *name_or_file, char *buf, size_t len);
+
+/* A group's children, by name. */
+struct tcfs_wire_names {
+	size_t n;
+	char name[TCFS_WIRE_FILES_MAX][TCFS_NAME_MAX + 1];
+};
+
+/* Renders {"child_paths": [sorted names]} as json.dumps does (", " and
+ * ": " separators, ensure_ascii escapes), *out owned by the caller
+ * (free()).  The names need not be sorted on entry.  0 or -ENOMEM. */
+int tcfs_wire_group_render(const struct tcfs_wire_names *names, char **out,
+			   size_t *len);
+
+/* Parses a group value: {"child_paths": [...]} (Triton's remote format) or
+ * {"child_paths": {"F": path, ...}} (its file format: the keys are the
+ * names).  Every name must be a plain file name (tcfs_name_check: no "/",
+ * not "." nor ".."), none twice, at most TCFS_WIRE_FILES_MAX, and the
+ * value at most TCFS_WIRE_JSON_MAX bytes.  0, or -EBADMSG with a message
+ * saying which name or what is wrong. */
+int tcfs_wire_group_parse(const char *json, size_t len,
+			  struct tcfs_wire_names *out);
+
+struct tcfs_sidecar_file {
+	char name[TCFS_NAME_MAX + 1];
+	uint64_t size;
+	unsigned char sha256[32];
+};
+
+struct tcfs_sidecar {
+	char key[TCFS_NAME_MAX + 1];
+	char name[TCFS_NAME_MAX + 1];	/* NAME of a group, FILE of a file */
+	int group;			/* 1: "group", 0: "file" */
+	size_t n;
+	struct tcfs_sidecar_file f[TCFS_WIRE_FILES_MAX + 1];
+	int has_hmac;
+	unsigned char hmac[32];
+};
+
+/* The one entry of sc named name, or NULL. */
+const struct tcfs_sidecar_file *tcfs_sidecar_find(const struct tcfs_sidecar *sc,
+						  const char *name);
+
+/* Adds a file (its bytes hashed with SHA-256) to sc: 0, or -E2BIG when
+ * sc is full, -EEXIST when it has the name. */
+int tcfs_sidecar_add(struct tcfs_sidecar *sc, const char *name,
+		     const void *bytes, size_t len);
+
+/* Renders sc (files sorted by name), signed with key (klen bytes) when
+ * klen > 0.  *out owned by the caller (free()).  0 or -ENOMEM. */
+int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
+			const unsigned char *key, size_t klen, char **out,
+			size_t *len);
+
+/* Parses a sidecar value (at most TCFS_WIRE_JSON_MAX bytes), checking
+ * that it names key and name, and that its file names are plain and
+ * distinct.  0, or -EBADMSG with a message. */
+int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
+		       const char *name, struct tcfs_sidecar *out);
+
+/* 0 when sc carries an HMAC that key (klen bytes) makes; -EPERM when it
+ * carries none or another (message says which). */
+int tcfs_sidecar_verify(const struct tcfs_sidecar *sc,
+			const unsigned char *key, size_t klen);
+
+/* 0 when bytes are the file name's as sc lists it (size and SHA-256);
+ * -EBADMSG with a message otherwise (not listed, size, hash). */
+int tcfs_sidecar_check(const struct tcfs_sidecar *sc, const char *name,
+		       const void *bytes, size_t len);
+
+#endif
