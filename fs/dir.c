@@ -281,6 +281,7 @@ void fs_row_rename(fuse_req_t req, const struct fs_ino *parent,
 		after_rename(fs, newparent->row, newnm, !fs_name_uncached(nm));
 		fs_changed(fs, parent->row, parent->kind, nm->s);
 		fs_changed(fs, newparent->row, newparent->kind, newnm->s);
+		fs_remote_landed(fs, newparent->row, newnm);
 	}
 }
 

@@ -32,6 +32,7 @@
 #include "index/maint/recover.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "index/remote/config.h"
 #include "priv.h"
 
 /* The index dropped changes already answered for (it could not commit
@@ -223,6 +224,9 @@ struct own_opts {
 	const char *root;	/* the mount point, for -o redirect */
 	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
 	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
+	struct tcfs_remote_cfg remote;	/* -o remote=URL, remote_* */
+	int has_remote;
+	char *rest;		/* the -o items that are not the remote's */
 };
 
 enum { OWN_REDIRECT };
@@ -278,8 +282,8 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 	    fuse_opt_add_arg(args, others ? "default_permissions,subtype=tcfs"
 					  : "subtype=tcfs"))
 		return -1;
-	if (o->fuse_opts && (fuse_opt_add_arg(args, "-o") ||
-			     fuse_opt_add_arg(args, o->fuse_opts)))
+	if (own->rest[0] && (fuse_opt_add_arg(args, "-o") ||
+			     fuse_opt_add_arg(args, own->rest)))
 		return -1;
 	if (o->debug && fuse_opt_add_arg(args, "-d"))
 		return -1;
@@ -310,6 +314,12 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
 	own->root = fs->root;
 	tcfs_err_clear();
+	if (fs_remote_opts(o->fuse_opts, &own->remote, &own->has_remote,
+			   &own->rest) < 0) {
+		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]
+				? tcfs_err_msg() : strerror(ENOMEM));
+		return 2;
+	}
 	bad = build_args(o, args, own) < 0;
 	fs->redirects = own->redirects;
 	if (bad && own->bad_redirect) {
@@ -360,14 +370,21 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 /* The mount's own threads: events (with the ticks of probe.c and
  * dirty.c), flusher, evictor, control socket.  0 or -1 (said). */
 static int start_threads(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
-			 int64_t max_size, struct report *r)
+			 const struct own_opts *own, int64_t max_size,
+			 struct report *r)
 {
-	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick };
+	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick,
+					     fs_remote_tick };
 
 	if (fs_events_start(fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
 	    fs_flusher_start(fs, o->sync_s) < 0 ||
 	    fs_evict_start(fs, max_size) < 0) {
 		say(r, "cannot start the event log, flusher or evictor thread");
+		return -1;
+	}
+	if (own->has_remote && fs_remote_start(fs, &own->remote) < 0) {
+		say(r, "-o remote: cannot start: %s", tcfs_err_msg()[0]
+				? tcfs_err_msg() : strerror(ENOMEM));
 		return -1;
 	}
 	if (fs_ctl_start(fs) < 0) {
@@ -419,6 +436,7 @@ static int stop_threads(struct tcfs_fs *fs, int rc)
 	fs_ctl_stop(fs);
 	fs_evict_stop(fs);
 	fs_events_stop(fs);
+	fs_remote_stop(fs);
 	fs_flusher_stop(fs);
 	if (tcfs_store_sync(fs->store) < 0)
 		syslog(LOG_ERR, "tcfs: %s", tcfs_err_msg());
@@ -475,7 +493,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		       "installed?)", fs.root);
 		goto out_session;
 	}
-	if (start_threads(&fs, o, max_size, r) == 0)
+	if (start_threads(&fs, o, &own, max_size, r) == 0)
 		rc = loop(&fs, o, r);
 	rc = stop_threads(&fs, rc);
 	fuse_remove_signal_handlers(fs.se);
@@ -486,6 +504,8 @@ out:
 	free_state(&fs);
 	fuse_opt_free_args(&args);
 	free(own.max_size);
+	free(own.rest);
+	explicit_bzero(&own.remote, sizeof(own.remote));	/* secrets */
 	return rc;
 }
 

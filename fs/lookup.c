@@ -31,7 +31,7 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 	struct tcfs_fs *fs = fs_of(req);
 	enum tcfs_probe probe = 0;
 	struct tcfs_node dir;
-	int rc;
+	int rc, hit;
 
 	/* Only a probe-like name needs its directory: is it a key dir? */
 	if (fs_name_uncached(nm)) {
@@ -44,10 +44,22 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 		fs_probe_lock(fs, 0);
 	*looked = 1;
 	rc = tcfs_ns_lookup(fs->store, parent->row, nm->s, n);
+	hit = rc == 0;
+	/* A local miss may be the fleet's hit.  Asked without the probe
+	 * lock, which evictions wait for, as the network may be slow. */
+	if (probe && rc == -ENOENT && fs->remote) {
+		fs_probe_unlock(fs);
+		rc = fs_remote_fetch(fs, &dir, nm, probe);
+		fs_probe_lock(fs, 0);
+		rc = rc == 0 ? tcfs_ns_lookup(fs->store, parent->row, nm->s, n)
+			     : -ENOENT;
+		hit = rc == 0 ? FS_HIT_REMOTE : 0;
+	}
 	if (probe && rc == 0)
 		rc = fs_probe_whole(fs, &dir, n, probe);
 	if (probe && (rc == 0 || rc == -ENOENT))
-		fs_probe_seen(fs, req, &dir, nm, probe, rc == 0, parent->kind);
+		fs_probe_seen(fs, req, &dir, nm, probe, rc == 0 ? hit : 0,
+			      parent->kind);
 	if (probe)
 		fs_probe_unlock(fs);
 	return rc;

@@ -56,6 +56,8 @@ struct fs_evict;
 struct fs_ctl;
 struct fs_redirects;
 struct fs_redirect;
+struct fs_remote;
+struct tcfs_remote_cfg;
 struct tcfs_prune_victim;
 struct tcfs_prune_report;
 
@@ -78,6 +80,7 @@ struct tcfs_fs {
 	struct fs_evict *evict;		/* the size limit, and prunes */
 	struct fs_ctl *ctl;		/* the control socket */
 	struct fs_redirects *redirects;	/* -o redirect; NULL: none */
+	struct fs_remote *remote;	/* -o remote; NULL: none */
 	int binary_only;		/* -o binary_only: the root is the
 					 * binary-only view */
 	int store_binary_only;		/* -o store_binary_only: IR written
@@ -287,6 +290,7 @@ void fs_checked_free(struct fs_checked *c);
 enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 			      const struct tcfs_node *parent,
 			      const struct fs_name *nm);
+#define FS_HIT_REMOTE 2	/* hit: a hit the remote served */
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const struct fs_name *nm,
 		   enum tcfs_probe kind, int hit, enum fs_kind view);
@@ -301,6 +305,31 @@ int fs_probes_new(struct fs_probes **out);
 void fs_probes_free(struct fs_probes *p);
 /* Forgets processes that have exited (a tick). */
 void fs_probes_tick(struct tcfs_fs *fs);
+
+/* remote.c: the fleet tier (index/remote/), when -o remote names one.
+ * Starts its publisher thread; the remote itself is reached lazily. */
+int fs_remote_start(struct tcfs_fs *fs, const struct tcfs_remote_cfg *cfg);
+/* Once the events thread is stopped: the publisher stopped, what is
+ * queued dropped, the last figures saved. */
+void fs_remote_stop(struct tcfs_fs *fs);
+/* Takes the remote's items (remote=URL, remote_NAME=VALUE) out of opts,
+ * a -o list, into cfg (its defaults first); *named says whether there
+ * were any, and *rest (owned by the caller, free()) is the other items.
+ * 0, or -EINVAL with a message naming the item. */
+int fs_remote_opts(const char *opts, struct tcfs_remote_cfg *cfg, int *named,
+		   char **rest);
+/* On a probe's local miss of nm in the key dir dir: asks the remote and
+ * lands what it has.  0 when the probe's name is here now, else why not
+ * (-ENOENT: a miss; -EBUSY, -EAGAIN: not asked).  Call without the probe
+ * lock: it may wait on the network, within the probe budget. */
+int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		    const struct fs_name *nm, enum tcfs_probe kind);
+/* After a rename that landed nm in dir: a kernel, module or key dir to
+ * publish is queued (never waits; a full queue drops it, counted). */
+void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
+		      const struct fs_name *nm);
+/* The figures into the store's counters (a tick of the events thread). */
+void fs_remote_tick(struct tcfs_fs *fs);
 
 /* events.c: the probe log goes to the store in batches, off the request
  * path, from one thread.  That thread also runs ticks, the housekeeping

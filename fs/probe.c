@@ -234,7 +234,8 @@ void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 	snprintf(ev.name, sizeof(ev.name), "%s",
 		 kind == TCFS_PROBE_KERNEL && nm->group ? nm->kernel : name);
 	ev.kind = kind;
-	ev.hit = hit;
+	ev.hit = hit != 0;
+	ev.remote = hit == FS_HIT_REMOTE;
 	if (fs_shows_binary_only(fs, view))
 		snprintf(ev.view, sizeof(ev.view), "binary-only");
 	fs_events_add(fs, &ev);

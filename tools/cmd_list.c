@@ -117,6 +117,11 @@ static int print_json(struct tcfs_store *s, const struct tcfs_kernel_use *u,
 		cJSON_AddNumberToObject(o, "created",
 					(double)k->created_ns / 1e9);
 		cJSON_AddStringToObject(o, "root", root);
+		/* Where it came from: here, import, unpack, remote. */
+		if (k->origin[0])
+			cJSON_AddStringToObject(o, "origin", k->origin);
+		else
+			cJSON_AddNullToObject(o, "origin");
 		cJSON_AddItemToArray(a, o);
 	}
 	return cli_print_json(a);
@@ -125,9 +130,10 @@ static int print_json(struct tcfs_store *s, const struct tcfs_kernel_use *u,
 static void print_text(struct tcfs_store *s,
 		       const struct tcfs_kernel_use *u, size_t n)
 {
-	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %-19s %s\n",
-	       "NAME", "KEY", "TARGET", "WARPS", "STAGES", "SIZE", "FILES",
-	       "HITS", "MISSES", "LAST HIT", "CREATED", "ROOT");
+	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %-19s %-6s "
+	       "%s\n", "NAME", "KEY", "TARGET", "WARPS", "STAGES", "SIZE",
+	       "FILES", "HITS", "MISSES", "LAST HIT", "CREATED", "ORIGIN",
+	       "ROOT");
 	for (size_t i = 0; i < n; i++) {
 		const struct tcfs_kernel *k = &u[i].k;
 		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
@@ -142,7 +148,7 @@ static void print_text(struct tcfs_store *s,
 		else
 			snprintf(last, sizeof(last), "never");
 		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
-		       "%-19s %-19s %s\n",
+		       "%-19s %-19s %-6s %s\n",
 		       tcfs_utf8_printable(k->name, name, sizeof(name)),
 		       tcfs_utf8_printable(k->key, key, sizeof(key)),
 		       tcfs_utf8_printable(t, shown, sizeof(shown)),
@@ -152,6 +158,7 @@ static void print_text(struct tcfs_store *s,
 		       (unsigned long long)u[i].hits,
 		       (unsigned long long)u[i].misses, last,
 		       cli_time(k->created_ns, made, sizeof(made)),
+		       k->origin[0] ? k->origin : "-",
 		       root[0] ? tcfs_utf8_printable(root, rshown, sizeof(rshown))
 			       : ".");
 	}

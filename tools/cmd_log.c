@@ -34,6 +34,7 @@ static void print_event(const struct tcfs_event *e, int json)
 		cJSON_AddNumberToObject(o, "pid", e->pid);
 		cJSON_AddStringToObject(o, "comm", e->comm);
 		cJSON_AddBoolToObject(o, "hit", e->hit);
+		cJSON_AddBoolToObject(o, "remote", e->remote);
 		cJSON_AddStringToObject(o, "kind", e->kind == TCFS_PROBE_MODULE
 							   ? "module" : "kernel");
 		cJSON_AddStringToObject(o, "key", e->key);
@@ -47,7 +48,7 @@ static void print_event(const struct tcfs_event *e, int json)
 		cJSON_Delete(o);
 		return;
 	}
-	printf("%s.%03d %7d %-16s %-4s %-6s %s/%s%s%s\n",
+	printf("%s.%03d %7d %-16s %-4s %-6s %s/%s%s%s%s\n",
 	       cli_time(e->time_ns, when, sizeof(when)),
 	       (int)(e->time_ns / 1000000 % 1000), e->pid,
 	       tcfs_utf8_printable(e->comm, comm, sizeof(comm)),
@@ -55,7 +56,8 @@ static void print_event(const struct tcfs_event *e, int json)
 	       e->kind == TCFS_PROBE_MODULE ? "module" : "kernel",
 	       tcfs_utf8_printable(e->key, key, sizeof(key)),
 	       tcfs_utf8_printable(e->name, name, sizeof(name)),
-	       e->view[0] ? "  via " : "", e->view);
+	       e->view[0] ? "  via " : "", e->view,
+	       e->remote ? "  (from the remote)" : "");
 }
 
 int cmd_log(int argc, char **argv)
@@ -71,8 +73,9 @@ int cmd_log(int argc, char **argv)
 		OPT_FLAG('F', "follow", &follow, "keep printing new events as "
 			 "they are logged"),
 		CLI_OPTS_COMMON(&co, "one JSON object per line: {id, time, pid, "
-				"comm, hit, kind, key, name, view (\"\", or "
-				"\"binary-only\" for a probe through that view)}"),
+				"comm, hit, remote (a hit the fleet tier served), kind, "
+				"key, name, view (\"\", or \"binary-only\" for a "
+				"probe through that view)}"),
 		OPT_END(),
 	};
 

@@ -584,6 +584,9 @@ int import_begin(struct import *im, struct tcfs_store *s,
 	im->s = s;
 	im->o = *o;
 	im->srcfd = -1;
+	tcfs_store_set_origin(s, strcmp(o->cmd, "unpack") == 0
+					 ? TCFS_ORIGIN_UNPACK
+					 : TCFS_ORIGIN_IMPORT);
 	tcfs_store_defer(s, store_lost, im);
 	/* Atomic: one savepoint around everything, rolled back at the end
 	 * when anything failed. */

@@ -11,8 +11,9 @@
 #include "index/store/store.h"
 
 static const char sql_insert[] =
-	"INSERT INTO events (time, pid, comm, key, name, kind, hit, view, uid)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+	"INSERT INTO events"
+	" (time, pid, comm, key, name, kind, hit, view, uid, remote)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 static const char sql_count[] =
 	"INSERT INTO probe_counts"
 	" (key, name, kind, hits, misses, first, last, last_hit, uid)"
@@ -24,6 +25,14 @@ static const char sql_count[] =
 static const char sql_dropped[] =
 	"INSERT INTO counters (name, value) VALUES ('events_dropped', ?)"
 	" ON CONFLICT (name) DO UPDATE SET value = value + excluded.value";
+static const char sql_counter_add[] =
+	"INSERT INTO counters (name, value) VALUES (?, ?)"
+	" ON CONFLICT (name) DO UPDATE SET value = value + excluded.value";
+static const char sql_counter_set[] =
+	"INSERT INTO counters (name, value) VALUES (?, ?)"
+	" ON CONFLICT (name) DO UPDATE SET value = excluded.value";
+static const char sql_counter_get[] =
+	"SELECT value FROM counters WHERE name = ?";
 static const char sql_trim_count[] =
 	"DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?";
 static const char sql_trim_age[] = "DELETE FROM events WHERE time < ?";
@@ -74,7 +83,7 @@ static const char sql_log_info[] =
 	" (SELECT coalesce(sum(value), 0) FROM counters"
 	"  WHERE name = 'events_dropped') FROM events";
 static const char sql_list[] =
-	"SELECT id, time, pid, comm, key, name, kind, hit, view, uid"
+	"SELECT id, time, pid, comm, key, name, kind, hit, view, uid, remote"
 	" FROM events"
 	" WHERE id > ? AND time >= ? ORDER BY id LIMIT ?";
 static const char sql_clear[] = "DELETE FROM events";
@@ -89,9 +98,10 @@ static const char *kind_name(enum tcfs_probe k)
 
 static int add_one(struct tcfs_db *db, const struct tcfs_event *e)
 {
-	int rc = tcfs_db_exec(db, sql_insert, "idttttdti", e->time_ns, e->pid,
-			      e->comm, e->key, e->name, kind_name(e->kind),
-			      e->hit, e->view, e->uid);
+	int rc = tcfs_db_exec(db, sql_insert, "idttttdtid", e->time_ns,
+			      e->pid, e->comm, e->key, e->name,
+			      kind_name(e->kind), e->hit, e->view, e->uid,
+			      e->remote);
 
 	if (rc >= 0)
 		rc = tcfs_db_exec(db, sql_count, "tttddiiii", e->key, e->name,
@@ -210,6 +220,7 @@ static int fill_event(void *ctx, void *elem, sqlite3_stmt *st)
 	e->kind = *tcfs_db_text(st, 6, NULL) == 'm' ? TCFS_PROBE_MODULE
 						     : TCFS_PROBE_KERNEL;
 	e->hit = sqlite3_column_int(st, 7);
+	e->remote = sqlite3_column_int(st, 10);
 	snprintf(e->view, sizeof(e->view), "%s", tcfs_db_text(st, 8, NULL));
 	return 0;
 }
@@ -315,4 +326,44 @@ int tcfs_event_clear(struct tcfs_store *s, uint64_t *n)
 	if (rc == 0 && n)
 		*n = (uint64_t)events;
 	return rc;
+}
+
+int tcfs_counters_add(struct tcfs_store *s, const char *const *names,
+		      const uint64_t *delta, size_t n)
+{
+	int rc = tcfs_store_begin(s);
+
+	for (size_t i = 0; rc >= 0 && i < n; i++)
+		if (delta[i])
+			rc = tcfs_db_exec(tcfs_store_db(s), sql_counter_add,
+					  "ti", names[i], (int64_t)delta[i]);
+	return tcfs_store_end(s, rc < 0 ? rc : 0);
+}
+
+int tcfs_counter_set(struct tcfs_store *s, const char *name, int64_t value)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_counter_set, "ti", name,
+			      value);
+
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_counter_get(struct tcfs_store *s, const char *name, int64_t *value,
+		     int *set)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_counter_get, "t", name);
+	*value = 0;
+	if (rc == 1) {
+		*value = sqlite3_column_int64(st, 0);
+		tcfs_db_reset(st);
+	}
+	tcfs_db_unlock(db);
+	if (set)
+		*set = rc == 1;
+	return rc < 0 ? rc : 0;
 }

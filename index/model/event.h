@@ -39,6 +39,8 @@ struct tcfs_event {
 	char name[TCFS_NAME_MAX + 1];	/* kernel name, or module file name */
 	enum tcfs_probe kind;
 	int hit;
+	int remote;		/* a hit the fleet tier served: fetched on the
+				 * local miss, landed, then answered */
 	char view[16];		/* the mount's view: "" or "binary-only" */
 };
 
@@ -46,6 +48,18 @@ struct tcfs_event {
  * dropped more events were dropped since the last call (counted too). */
 int tcfs_event_add(struct tcfs_store *s, const struct tcfs_event *ev,
 		   size_t n, uint64_t dropped);
+
+/* The store's counters (table counters): n of them, names[i] plus
+ * delta[i], in one transaction; and one set to a value.  The mount keeps
+ * the fleet tier's figures there ("remote_*"), for tcfs stats to read when
+ * it is gone. */
+int tcfs_counters_add(struct tcfs_store *s, const char *const *names,
+		      const uint64_t *delta, size_t n);
+int tcfs_counter_set(struct tcfs_store *s, const char *name, int64_t value);
+/* A counter's value, 0 when it was never counted; *set (optional) whether
+ * it was. */
+int tcfs_counter_get(struct tcfs_store *s, const char *name, int64_t *value,
+		     int *set);
 
 /* Counts n more events as dropped, alone: a change of one row in place,
  * which fits where no new event would (the disk nearly full). */

@@ -24,16 +24,26 @@ static const char sql_forget[] =
 	"DELETE FROM kernels WHERE grp_ino IN"
 	" (SELECT ino FROM nodes WHERE parent = ?)";
 static const char sql_upsert[] =
-	"INSERT OR REPLACE INTO kernels (grp_ino, name, meta, backend, arch,"
+	"INSERT INTO kernels (grp_ino, name, meta, backend, arch,"
 	" warp_size, num_warps, num_stages, num_ctas, triton_version,"
-	" total_bytes, binary_bytes, ir_bytes, created)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+	" total_bytes, binary_bytes, ir_bytes, created, origin)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	/* A kernel keeps where it came from while its files change. */
+	" ON CONFLICT (grp_ino) DO UPDATE SET name = excluded.name,"
+	" meta = excluded.meta, backend = excluded.backend,"
+	" arch = excluded.arch, warp_size = excluded.warp_size,"
+	" num_warps = excluded.num_warps, num_stages = excluded.num_stages,"
+	" num_ctas = excluded.num_ctas,"
+	" triton_version = excluded.triton_version,"
+	" total_bytes = excluded.total_bytes,"
+	" binary_bytes = excluded.binary_bytes, ir_bytes = excluded.ir_bytes,"
+	" created = excluded.created";
 /* A kernel's row as kernel_from_row reads it, and where it comes from. */
 #define KERNEL_ROW                                                          \
 	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"     \
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
-	" k.created"
+	" k.created, k.origin"
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -165,14 +175,15 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 		if (rc < 0)
 			return rc;
 	}
-	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiii",
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiiit",
 			  (int64_t)grp->ino, k.name, meta_names[k.meta],
 			  k.backend[0] ? k.backend : NULL,
 			  k.arch[0] ? k.arch : NULL, k.warp_size, k.num_warps,
 			  k.num_stages, k.num_ctas,
 			  k.triton_version[0] ? k.triton_version : NULL,
 			  (int64_t)k.total_bytes, (int64_t)k.binary_bytes,
-			  (int64_t)k.ir_bytes, grp->mtime_ns);
+			  (int64_t)k.ir_bytes, grp->mtime_ns,
+			  tcfs_store_origin(s));
 	return rc < 0 ? rc : 0;
 }
 
@@ -340,6 +351,8 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->binary_bytes = (uint64_t)sqlite3_column_int64(st, 13);
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
+	snprintf(k->origin, sizeof(k->origin), "%s",
+		 tcfs_db_text(st, 16, NULL));
 }
 
 /* ctx: the filter; a kernel it does not match is skipped. */

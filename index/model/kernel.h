@@ -42,6 +42,7 @@ struct tcfs_kernel {
 	uint64_t binary_bytes;	/* .cubin, .hsaco */
 	uint64_t ir_bytes;	/* .ttir .ttgir .llir .ptx .amdgcn */
 	int64_t created_ns;	/* when the group file landed */
+	char origin[16];	/* TCFS_ORIGIN_* (store.h); "" if unknown */
 };
 
 /* NULL fields match anything.  name is a glob (fnmatch); arch matches

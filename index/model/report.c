@@ -44,6 +44,16 @@ const char *tcfs_report_bytes(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+/* The fleet tier's figures: counter remote_NAME, JSON remote.NAME,
+ * metric tcfs_remote_NAME_total. */
+static const char *const remote_figs[] = {
+	"kernel_hits", "module_hits", "misses", "errors", "refused",
+	"bytes_fetched", "published", "queue_drops", "skipped",
+	"breaker_opens",
+};
+#define REMOTE_FIGS (sizeof(remote_figs) / sizeof(remote_figs[0]))
+static const char *const breakers[] = { "closed", "open", "half-open" };
+
 struct stats {
 	struct tcfs_event_count *kind, *kernel, *proc, *fresh;
 	size_t nkind, nkernel, nproc, nfresh;
@@ -54,7 +64,27 @@ struct stats {
 	int64_t max_size;		/* config max-size, 0: none */
 	struct tcfs_prune_counters ev;	/* evictions (prune.h) */
 	const char *mount;		/* "" when not mounted */
+	/* The fleet tier's figures, as the mount last saved them (counters
+	 * remote_*, fs/remote.c); remote 0 when no mount ever had one. */
+	int remote;
+	int64_t rfig[REMOTE_FIGS];
+	int64_t breaker;		/* enum tcfs_breaker */
 };
+
+static int load_remote(struct tcfs_store *s, struct stats *st)
+{
+	char name[64];
+	int rc = tcfs_counter_get(s, "remote_breaker", &st->breaker,
+				  &st->remote);
+
+	if (st->breaker < 0 || st->breaker > 2)
+		st->breaker = 0;
+	for (size_t i = 0; rc == 0 && i < REMOTE_FIGS; i++) {
+		snprintf(name, sizeof(name), "remote_%s", remote_figs[i]);
+		rc = tcfs_counter_get(s, name, &st->rfig[i], NULL);
+	}
+	return rc;
+}
 
 /* The counts since since; processes only uid's (event.h). */
 static int load(struct tcfs_store *s, int64_t since, int64_t uid,
@@ -87,6 +117,8 @@ static int load(struct tcfs_store *s, int64_t since, int64_t uid,
 				     NULL);
 	if (rc == 0)
 		rc = tcfs_prune_counters(s, &st->ev);
+	if (rc == 0)
+		rc = load_remote(s, st);
 	for (size_t i = 0; rc == 0 && i < st->nkind; i++) {
 		int module = st->kind[i].name[0] == 'm';
 
@@ -194,6 +226,24 @@ static void print_eviction(const struct stats *st, FILE *out)
 				(double)st->misses);
 }
 
+static void print_remote(const struct stats *st, FILE *out)
+{
+	const int64_t *v = st->rfig;
+	char b[32];
+
+	if (!st->remote)
+		return;
+	fprintf(out, "remote           %lld kernel hits, %lld module hits, "
+		"%lld misses (%s fetched); %lld errors, %lld refused, %lld "
+		"not asked; breaker %s (opened %lld times)\n",
+		(long long)v[0], (long long)v[1], (long long)v[2],
+		tcfs_report_bytes((uint64_t)v[5], b, sizeof(b)),
+		(long long)v[3], (long long)v[4], (long long)v[8],
+		breakers[st->breaker], (long long)v[9]);
+	fprintf(out, "                 %lld published, %lld dropped from a "
+		"full publish queue\n", (long long)v[6], (long long)v[7]);
+}
+
 static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k;
@@ -242,6 +292,15 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	cJSON_AddNumberToObject(k, "evicted_requested",
 				(double)st->ev.evicted_requested);
 	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
+	if (st->remote) {
+		k = cJSON_AddObjectToObject(o, "remote");
+		for (size_t i = 0; k && i < REMOTE_FIGS; i++)
+			cJSON_AddNumberToObject(k, remote_figs[i],
+						(double)st->rfig[i]);
+		cJSON_AddStringToObject(k, "breaker", breakers[st->breaker]);
+	} else {
+		cJSON_AddNullToObject(o, "remote");
+	}
 	return tcfs_json_print(o, out);
 }
 
@@ -287,6 +346,7 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 		       "was nearly full (not in these counts)\n",
 		       (unsigned long long)st->log.dropped);
 	print_eviction(st, out);
+	print_remote(st, out);
 	fprintf(out, "new kernels      %zu\n", st->nfresh);
 	for (size_t i = 0; i < st->nfresh; i++) {
 		fprintf(out, "  - %s  %s",
@@ -377,6 +437,22 @@ static void counter(FILE *out, const char *name, const char *help,
 	fprintf(out, "%s %llu\n", name, (unsigned long long)v);
 }
 
+static void remote_metrics(const struct stats *st, FILE *out)
+{
+	char name[64];
+
+	for (size_t i = 0; i < REMOTE_FIGS; i++) {
+		snprintf(name, sizeof(name), "tcfs_remote_%s_total",
+			 remote_figs[i]);
+		counter(out, name, "The fleet tier's figure of that name "
+			"(tcfs stats --json: remote).",
+			(uint64_t)st->rfig[i]);
+	}
+	gauge(out, "tcfs_remote_breaker_open",
+	      "1 while the remote's circuit breaker is open (not asked).",
+	      st->breaker == 1);
+}
+
 int tcfs_report_metrics(struct tcfs_store *s,
 			const struct tcfs_report_daemon *d, FILE *out)
 {
@@ -412,6 +488,8 @@ int tcfs_report_metrics(struct tcfs_store *s,
 		st.ev.evicted_requested);
 	gauge(out, "tcfs_max_size_bytes", "The size limit (0: none).",
 	      (double)st.max_size);
+	if (st.remote)
+		remote_metrics(&st, out);
 	gauge(out, "tcfs_kernels", "Compiled kernels in the cache.",
 	      (double)info.kernels);
 	gauge(out, "tcfs_modules", "Compiled modules (.so) in the cache.",

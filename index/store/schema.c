@@ -240,6 +240,19 @@ static const char schema_v9[] =
 	"ALTER TABLE events ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;"
 	"ALTER TABLE probe_counts ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;";
 
+/*
+ * Version 10: the fleet tier.
+ *
+ * kernels.origin: where a kernel came from, "here" (written through the
+ * mount), "import", "unpack" or "remote" (fetched from the fleet tier);
+ * "" for kernels that landed before.  A kernel from the remote is never
+ * published again.  events.remote: a hit the remote served (fetched on the
+ * local miss, landed, then answered).
+ */
+static const char schema_v10[] =
+	"ALTER TABLE kernels ADD COLUMN origin TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE events ADD COLUMN remote INTEGER NOT NULL DEFAULT 0;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -250,6 +263,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 7, schema_v7, 1 },
 	{ 8, schema_v8 },
 	{ 9, schema_v9 },
+	{ 10, schema_v10 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

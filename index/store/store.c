@@ -26,6 +26,7 @@ struct tcfs_store {
 	int dirfd;
 	int lockfd;		/* -1 for a reader */
 	int keep_unlinked;
+	const char *origin;	/* of kernels landing now: static */
 	struct tcfs_db *db;
 	struct tcfs_cas *cas;
 	struct tcfs_nodecache *nodes;	/* a writer's only, else NULL */
@@ -207,6 +208,7 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	if (rc < 0)
 		goto fail;
 	s->keep_unlinked = o->keep_unlinked;
+	s->origin = TCFS_ORIGIN_HERE;
 	*out = s;
 	return 0;
 fail:
@@ -236,6 +238,19 @@ void tcfs_store_close(struct tcfs_store *s)
 int tcfs_store_keeps_unlinked(const struct tcfs_store *s)
 {
 	return s->keep_unlinked;
+}
+
+const char *tcfs_store_origin(const struct tcfs_store *s)
+{
+	return s->origin;
+}
+
+const char *tcfs_store_set_origin(struct tcfs_store *s, const char *origin)
+{
+	const char *old = s->origin;
+
+	s->origin = origin;
+	return old;
 }
 
 const char *tcfs_store_path(const struct tcfs_store *s)

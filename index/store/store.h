@@ -59,6 +59,18 @@ struct tcfs_db *tcfs_store_db(struct tcfs_store *s);
 /* The writer's node cache (see nodecache.h); NULL in a reader. */
 struct tcfs_nodecache *tcfs_store_nodecache(struct tcfs_store *s);
 struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
+
+/* Where the kernels that land now come from (kernels.origin): the mount's
+ * writes are "here"; a command that lands kernels from elsewhere sets its
+ * own, and the mount sets "remote" while it lands what the fleet tier
+ * fetched, holding the index's lock (tcfs_db_lock) for as long.  origin
+ * must be static.  Returns the one it replaces. */
+#define TCFS_ORIGIN_HERE "here"
+#define TCFS_ORIGIN_IMPORT "import"
+#define TCFS_ORIGIN_UNPACK "unpack"
+#define TCFS_ORIGIN_REMOTE "remote"
+const char *tcfs_store_origin(const struct tcfs_store *s);
+const char *tcfs_store_set_origin(struct tcfs_store *s, const char *origin);
 /* The batch state when the store batches (durable.h), else NULL. */
 struct tcfs_durable *tcfs_store_durable(struct tcfs_store *s);
 const struct tcfs_durable_report *

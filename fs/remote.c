@@ -1,0 +1,492 @@
+/*
+ * remote: the mount's use of the fleet tier (index/remote/): asked on a
+ * probe's local miss, once per kernel at a time, and fed what lands here
+ * to publish, from a thread of its own.
+ *
+ * When the remote is asked: at a probe (probe.c) that misses locally, of a
+ * kernel's group file, or of a module (remote_modules=on) or autotune file,
+ * in a key dir.  What is remembered: a miss, per key and name, for
+ * remote_miss_ttl (the remote is not asked again meanwhile); and the
+ * fetches in flight.  What a probe waits for: a fetch of the same kernel
+ * that another probe started (no longer than the probe budget), or its
+ * own fetch, which the engine bounds by its timeouts and the budget.  A
+ * probe never waits for a connection: with every one busy, or the breaker
+ * open, it is a local miss at once.  So at most remote_conns of the
+ * session's 16 workers wait on the network, whatever the remote does.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "index/base/err.h"
+#include "index/model/event.h"
+#include "index/model/kernel.h"
+#include "index/remote/land.h"
+#include "index/remote/publish.h"
+#include "index/store/store.h"
+#include "index/tree/nsread.h"
+#include "priv.h"
+
+/* Misses remembered: one slot per hash, the last one wins.  A miss
+ * forgotten early costs one more question to the remote, nothing else. */
+#define MISS_SLOTS 8192
+/* Fetches in flight at once: one per connection is enough, as each takes
+ * one; a few more for the probes that wait on them. */
+#define FLIGHTS 32
+
+struct flight {
+	uint64_t h;		/* of key and name; 0: free slot */
+	int done;
+	int rc;			/* the fetch's, once done */
+	int waiters;
+};
+
+struct job {
+	uint64_t dir;
+	char key[TCFS_NAME_MAX + 1];
+	char name[TCFS_NAME_MAX + 1];	/* kernel NAME or module FILE */
+	int group;
+};
+
+struct fs_remote {
+	struct tcfs_remote *r;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* a flight done (mu) */
+	struct flight flights[FLIGHTS];	/* (mu) */
+	struct {
+		_Atomic uint64_t h;
+		_Atomic int64_t until_ns;
+	} miss[MISS_SLOTS];
+	/* The publish queue, a ring (mu), and its thread. */
+	struct job *q;
+	size_t qhead, qlen, qmax;
+	pthread_cond_t qcv;
+	int stop;
+	pthread_t thread;
+	int started;
+	/* What the store's counters have of stats (the events thread's). */
+	uint64_t saved[10];
+	int breaker_saved;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t hash_of(const char *key, const char *name)
+{
+	char buf[2 * TCFS_NAME_MAX + 2];
+	int n = snprintf(buf, sizeof(buf), "%s/%s", key, name);
+
+	return XXH3_64bits(buf, (size_t)n) | 1;	/* never 0: a free slot */
+}
+
+static int missed_lately(struct fs_remote *rm, uint64_t h)
+{
+	size_t i = h % MISS_SLOTS;
+
+	return atomic_load(&rm->miss[i].h) == h &&
+	       atomic_load(&rm->miss[i].until_ns) > mono_ns();
+}
+
+static void remember_miss(struct fs_remote *rm, uint64_t h)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(rm->r);
+	size_t i = h % MISS_SLOTS;
+
+	atomic_store(&rm->miss[i].until_ns,
+		     mono_ns() + (int64_t)cfg->miss_ttl_ms * 1000000);
+	atomic_store(&rm->miss[i].h, h);
+}
+
+/* The flight of h (mu held), or a new one; NULL when all are taken. */
+static struct flight *flight_of(struct fs_remote *rm, uint64_t h, int *mine)
+{
+	struct flight *free_slot = NULL;
+
+	FS_ASSERT_HELD(&rm->mu);
+	for (size_t i = 0; i < FLIGHTS; i++) {
+		if (rm->flights[i].h == h && !rm->flights[i].done) {
+			*mine = 0;
+			return &rm->flights[i];
+		}
+		if (!free_slot && rm->flights[i].h == 0)
+			free_slot = &rm->flights[i];
+	}
+	if (free_slot)
+		*free_slot = (struct flight){ .h = h };
+	*mine = 1;
+	return free_slot;
+}
+
+/* Waits for another probe's fetch of the same kernel, within the budget:
+ * its result, or -ETIMEDOUT. */
+static int wait_flight(struct fs_remote *rm, struct flight *f)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(rm->r);
+	int64_t until = mono_ns() + (int64_t)cfg->budget_ms * 1000000;
+	struct timespec ts = { until / 1000000000, until % 1000000000 };
+	int rc = -ETIMEDOUT;
+
+	f->waiters++;
+	while (!f->done &&
+	       pthread_cond_timedwait(&rm->cv, &rm->mu, &ts) != ETIMEDOUT)
+		;
+	if (f->done)
+		rc = f->rc;
+	if (--f->waiters == 0 && f->done)
+		f->h = 0;
+	return rc;
+}
+
+/* Fetches what the probe nm of dir names and lands it: 0 when it is
+ * here now. */
+static int fetch_and_land(struct tcfs_fs *fs, const struct tcfs_node *dir,
+			  const struct fs_name *nm, enum tcfs_probe kind)
+{
+	struct tcfs_fetched got = { 0 };
+	const char *landed[TCFS_WIRE_FILES_MAX + 1];
+	size_t n = 0;
+	int rc;
+
+	rc = kind == TCFS_PROBE_KERNEL
+		     ? tcfs_remote_fetch_kernel(fs->remote->r, dir->name,
+						nm->kernel, &got)
+		     : tcfs_remote_fetch_file(fs->remote->r, dir->name, nm->s,
+					      &got);
+	if (rc == 0)
+		rc = tcfs_remote_land(fs->store, dir->ino, &got, landed, &n);
+	/* The kernel may hold misses of the names that are here now. */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		fs_events_inval(fs, dir->ino, landed[i]);
+		fs_changed(fs, dir->ino, FS_KIND_STORE, landed[i]);
+	}
+	if (rc < 0 && rc != -ENOENT && rc != -EAGAIN && rc != -EBUSY)
+		syslog(LOG_WARNING, "remote: %s/%s: %s", dir->name, nm->s,
+		       tcfs_err_msg()[0] ? tcfs_err_msg() : strerror(-rc));
+	tcfs_fetched_free(&got);
+	return rc;
+}
+
+/* Whether a probe of nm may ask the remote: a kernel, an autotune result,
+ * and a launcher module only when remote_modules says so (it is code). */
+static int askable(const struct tcfs_fs *fs, const struct fs_name *nm,
+		   enum tcfs_probe kind)
+{
+	if (kind == TCFS_PROBE_KERNEL)
+		return nm->group;
+	if (nm->art == TCFS_ART_MODULE)
+		return tcfs_remote_cfg_of(fs->remote->r)->modules;
+	return nm->art == TCFS_ART_AUTOTUNE;
+}
+
+int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		    const struct fs_name *nm, enum tcfs_probe kind)
+{
+	struct fs_remote *rm = fs->remote;
+	struct flight *f;
+	uint64_t h;
+	int mine, rc;
+
+	if (!rm || !askable(fs, nm, kind))
+		return -ENOENT;
+	h = hash_of(dir->name, nm->s);
+	if (missed_lately(rm, h))
+		return -ENOENT;
+	pthread_mutex_lock(&rm->mu);
+	f = flight_of(rm, h, &mine);
+	if (!f) {	/* more fetches than flights: not this one */
+		pthread_mutex_unlock(&rm->mu);
+		atomic_fetch_add(&tcfs_remote_stats(rm->r)->skipped, 1);
+		return -EBUSY;
+	}
+	if (!mine) {
+		rc = wait_flight(rm, f);
+		pthread_mutex_unlock(&rm->mu);
+		return rc;
+	}
+	pthread_mutex_unlock(&rm->mu);
+	rc = fetch_and_land(fs, dir, nm, kind);
+	if (rc == -ENOENT || rc == -EBADMSG || rc == -EPERM ||
+	    rc == -EEXIST || rc == -EFBIG)
+		remember_miss(rm, h);
+	pthread_mutex_lock(&rm->mu);
+	f->done = 1;
+	f->rc = rc;
+	if (f->waiters == 0)
+		f->h = 0;
+	pthread_cond_broadcast(&rm->cv);
+	pthread_mutex_unlock(&rm->mu);
+	return rc;
+}
+
+/* After a rename that landed nm in dir: what is to be published, queued.
+ * Never waits: a full queue drops the job, counted. */
+static void enqueue(struct fs_remote *rm, uint64_t dir, const char *key,
+		    const char *name, int group)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&rm->mu);
+	if (rm->qlen == rm->qmax) {
+		pthread_mutex_unlock(&rm->mu);
+		atomic_fetch_add(&tcfs_remote_stats(rm->r)->queue_drops, 1);
+		return;
+	}
+	j = &rm->q[(rm->qhead + rm->qlen++) % rm->qmax];
+	j->dir = dir;
+	j->group = group;
+	snprintf(j->key, sizeof(j->key), "%s", key);
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	pthread_cond_signal(&rm->qcv);
+	pthread_mutex_unlock(&rm->mu);
+}
+
+/* A key dir moved into place (Inductor's os.replace): every kernel and
+ * module in it. */
+static void enqueue_dir(struct fs_remote *rm, struct tcfs_fs *fs,
+			const struct tcfs_node *d)
+{
+	struct tcfs_node *kids = NULL;
+	char kname[TCFS_NAME_MAX + 1];
+	size_t n = 0;
+
+	if (tcfs_ns_list(fs->store, d->ino, 0, 0, &kids, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		enum tcfs_artifact a = tcfs_name_artifact(kids[i].name);
+
+		if (kids[i].kind != TCFS_FILE)
+			continue;
+		if (a == TCFS_ART_GROUP &&
+		    tcfs_name_group_kernel(kids[i].name, kname,
+					   sizeof(kname)) == 0)
+			enqueue(rm, d->ino, d->name, kname, 1);
+		else if (a == TCFS_ART_MODULE || a == TCFS_ART_AUTOTUNE)
+			enqueue(rm, d->ino, d->name, kids[i].name, 0);
+	}
+	free(kids);
+}
+
+void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
+		      const struct fs_name *nm)
+{
+	struct fs_remote *rm = fs->remote;
+	struct tcfs_node d, n;
+	int key;
+
+	if (!rm || tcfs_remote_cfg_of(rm->r)->publish == TCFS_PUBLISH_OFF)
+		return;
+	if (nm->temp || (nm->art != TCFS_ART_GROUP &&
+			 nm->art != TCFS_ART_MODULE &&
+			 nm->art != TCFS_ART_AUTOTUNE &&
+			 nm->art != TCFS_ART_OTHER))
+		return;
+	if (nm->art == TCFS_ART_OTHER) {
+		if (tcfs_ns_lookup(fs->store, dir, nm->s, &n) == 0 &&
+		    n.kind == TCFS_DIR &&
+		    tcfs_kernel_is_key_dir(fs->store, n.ino, &key) == 0 && key)
+			enqueue_dir(rm, fs, &n);
+		return;
+	}
+	if (tcfs_ns_get(fs->store, dir, &d) < 0 ||
+	    tcfs_kernel_is_key_dir(fs->store, dir, &key) < 0 || !key)
+		return;
+	if (nm->art == TCFS_ART_GROUP)
+		enqueue(rm, dir, d.name, nm->kernel, 1);
+	else
+		enqueue(rm, dir, d.name, nm->s, 0);
+}
+
+static void *publisher(void *arg)
+{
+	struct tcfs_fs *fs = arg;
+	struct fs_remote *rm = fs->remote;
+	struct job j;
+	int rc;
+
+	pthread_mutex_lock(&rm->mu);
+	for (;;) {
+		while (!rm->stop && rm->qlen == 0)
+			pthread_cond_wait(&rm->qcv, &rm->mu);
+		if (rm->stop)
+			break;
+		j = rm->q[rm->qhead];
+		rm->qhead = (rm->qhead + 1) % rm->qmax;
+		rm->qlen--;
+		pthread_mutex_unlock(&rm->mu);
+		tcfs_err_clear();
+		rc = j.group ? tcfs_remote_publish_kernel(rm->r, fs->store,
+							  j.dir, j.key, j.name)
+			     : tcfs_remote_publish_file(rm->r, fs->store, j.dir,
+							j.key, j.name);
+		if (rc < 0 && rc != -EAGAIN && rc != -EBUSY)
+			syslog(LOG_WARNING, "remote: %s", tcfs_err_msg()[0]
+				       ? tcfs_err_msg() : strerror(-rc));
+		pthread_mutex_lock(&rm->mu);
+	}
+	pthread_mutex_unlock(&rm->mu);
+	return NULL;
+}
+
+int fs_remote_start(struct tcfs_fs *fs, const struct tcfs_remote_cfg *cfg)
+{
+	struct fs_remote *rm = calloc(1, sizeof(*rm));
+	pthread_condattr_t ca;
+	int rc;
+
+	if (!rm)
+		return -ENOMEM;
+	rm->qmax = (size_t)cfg->queue_max;
+	rm->q = calloc(rm->qmax, sizeof(*rm->q));
+	rc = rm->q ? tcfs_remote_open(cfg, &rm->r) : -ENOMEM;
+	if (rc < 0) {
+		free(rm->q);
+		free(rm);
+		return rc;
+	}
+	pthread_mutex_init(&rm->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rm->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&rm->qcv, NULL);
+	rm->breaker_saved = -1;
+	fs->remote = rm;
+	rc = fs_thread_start(&rm->thread, publisher, fs);
+	rm->started = rc == 0;
+	return rc;
+}
+
+void fs_remote_stop(struct tcfs_fs *fs)
+{
+	struct fs_remote *rm = fs->remote;
+
+	if (!rm)
+		return;
+	pthread_mutex_lock(&rm->mu);
+	rm->stop = 1;
+	pthread_cond_signal(&rm->qcv);
+	pthread_mutex_unlock(&rm->mu);
+	if (rm->started)
+		pthread_join(rm->thread, NULL);
+	fs_remote_tick(fs);
+	fs->remote = NULL;
+	tcfs_remote_close(rm->r);
+	pthread_cond_destroy(&rm->cv);
+	pthread_cond_destroy(&rm->qcv);
+	pthread_mutex_destroy(&rm->mu);
+	free(rm->q);
+	free(rm);
+}
+
+/* The stats as the store's counters name them (report.h reads them). */
+static void stats_now(struct fs_remote *rm, uint64_t v[10])
+{
+	struct tcfs_remote_stats *st = tcfs_remote_stats(rm->r);
+
+	v[0] = atomic_load(&st->kernel_hits);
+	v[1] = atomic_load(&st->module_hits);
+	v[2] = atomic_load(&st->misses);
+	v[3] = atomic_load(&st->errors);
+	v[4] = atomic_load(&st->refused);
+	v[5] = atomic_load(&st->bytes_fetched);
+	v[6] = atomic_load(&st->published);
+	v[7] = atomic_load(&st->queue_drops);
+	v[8] = atomic_load(&st->skipped);
+	v[9] = atomic_load(&st->breaker_opens);
+}
+
+void fs_remote_tick(struct tcfs_fs *fs)
+{
+	static const char *const names[10] = {
+		"remote_kernel_hits", "remote_module_hits", "remote_misses",
+		"remote_errors", "remote_refused", "remote_bytes_fetched",
+		"remote_published", "remote_queue_drops", "remote_skipped",
+		"remote_breaker_opens",
+	};
+	struct fs_remote *rm = fs->remote;
+	uint64_t now[10], delta[10];
+	int changed = 0, breaker;
+
+	if (!rm)
+		return;
+	stats_now(rm, now);
+	for (size_t i = 0; i < 10; i++) {
+		delta[i] = now[i] - rm->saved[i];
+		changed |= delta[i] != 0;
+	}
+	if (changed && tcfs_counters_add(fs->store, names, delta, 10) == 0)
+		memcpy(rm->saved, now, sizeof(now));
+	/* Saved as it changes (-1 at the start), so stats can tell. */
+	breaker = (int)tcfs_remote_breaker(rm->r);
+	if (breaker != rm->breaker_saved &&
+	    tcfs_counter_set(fs->store, "remote_breaker", breaker) == 0)
+		rm->breaker_saved = breaker;
+}
+
+/* Whether the -o item s (len bytes) is the remote's: remote=URL or
+ * remote_NAME=VALUE, applied to cfg.  1 when it is and applied, 0 when
+ * it is not the remote's, -EINVAL (with a message) when it is but wrong. */
+static int remote_opt(const char *s, size_t len, struct tcfs_remote_cfg *cfg)
+{
+	char item[1024], *eq;
+	int rc;
+
+	if (len < 7 || strncmp(s, "remote", 6) != 0 ||
+	    (s[6] != '=' && s[6] != '_'))
+		return 0;
+	if (len >= sizeof(item))
+		return tcfs_err_set(-EINVAL, "-o %.40s...: too long", s);
+	memcpy(item, s, len);
+	item[len] = '\0';
+	eq = strchr(item, '=');
+	if (!eq)
+		return tcfs_err_set(-EINVAL, "-o %s: needs a value", item);
+	*eq = '\0';
+	if (s[6] == '=')
+		return tcfs_remote_cfg_url(cfg, eq + 1) < 0 ? -EINVAL : 1;
+	rc = tcfs_remote_cfg_set(cfg, item + 7, eq + 1);
+	if (rc == -ENOENT)
+		return tcfs_err_set(-EINVAL, "-o %s: no such option", item);
+	return rc < 0 ? rc : 1;
+}
+
+int fs_remote_opts(const char *opts, struct tcfs_remote_cfg *cfg, int *named,
+		   char **rest)
+{
+	size_t n = opts ? strlen(opts) : 0, used = 0;
+	const char *s = opts, *end;
+	int rc = 0, url = 0;
+
+	*rest = calloc(1, n + 1);
+	if (!*rest)
+		return -ENOMEM;
+	tcfs_remote_cfg_init(cfg);
+	*named = 0;
+	/* Items are split at commas as libfuse splits them: "\," is one. */
+	for (; rc >= 0 && s && *s; s = *end ? end + 1 : end) {
+		for (end = s; *end && *end != ','; end++)
+			if (*end == '\\' && end[1])
+				end++;
+		rc = remote_opt(s, (size_t)(end - s), cfg);
+		*named |= rc == 1;
+		url |= rc == 1 && s[6] == '=';
+		if (rc == 0) {
+			used += (size_t)snprintf(*rest + used, n + 1 - used,
+						 "%s%.*s", used ? "," : "",
+						 (int)(end - s), s);
+		}
+	}
+	if (rc >= 0 && *named && !url)
+		rc = tcfs_err_set(-EINVAL, "-o remote_*: without -o remote=URL");
+	return rc < 0 ? rc : 0;
+}

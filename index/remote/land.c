@@ -1,0 +1,142 @@
+/* land: a kernel fetched from the fleet tier, into the store as one write. */
+#include "index/remote/land.h"
+
+#include <assert.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/base/err.h"
+#include "index/model/group.h"
+#include "index/store/db.h"
+#include "index/store/store.h"
+#include "index/tree/ns.h"
+#include "index/tree/nsread.h"
+
+/* The bytes Triton's FileCacheManager would have written for f's group,
+ * made relocatable by group.h as every group file is: *c filled, its blob
+ * put. */
+static int put_group(struct tcfs_store *s, const struct tcfs_fetched *f,
+		     struct tcfs_content *c)
+{
+	char path[PATH_MAX], why[256], *doc_s = NULL;
+	char *tmpl = NULL, *bytes = NULL;
+	size_t tlen = 0, blen = 0;
+	enum tcfs_cas_put put;
+	cJSON *doc = cJSON_CreateObject(), *cp;
+	int rc = 0;
+
+	cp = doc ? cJSON_AddObjectToObject(doc, "child_paths") : NULL;
+	if (rc == 0 && !cp)
+		rc = -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < f->n; i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", TCFS_GROUP_IMAGE_ROOT,
+			 f->key, f->f[i].name);
+		if (!cJSON_AddStringToObject(cp, f->f[i].name, path))
+			rc = -ENOMEM;
+	}
+	if (rc == 0 && !(doc_s = cJSON_PrintUnformatted(doc)))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = tcfs_group_template_of(doc_s, strlen(doc_s), f->key, &tmpl,
+					    &tlen, why, sizeof(why));
+	if (rc == 0)
+		rc = tcfs_err_set(-EBADMSG, "%s/__grp__%s.json: %s", f->key,
+				  f->name, why);
+	/* Any root will do: the store keeps the group relative to it. */
+	if (rc == 1)
+		rc = tcfs_group_render(tmpl, tlen, TCFS_GROUP_IMAGE_ROOT, f->key,
+				       TCFS_GROUP_ALL, &bytes, &blen);
+	if (rc == 0)
+		rc = tcfs_group_put(tcfs_store_cas(s), f->key, bytes, blen,
+				    TCFS_GROUP_ALL, c, &put);
+	free(bytes);
+	free(tmpl);
+	free(doc_s);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+/* Whether name is in dir already: 1 with the same bytes, 0 absent,
+ * -EEXIST with others. */
+static int already(struct tcfs_store *s, uint64_t dir, const char *name,
+		   const struct tcfs_hash *h)
+{
+	struct tcfs_node n;
+	int rc = tcfs_ns_lookup(s, dir, name, &n);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	if (n.kind == TCFS_FILE && h && tcfs_hash_equal(&n.blob, h))
+		return 1;
+	return tcfs_err_set(-EEXIST, "%s: here already, with other bytes: "
+			    "not replaced by the remote's", name);
+}
+
+/* The children, then the group file, in the transaction the caller
+ * holds. */
+static int land_files(struct tcfs_store *s, uint64_t dir,
+		      const struct tcfs_fetched *f, const char **landed,
+		      size_t *nlanded)
+{
+	char grp[TCFS_NAME_MAX + 16];
+	struct tcfs_content c;
+	enum tcfs_cas_put put;
+	int rc = 0, there;
+
+	snprintf(grp, sizeof(grp), "__grp__%s.json", f->name);
+	if (f->group && already(s, dir, grp, NULL) != 0)
+		return 0;	/* landed meanwhile: that one stays */
+	for (size_t i = 0; rc == 0 && i < f->n; i++) {
+		c = (struct tcfs_content){ .size = f->f[i].len,
+					   .fmt = TCFS_FMT_RAW };
+		rc = tcfs_cas_put_buf(tcfs_store_cas(s), f->f[i].bytes,
+				      f->f[i].len, &c.blob, &put);
+		there = rc < 0 ? rc : already(s, dir, f->f[i].name, &c.blob);
+		if (there < 0 || there == 1) {
+			rc = there < 0 ? there : 0;
+			continue;
+		}
+		rc = tcfs_ns_create(s, dir, f->f[i].name, 0644, tcfs_ns_now(),
+				    &c, NULL);
+		if (rc == 0 && landed)
+			landed[(*nlanded)++] = f->f[i].name;
+	}
+	if (rc == 0 && f->group) {
+		rc = put_group(s, f, &c);
+		if (rc == 0)
+			rc = tcfs_ns_create(s, dir, grp, 0644, tcfs_ns_now(),
+					    &c, NULL);
+	}
+	return rc;
+}
+
+int tcfs_remote_land(struct tcfs_store *s, uint64_t dir,
+		     const struct tcfs_fetched *f, const char **landed,
+		     size_t *nlanded)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	const char *was;
+	size_t n = 0;
+	int rc;
+
+	assert(f->n <= TCFS_WIRE_FILES_MAX);
+	tcfs_db_lock(db);
+	was = tcfs_store_set_origin(s, TCFS_ORIGIN_REMOTE);
+	rc = tcfs_store_begin(s);
+	if (rc == 0)
+		rc = tcfs_store_end(s, land_files(s, dir, f, landed, &n));
+	tcfs_store_set_origin(s, was);
+	tcfs_db_unlock(db);
+	if (nlanded)
+		*nlanded = rc == 0 ? n : 0;
+	if (rc < 0)
+		return tcfs_err_prefix(rc, "landing %s/%s from the remote",
+				       f->key, f->name);
+	return 0;
+}

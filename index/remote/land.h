@@ -1,0 +1,31 @@
+/*
+ * land: what the fleet tier fetched (remote.h), into the store, through the
+ * index as a Triton write would leave it: every child as a blob and a file
+ * of the key dir, the group file last, all in one transaction, so a reader
+ * sees the whole kernel or none of it, and its kernel row (origin
+ * "remote") follows in the same transaction.
+ *
+ * Nothing local is ever replaced: a child already there with other bytes
+ * (a compile of the same key on this node, half written) makes the
+ * landing -EEXIST, and the probe stays a miss.
+ */
+#ifndef TCFS_REMOTE_LAND_H
+#define TCFS_REMOTE_LAND_H
+
+#include <stdint.h>
+
+#include "index/remote/remote.h"
+
+struct tcfs_store;
+
+/* Lands f in the key dir dir (a key dir of s, named f->key).  A kernel's
+ * group file is made in Triton's file format, relocatable as group.h keeps
+ * every group file, so readers see its children in their key dir.  *landed (optional): the names made, for the caller to
+ * tell the kernel's caches; up to TCFS_WIRE_FILES_MAX + 1, owned by f.
+ * 0 (also when the group file or single file is there already), -EEXIST,
+ * or -errno with a message. */
+int tcfs_remote_land(struct tcfs_store *s, uint64_t dir,
+		     const struct tcfs_fetched *f, const char **landed,
+		     size_t *nlanded);
+
+#endif

@@ -1,0 +1,247 @@
+/* publish: the store's kernels and modules, to the fleet tier. */
+#include "index/remote/publish.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/base/err.h"
+#include "index/base/name.h"
+#include "index/model/group.h"
+#include "index/model/kernel.h"
+#include "index/store/store.h"
+#include "index/remote/keyfmt.h"
+#include "index/tree/nsread.h"
+
+/* What one publish sends: the files' bytes (owned), their Redis keys. */
+struct batch {
+	size_t n;
+	char *bytes[TCFS_WIRE_FILES_MAX + 2];
+	size_t len[TCFS_WIRE_FILES_MAX + 2];
+	char rkey[TCFS_WIRE_FILES_MAX + 2][TCFS_KEYFMT_KEY_MAX];
+	struct tcfs_sidecar sc;
+};
+
+static void batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->bytes[i]);
+	b->n = 0;
+}
+
+/* Appends bytes (taken over) as file name of key. */
+static int batch_add(struct tcfs_remote *r, struct batch *b, const char *key,
+		     const char *name, char *bytes, size_t len)
+{
+	int rc;
+
+	assert(b->n < TCFS_WIRE_FILES_MAX + 2);
+	b->bytes[b->n] = bytes;
+	b->len[b->n] = len;
+	rc = tcfs_remote_key(r, key, name, b->rkey[b->n], sizeof(b->rkey[0]));
+	b->n++;
+	return rc;
+}
+
+/* The bytes of file name in dir, checked against its blob's name. */
+static int read_file(struct tcfs_store *s, uint64_t dir, const char *name,
+		     uint64_t max, char **bytes, size_t *len)
+{
+	struct tcfs_node n;
+	int rc = tcfs_ns_lookup(s, dir, name, &n);
+
+	if (rc == 0 && (n.kind != TCFS_FILE || n.fmt != TCFS_FMT_RAW))
+		rc = -ENOENT;	/* only plain files go out as they are */
+	if (rc == 0)
+		rc = tcfs_cas_read_checked(tcfs_store_cas(s), &n.blob,
+					   (size_t)max, bytes, len);
+	return rc;
+}
+
+/* Whether the remote has key's sidecar for name already. */
+static int published(struct tcfs_remote *r, const char *key,
+		     const char *name)
+{
+	char file[TCFS_NAME_MAX + 16], rkey[TCFS_KEYFMT_KEY_MAX];
+	const char *keys[1] = { rkey };
+	int64_t size = -1;
+	int rc = tcfs_wire_sidecar_file(name, file, sizeof(file));
+
+	if (rc == 0)
+		rc = tcfs_remote_key(r, key, file, rkey, sizeof(rkey));
+	if (rc == 0)
+		rc = tcfs_remote_sizes(r, keys, 1, &size);
+	return rc < 0 ? rc : size >= 0;
+}
+
+/* Sends b (the children, their sidecar entries added) and then, in one
+ * MULTI/EXEC, the sidecar and grp (grplen bytes, taken over; NULL for a
+ * single file), so that the group is never seen without its sidecar. */
+static int send(struct tcfs_remote *r, struct batch *b, const char *key,
+		const char *name, char *grp, size_t grplen)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	struct tcfs_remote_kv kv[TCFS_WIRE_FILES_MAX + 2];
+	char file[TCFS_NAME_MAX + 16], *sc = NULL;
+	size_t sclen = 0;
+	int rc = 0;
+
+	if (grp) {
+		rc = tcfs_wire_group_file(name, file, sizeof(file));
+		if (rc == 0)
+			rc = tcfs_sidecar_add(&b->sc, file, grp, grplen);
+	}
+	if (rc == 0)
+		rc = tcfs_sidecar_render(&b->sc, cfg->hmac_key, cfg->hmac_len,
+					 &sc, &sclen);
+	if (rc == 0)
+		rc = tcfs_wire_sidecar_file(name, file, sizeof(file));
+	if (rc == 0)
+		rc = batch_add(r, b, key, file, sc, sclen);
+	else
+		free(sc);
+	if (rc == 0 && grp) {
+		tcfs_wire_group_file(name, file, sizeof(file));
+		rc = batch_add(r, b, key, file, grp, grplen);
+		grp = NULL;
+	}
+	free(grp);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < b->n; i++)
+		kv[i] = (struct tcfs_remote_kv){ b->rkey[i], b->bytes[i],
+						 b->len[i] };
+	rc = tcfs_remote_put(r, kv, b->n, grplen ? 2 : 1);
+	if (rc == 0)
+		atomic_fetch_add(&tcfs_remote_stats(r)->published, 1);
+	return rc < 0 ? rc : 1;
+}
+
+/* The children a kernel's group file in dir names, as cfg says to publish
+ * them: 0, or -ENOENT when it is no group file here. */
+static int children(struct tcfs_store *s, uint64_t dir, const char *grp,
+		    enum tcfs_remote_publish how, struct tcfs_wire_names *out)
+{
+	struct tcfs_node n;
+	char *bytes = NULL;
+	size_t len = 0, k = 0;
+	int rc = tcfs_ns_lookup(s, dir, grp, &n);
+
+	if (rc == 0 && n.kind != TCFS_FILE)
+		rc = -ENOENT;
+	if (rc == 0)
+		rc = n.fmt == TCFS_FMT_GROUP
+			     ? tcfs_group_load(tcfs_store_cas(s), &n.blob,
+					       &bytes, &len)
+			     : tcfs_cas_read_checked(tcfs_store_cas(s), &n.blob,
+						     TCFS_WIRE_JSON_MAX, &bytes,
+						     &len);
+	if (rc == 0)
+		rc = tcfs_wire_group_parse(bytes, len, out);
+	free(bytes);
+	for (size_t i = 0; rc == 0 && i < out->n; i++) {
+		if (how == TCFS_PUBLISH_BINARY &&
+		    tcfs_name_artifact(out->name[i]) == TCFS_ART_IR)
+			continue;
+		if (k != i)
+			memcpy(out->name[k], out->name[i], sizeof(out->name[k]));
+		k++;
+	}
+	if (rc == 0)
+		out->n = k;
+	return rc;
+}
+
+/* 0 when a kernel is to be published: publishing on, not from the
+ * remote, not there yet. */
+static int wanted(struct tcfs_remote *r, struct tcfs_store *s, uint64_t dir,
+		  const char *key, const char *name, const char *grp)
+{
+	struct tcfs_kernel k;
+	struct tcfs_node n;
+	int rc;
+
+	if (tcfs_remote_cfg_of(r)->publish == TCFS_PUBLISH_OFF)
+		return 1;
+	if (grp) {
+		rc = tcfs_ns_lookup(s, dir, grp, &n);
+		if (rc < 0)
+			return rc == -ENOENT ? 1 : rc;
+		if (tcfs_kernel_get(s, n.ino, &k) == 0 &&
+		    strcmp(k.origin, TCFS_ORIGIN_REMOTE) == 0)
+			return 1;
+	}
+	return published(r, key, name);
+}
+
+int tcfs_remote_publish_kernel(struct tcfs_remote *r, struct tcfs_store *s,
+			       uint64_t dir, const char *key,
+			       const char *name)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	char grp[TCFS_NAME_MAX + 16], *gbytes = NULL, *bytes;
+	struct tcfs_wire_names names;
+	struct batch b = { 0 };
+	size_t glen = 0, len;
+	int rc = tcfs_wire_group_file(name, grp, sizeof(grp));
+
+	if (rc == 0)
+		rc = wanted(r, s, dir, key, name, grp);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	rc = children(s, dir, grp, cfg->publish, &names);
+	snprintf(b.sc.key, sizeof(b.sc.key), "%s", key);
+	snprintf(b.sc.name, sizeof(b.sc.name), "%s", name);
+	b.sc.group = 1;
+	for (size_t i = 0; rc == 0 && i < names.n; i++) {
+		rc = read_file(s, dir, names.name[i], cfg->file_max, &bytes,
+			       &len);
+		if (rc == 0)
+			rc = tcfs_sidecar_add(&b.sc, names.name[i], bytes, len);
+		if (rc == 0)
+			rc = batch_add(r, &b, key, names.name[i], bytes, len);
+		else if (rc != -ENOENT)
+			free(bytes);
+	}
+	if (rc == 0)
+		rc = tcfs_wire_group_render(&names, &gbytes, &glen);
+	if (rc == 0)
+		rc = send(r, &b, key, name, gbytes, glen);
+	batch_free(&b);
+	if (rc == -ENOENT)
+		return 0;	/* not whole here: never published in part */
+	return rc < 0 ? tcfs_err_prefix(rc, "publishing %s/%s", key, name)
+		      : rc;
+}
+
+int tcfs_remote_publish_file(struct tcfs_remote *r, struct tcfs_store *s,
+			     uint64_t dir, const char *key, const char *file)
+{
+	struct batch b = { 0 };
+	char *bytes = NULL;
+	size_t len = 0;
+	int rc = wanted(r, s, dir, key, file, NULL);
+
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	snprintf(b.sc.key, sizeof(b.sc.key), "%s", key);
+	snprintf(b.sc.name, sizeof(b.sc.name), "%s", file);
+	rc = read_file(s, dir, file, tcfs_remote_cfg_of(r)->file_max, &bytes,
+		       &len);
+	if (rc == 0)
+		rc = tcfs_sidecar_add(&b.sc, file, bytes, len);
+	if (rc == 0)
+		rc = batch_add(r, &b, key, file, bytes, len);
+	else
+		free(bytes);
+	if (rc == 0)
+		rc = send(r, &b, key, file, NULL, 0);
+	batch_free(&b);
+	if (rc == -ENOENT)
+		return 0;
+	return rc < 0 ? tcfs_err_prefix(rc, "publishing %s/%s", key, file)
+		      : rc;
+}
