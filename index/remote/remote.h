@@ -14,7 +14,9 @@
  * Errors: -ENOENT (absent), -EBUSY (no connection free), -EAGAIN (breaker
  * open), -ETIMEDOUT, -ECONNREFUSED, -EPROTO (an answer that is not the
  * protocol's), -EACCES (refused: wrong password, ACL), -EFBIG (over a
- * bound), -EBADMSG (bytes refused by a check), with a message (err.h).
+ * bound), -EBADMSG (bytes refused by a check), -EREMOTEIO (another error
+ * reply: READONLY, OOM, LOADING...), and a connection's own (-ECONNRESET,
+ * -EHOSTUNREACH...), with a message (err.h).
  */
 #ifndef TCFS_REMOTE_H
 #define TCFS_REMOTE_H
