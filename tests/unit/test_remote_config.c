@@ -251,8 +251,6 @@ static void secret_bad(const char *p, int want_rc, const char *want,
 static void secrets(void)
 {
 	char big[TCFS_REMOTE_SECRET_MAX + 8], want[TCFS_REMOTE_SECRET_MAX + 1];
-	char link[PATH_MAX + 8];
-	struct tcfs_remote_cfg c;
 
 	secret_ok("pw", 2, 0600, "pw", "0600");
 	secret_ok("pw\n", 3, 0400, "pw", "0400, newline dropped");
@@ -281,6 +279,13 @@ static void secrets(void)
 		   "longer than 16 bytes", "17 bytes for 16");
 	secret_ok("0123456789abcdef\n", 17, 0600, "0123456789abcdef",
 		  "16 bytes and a newline for 16");
+}
+
+/* What is not a file of the reader's own is refused, whatever it holds. */
+static void secret_kinds(void)
+{
+	char link[PATH_MAX + 8];
+
 	snprintf(link, sizeof(link), "%s/link", dir);
 	unlink(link);
 	if (symlink(secret("s", "pw", 2, 0600), link) < 0)
@@ -299,6 +304,12 @@ static void secrets(void)
 			perror("chown");
 		secret_bad(p, -EACCES, "owned by uid 65534", "another owner");
 	}
+}
+
+/* auth_file and key_file, read through tcfs_remote_cfg_set. */
+static void secret_options(void)
+{
+	struct tcfs_remote_cfg c;
 
 	tcfs_remote_cfg_init(&c);
 	set_ok(&c, "auth_file", secret("s", "hunter2\n", 8, 0600));
@@ -325,6 +336,8 @@ int main(void)
 	options();
 	options_bad();
 	secrets();
+	secret_kinds();
+	secret_options();
 	tap_rmtree(dir);
 	return tap_done();
 }
