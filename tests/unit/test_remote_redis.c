@@ -15,6 +15,7 @@
 #include "index/base/err.h"
 #include "index/remote/keyfmt.h"
 #include "index/remote/remote.h"
+#include "index/remote/wire.h"
 #include "tap.h"
 
 /* TEMP STUBS until remote-lib lands */
@@ -174,6 +175,22 @@ static long long mget_calls(int port, int reset)
 	if (c)
 		redisFree(c);
 	return v;
+}
+
+/* A command straight to r's server: KEY [VAL]. */
+static void direct_cmd(struct tcfs_remote *r, const char *cmd, const char *k,
+		       const void *val, size_t len)
+{
+	redisContext *c = direct(tcfs_remote_cfg_of(r)->port, NULL);
+	redisReply *rep = NULL;
+
+	if (c && val)
+		rep = redisCommand(c, "%s %s %b", cmd, k, val, len);
+	else if (c)
+		rep = redisCommand(c, "%s %s", cmd, k);
+	freeReplyObject(rep);
+	if (c)
+		redisFree(c);
 }
 
 static int count_key(void *ctx, const char *key)
@@ -535,6 +552,246 @@ static void garbage(const char *what, int endless, const char *name)
 	garbage_stop(&g);
 }
 
+/* A kernel as tcfs publishes it: children, then sidecar and group. */
+#define KNAME "add_kernel"
+#define GROUP "{\"child_paths\": [\"add_kernel.cubin\", \"add_kernel.json\"]}"
+static const char cubin[] = "\x7f" "ELF\0\0\1\2cubin\0bytes";
+static const char meta[] = "{\"name\": \"add_kernel\", \"num_warps\": 4}";
+
+static void rkey(const char *file, char *buf)
+{
+	tcfs_keyfmt_expand(TCFS_KEYFMT_DEFAULT, KEY, file, buf,
+			   TCFS_KEYFMT_KEY_MAX + 1);
+}
+
+/* Publishes KNAME: with a sidecar when sidecar, signed with hkey. */
+static void publish(struct tcfs_remote *r, const char *group, int sidecar,
+		    const char *hkey)
+{
+	static char k[4][TCFS_KEYFMT_KEY_MAX + 1];
+	struct tcfs_sidecar *sc = calloc(1, sizeof(*sc));
+	char *side = NULL;
+	size_t slen = 0;
+
+	snprintf(sc->key, sizeof(sc->key), "%s", KEY);
+	snprintf(sc->name, sizeof(sc->name), "%s", KNAME);
+	sc->group = 1;
+	tcfs_sidecar_add(sc, "add_kernel.cubin", cubin, sizeof(cubin));
+	tcfs_sidecar_add(sc, "add_kernel.json", meta, strlen(meta));
+	tcfs_sidecar_add(sc, "__grp__" KNAME ".json", group, strlen(group));
+	tcfs_sidecar_render(sc, (const unsigned char *)hkey,
+			    hkey ? strlen(hkey) : 0, &side, &slen);
+	rkey("add_kernel.cubin", k[0]);
+	rkey("add_kernel.json", k[1]);
+	rkey("__tcfs__" KNAME ".json", k[2]);
+	rkey("__grp__" KNAME ".json", k[3]);
+	struct tcfs_remote_kv kv[] = {
+		{ k[0], cubin, sizeof(cubin) }, { k[1], meta, strlen(meta) },
+		{ k[2], side, slen }, { k[3], group, strlen(group) },
+	};
+	tap_eq(tcfs_remote_put(r, kv, 4, 2), 0,
+	       "publish a kernel");
+	if (!sidecar)
+		direct_cmd(r, "DEL", k[2], NULL, 0);
+	free(side);
+	free(sc);
+}
+
+static struct tcfs_remote *open_trust(int port, enum tcfs_remote_trust t,
+				      const char *hkey)
+{
+	struct tcfs_remote_cfg cfg;
+
+	cfg_make(&cfg, port);
+	cfg.trust = t;
+	if (hkey) {
+		cfg.hmac_len = strlen(hkey);
+		memcpy(cfg.hmac_key, hkey, cfg.hmac_len);
+	}
+	return open_at(port, &cfg);
+}
+
+static int fetch_rc(struct tcfs_remote *r, struct tcfs_fetched *f)
+{
+	int rc = tcfs_remote_fetch_kernel(r, KEY, KNAME, f);
+
+	if (rc)
+		printf("# %s\n", tcfs_err_msg());
+	return rc;
+}
+
+/* A whole kernel, checked: its children only, byte for byte. */
+static void fetch_whole(int port)
+{
+	struct tcfs_remote *r = open_trust(port, TCFS_TRUST_CHECKED, NULL);
+	struct tcfs_remote_stats *st = tcfs_remote_stats(r);
+	struct tcfs_fetched f;
+
+	publish(r, GROUP, 1, NULL);
+	tap_eq(fetch_rc(r, &f), 0, "fetch a kernel");
+	tap_ok(f.n == 2 && f.group && f.sidecar && !f.signed_ok,
+	       "its 2 children, with a sidecar, unsigned");
+	tap_ok(!strcmp(f.f[0].name, "add_kernel.cubin") &&
+		       f.f[0].len == sizeof(cubin) &&
+		       !memcmp(f.f[0].bytes, cubin, sizeof(cubin)),
+	       "the cubin, byte for byte");
+	tap_ok(!strcmp(f.f[1].name, "add_kernel.json") &&
+		       f.f[1].len == strlen(meta),
+	       "the metadata");
+	tap_eq(f.bytes, sizeof(cubin) + strlen(meta), "bytes: the children's");
+	tap_eq(atomic_load(&st->kernel_hits), 1, "counted a kernel hit");
+	tap_ok(atomic_load(&st->bytes_fetched) >= f.bytes,
+	       "counted bytes fetched");
+	tcfs_fetched_free(&f);
+	tcfs_remote_close(r);
+}
+
+/* A child gone, flipped, truncated or too big: never part of a kernel. */
+static void fetch_damaged(int port)
+{
+	struct tcfs_remote *r = open_trust(port, TCFS_TRUST_CHECKED, NULL);
+	struct tcfs_remote_stats *st = tcfs_remote_stats(r);
+	char k[TCFS_KEYFMT_KEY_MAX + 1], bad[sizeof(cubin)];
+	struct tcfs_fetched f;
+
+	rkey("add_kernel.cubin", k);
+	publish(r, GROUP, 1, NULL);
+	direct_cmd(r, "DEL", k, NULL, 0);
+	tap_eq(fetch_rc(r, &f), -ENOENT, "a child missing: -ENOENT");
+	tap_eq(f.n, 0, "nothing handed out");
+	tap_eq(atomic_load(&st->misses), 1, "counted a miss");
+	memcpy(bad, cubin, sizeof(bad));
+	bad[5] ^= 0x40;
+	direct_cmd(r, "SET", k, bad, sizeof(bad));
+	tap_eq(fetch_rc(r, &f), -EBADMSG, "a flipped byte: -EBADMSG");
+	tap_ok(strstr(tcfs_err_msg(), k) != NULL, "message names the key");
+	tap_eq(atomic_load(&st->refused), 1, "counted refused");
+	direct_cmd(r, "SET", k, cubin, sizeof(cubin) - 1);
+	mget_calls(port, 1);
+	tap_eq(fetch_rc(r, &f), -EBADMSG, "truncated: -EBADMSG");
+	tap_eq(mget_calls(port, 0), 1, "refused from its size: only the"
+	       " group fetched");
+	tcfs_remote_close(r);
+	r = open_trust(port, TCFS_TRUST_ANY, NULL);
+	tap_eq(fetch_rc(r, &f), -EBADMSG,
+	       "trust any, a sidecar that disagrees: still refused");
+	tcfs_remote_close(r);
+}
+
+static void fetch_bounds(int port)
+{
+	struct tcfs_remote_cfg cfg;
+	struct tcfs_remote *r;
+	struct tcfs_fetched f;
+
+	cfg_make(&cfg, port);
+	cfg.file_max = sizeof(cubin) - 1;
+	r = open_at(port, &cfg);
+	publish(r, GROUP, 1, NULL);
+	mget_calls(port, 1);
+	tap_eq(fetch_rc(r, &f), -EFBIG, "a child over file_max: -EFBIG");
+	tap_eq(mget_calls(port, 0), 1, "the children not fetched");
+	tcfs_remote_close(r);
+	cfg.file_max = 1 << 20;
+	cfg.kernel_max = sizeof(cubin) + strlen(meta);
+	r = open_at(port, &cfg);
+	tap_eq(fetch_rc(r, &f), -EFBIG, "a kernel over kernel_max: -EFBIG");
+	tcfs_remote_close(r);
+}
+
+/* Stock Triton's groups have no sidecar: only trust=any takes them. */
+static void fetch_trust_levels(int port)
+{
+	struct tcfs_remote *r = open_trust(port, TCFS_TRUST_CHECKED, NULL);
+	struct tcfs_fetched f;
+
+	publish(r, GROUP, 0, NULL);
+	tap_eq(fetch_rc(r, &f), -EBADMSG, "no sidecar, trust checked: refused");
+	tcfs_remote_close(r);
+	r = open_trust(port, TCFS_TRUST_ANY, NULL);
+	tap_eq(fetch_rc(r, &f), 0, "no sidecar, trust any: accepted");
+	tap_ok(f.n == 2 && !f.sidecar, "its 2 children, no sidecar");
+	tcfs_fetched_free(&f);
+	tcfs_remote_close(r);
+	r = open_trust(port, TCFS_TRUST_SIGNED, "fleet-key");
+	tap_eq(fetch_rc(r, &f), -EPERM, "no sidecar, trust signed: -EPERM");
+	publish(r, GROUP, 1, NULL);
+	tap_eq(fetch_rc(r, &f), -EPERM, "unsigned, trust signed: -EPERM");
+	publish(r, GROUP, 1, "other-key");
+	tap_eq(fetch_rc(r, &f), -EPERM, "signed with another key: -EPERM");
+	publish(r, GROUP, 1, "fleet-key");
+	tap_eq(fetch_rc(r, &f), 0, "signed with the key: accepted");
+	tap_ok(f.signed_ok, "signed_ok");
+	tcfs_fetched_free(&f);
+	tcfs_remote_close(r);
+}
+
+/* A group naming "../x" or "/etc/passwd" never reaches a key. */
+static void fetch_hostile_names(int port)
+{
+	struct tcfs_remote *r = open_trust(port, TCFS_TRUST_ANY, NULL);
+	struct tcfs_fetched f;
+
+	publish(r, "{\"child_paths\": [\"../x\", \"add_kernel.json\"]}", 0,
+		NULL);
+	tap_eq(fetch_rc(r, &f), -EBADMSG, "a child ../x: -EBADMSG");
+	publish(r, "{\"child_paths\": [\"/etc/passwd\"]}", 0, NULL);
+	tap_eq(fetch_rc(r, &f), -EBADMSG, "a child /etc/passwd: -EBADMSG");
+	publish(r, "{\"child_paths\": [\"add_kernel.cubin\", ", 0, NULL);
+	tap_eq(fetch_rc(r, &f), -EBADMSG, "a group cut short: -EBADMSG");
+	tcfs_remote_close(r);
+}
+
+/* A single file, with its sidecar of kind "file"; modules only when
+ * asked for. */
+static void fetch_single(int port)
+{
+	static const char tune[] = "{\"configs_timings\": []}";
+	struct tcfs_remote *r = open_trust(port, TCFS_TRUST_CHECKED, NULL);
+	struct tcfs_sidecar *sc = calloc(1, sizeof(*sc));
+	char k[2][TCFS_KEYFMT_KEY_MAX + 1], *side = NULL;
+	struct tcfs_fetched f;
+	size_t slen = 0;
+
+	snprintf(sc->key, sizeof(sc->key), "%s", KEY);
+	snprintf(sc->name, sizeof(sc->name), "f.autotune.json");
+	tcfs_sidecar_add(sc, "f.autotune.json", tune, strlen(tune));
+	tcfs_sidecar_render(sc, NULL, 0, &side, &slen);
+	rkey("f.autotune.json", k[0]);
+	rkey("__tcfs__f.autotune.json.json", k[1]);
+	struct tcfs_remote_kv kv[] = { { k[0], tune, strlen(tune) },
+				       { k[1], side, slen } };
+	tcfs_remote_put(r, kv, 2, 1);
+	tap_eq(tcfs_remote_fetch_file(r, KEY, "f.autotune.json", &f), 0,
+	       "fetch a single file");
+	tap_ok(f.n == 1 && !f.group && f.f[0].len == strlen(tune) &&
+		       !memcmp(f.f[0].bytes, tune, strlen(tune)),
+	       "its bytes");
+	tap_eq(atomic_load(&tcfs_remote_stats(r)->module_hits), 1,
+	       "counted a module hit");
+	tcfs_fetched_free(&f);
+	tap_eq(tcfs_remote_fetch_file(r, KEY, "none.json", &f), -ENOENT,
+	       "an absent file: -ENOENT");
+	tap_eq(tcfs_remote_fetch_file(r, KEY, "m.so", &f), -EPERM,
+	       "a module with remote_modules off: -EPERM");
+	free(side);
+	free(sc);
+	tcfs_remote_close(r);
+}
+
+static void fetch_all(void)
+{
+	int port;
+	pid_t pid = redis_start(&port, NULL);
+
+	fetch_whole(port);
+	fetch_damaged(port);
+	fetch_bounds(port);
+	fetch_trust_levels(port);
+	fetch_hostile_names(port);
+	fetch_single(port);
+	redis_stop(pid);
+}
 int main(void)
 {
 	int port;
@@ -553,5 +810,6 @@ int main(void)
 	garbage("HTTP/1.1 400 Bad\r\n\r\n", 0, "an HTTP answer: -EPROTO");
 	garbage("*2147483647\r\n", 0, "an array of 2^31-1: -EPROTO");
 	garbage("$1000000000\r\n", 1, "a 1 GB value, streamed: -EPROTO");
+	fetch_all();
 	return tap_done();
 }
