@@ -410,7 +410,8 @@ static void half_open(struct tcfs_remote *r)
 	tap_eq(tcfs_remote_breaker(r), TCFS_BREAKER_HALF_OPEN,
 	       "half-open after breaker_open_ms");
 	pthread_create(&t, NULL, probe_thread, &p);
-	sleep_ms(60);
+	/* Well inside the probe's io_ms (200). */
+	sleep_ms(100);
 	timed_sizes(r, -EAGAIN, "half-open, a probe in flight: -EAGAIN");
 	pthread_join(t, NULL);
 	tap_eq(p.rc, -ETIMEDOUT, "the probe times out");
