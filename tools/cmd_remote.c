@@ -294,8 +294,10 @@ static int arch_ok(struct run *u, const struct rk *k)
 	    !val)
 		return 0;
 	memset(&kk, 0, sizeof(kk));
-	ok = tcfs_kernel_parse_meta(val, len, &kk) == 0 &&
-	     tcfs_kernel_match(&kk, &u->f);
+	ok = tcfs_kernel_parse_meta(val, len, &kk) == 0;
+	/* Named by its group file, as the store names it. */
+	snprintf(kk.name, sizeof(kk.name), "%s", k->name);
+	ok = ok && tcfs_kernel_match(&kk, &u->f);
 	free(val);
 	return ok;
 }
