@@ -51,6 +51,21 @@ static const char *const remote_figs[] = {
 	"bytes_fetched", "published", "queue_drops", "skipped",
 	"breaker_opens",
 };
+static const char *const remote_help[] = {
+	"Kernels the fleet tier served on a local miss.",
+	"Modules and autotune results the fleet tier served on a local miss.",
+	"Local misses the fleet tier did not have either (or not whole).",
+	"Calls to the fleet tier that failed (timeouts, refusals, garbage).",
+	"Fetched entries refused by a check (size, SHA-256, HMAC, names).",
+	"Bytes fetched from the fleet tier.",
+	"Kernels and modules published to the fleet tier.",
+	"Publishes dropped because the queue was full.",
+	"Local misses the fleet tier was not asked about (breaker open, or "
+	"every connection busy).",
+	"Times the circuit breaker opened.",
+};
+_Static_assert(sizeof(remote_figs) == sizeof(remote_help),
+	       "one help line per figure");
 #define REMOTE_FIGS (sizeof(remote_figs) / sizeof(remote_figs[0]))
 static const char *const breakers[] = { "closed", "open", "half-open" };
 
@@ -332,6 +347,9 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 			"%.1f%%\n", (unsigned long long)st->hits,
 			(unsigned long long)st->misses,
 			100 * rate(st->hits, st->misses));
+	if (st->remote && st->rfig[0])
+		fprintf(out, "                 %lld of the hits fetched from the "
+			"remote\n", (long long)st->rfig[0]);
 	fprintf(out, "module probes    %llu hits, %llu misses\n",
 	       (unsigned long long)st->mod_hits,
 	       (unsigned long long)st->mod_misses);
@@ -444,9 +462,7 @@ static void remote_metrics(const struct stats *st, FILE *out)
 	for (size_t i = 0; i < REMOTE_FIGS; i++) {
 		snprintf(name, sizeof(name), "tcfs_remote_%s_total",
 			 remote_figs[i]);
-		counter(out, name, "The fleet tier's figure of that name "
-			"(tcfs stats --json: remote).",
-			(uint64_t)st->rfig[i]);
+		counter(out, name, remote_help[i], (uint64_t)st->rfig[i]);
 	}
 	gauge(out, "tcfs_remote_breaker_open",
 	      "1 while the remote's circuit breaker is open (not asked).",
