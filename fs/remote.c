@@ -192,6 +192,7 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		    const struct fs_name *nm, enum tcfs_probe kind)
 {
 	struct fs_remote *rm = fs->remote;
+	struct tcfs_node here;
 	struct flight *f;
 	uint64_t h;
 	int mine, rc;
@@ -214,7 +215,10 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		return rc;
 	}
 	pthread_mutex_unlock(&rm->mu);
-	rc = fetch_and_land(fs, dir, nm, kind);
+	/* A fetch of it may have landed it just before this one began. */
+	rc = tcfs_ns_lookup(fs->store, dir->ino, nm->s, &here);
+	if (rc < 0)
+		rc = fetch_and_land(fs, dir, nm, kind);
 	if (rc == -ENOENT || rc == -EBADMSG || rc == -EPERM ||
 	    rc == -EEXIST || rc == -EFBIG)
 		remember_miss(rm, h);
