@@ -259,6 +259,22 @@ static void print_remote(const struct stats *st, FILE *out)
 		"full publish queue\n", (long long)v[6], (long long)v[7]);
 }
 
+/* remote: the fleet tier's figures, or null when no mount had one. */
+static void remote_json(const struct stats *st, cJSON *o)
+{
+	cJSON *k;
+
+	if (!st->remote) {
+		cJSON_AddNullToObject(o, "remote");
+		return;
+	}
+	k = cJSON_AddObjectToObject(o, "remote");
+	for (size_t i = 0; k && i < REMOTE_FIGS; i++)
+		cJSON_AddNumberToObject(k, remote_figs[i], (double)st->rfig[i]);
+	if (k)
+		cJSON_AddStringToObject(k, "breaker", breakers[st->breaker]);
+}
+
 static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k;
@@ -307,15 +323,7 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	cJSON_AddNumberToObject(k, "evicted_requested",
 				(double)st->ev.evicted_requested);
 	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
-	if (st->remote) {
-		k = cJSON_AddObjectToObject(o, "remote");
-		for (size_t i = 0; k && i < REMOTE_FIGS; i++)
-			cJSON_AddNumberToObject(k, remote_figs[i],
-						(double)st->rfig[i]);
-		cJSON_AddStringToObject(k, "breaker", breakers[st->breaker]);
-	} else {
-		cJSON_AddNullToObject(o, "remote");
-	}
+	remote_json(st, o);
 	return tcfs_json_print(o, out);
 }
 
@@ -331,14 +339,8 @@ static void print_proc(const struct tcfs_event_count *p, FILE *out)
 		(unsigned long long)p->hits, (unsigned long long)p->misses);
 }
 
-static void print_text(struct tcfs_store *s, const struct stats *st,
-		       FILE *out)
+static void print_probes(const struct stats *st, FILE *out)
 {
-	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
-
-	fprintf(out, "cache directory  %s\n", st->mount[0] ? st->mount
-						     : "(not mounted)");
-	fprintf(out, "store            %s\n", tcfs_store_path(s));
 	/* No probe, no rate: 0.0% would read as a cold cache. */
 	if (st->hits + st->misses == 0)
 		fprintf(out, "kernel probes    no probes yet\n");
@@ -353,6 +355,17 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 	fprintf(out, "module probes    %llu hits, %llu misses\n",
 	       (unsigned long long)st->mod_hits,
 	       (unsigned long long)st->mod_misses);
+}
+
+static void print_text(struct tcfs_store *s, const struct stats *st,
+		       FILE *out)
+{
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+
+	fprintf(out, "cache directory  %s\n", st->mount[0] ? st->mount
+						     : "(not mounted)");
+	fprintf(out, "store            %s\n", tcfs_store_path(s));
+	print_probes(st, out);
 	fprintf(out, "probe log        %llu events", (unsigned long long)st->log.events);
 	if (st->log.events)
 		fprintf(out, " since %s", tcfs_report_time(st->log.oldest_ns, a, sizeof(a)));
@@ -469,6 +482,34 @@ static void remote_metrics(const struct stats *st, FILE *out)
 	      st->breaker == 1);
 }
 
+/* What the store holds, as gauges. */
+static void store_metrics(const struct tcfs_info *info, FILE *out)
+{
+	gauge(out, "tcfs_kernels", "Compiled kernels in the cache.",
+	      (double)info->kernels);
+	gauge(out, "tcfs_modules", "Compiled modules (.so) in the cache.",
+	      (double)info->modules);
+	gauge(out, "tcfs_files", "Files in the cache.", (double)info->files);
+	gauge(out, "tcfs_logical_bytes", "Bytes of the files as written.",
+	      (double)info->logical_bytes);
+	gauge(out, "tcfs_stored_bytes", "Bytes of the blobs that hold them.",
+	      (double)info->stored_bytes);
+	gauge(out, "tcfs_blobs", "Blobs in the store.", (double)info->blobs);
+	head(out, "tcfs_kernels_by_target", "gauge",
+	     "Kernels per target (BACKEND-ARCH).");
+	for (size_t i = 0; i < info->ntargets; i++) {
+		const struct tcfs_info_target *t = &info->targets[i];
+
+		if (!t->backend[0])
+			continue;
+		fputs("tcfs_kernels_by_target{target=\"", out);
+		label(out, t->backend);
+		fputc('-', out);
+		label(out, t->arch);
+		fprintf(out, "\"} %llu\n", (unsigned long long)t->kernels);
+	}
+}
+
 int tcfs_report_metrics(struct tcfs_store *s,
 			const struct tcfs_report_daemon *d, FILE *out)
 {
@@ -506,29 +547,7 @@ int tcfs_report_metrics(struct tcfs_store *s,
 	      (double)st.max_size);
 	if (st.remote)
 		remote_metrics(&st, out);
-	gauge(out, "tcfs_kernels", "Compiled kernels in the cache.",
-	      (double)info.kernels);
-	gauge(out, "tcfs_modules", "Compiled modules (.so) in the cache.",
-	      (double)info.modules);
-	gauge(out, "tcfs_files", "Files in the cache.", (double)info.files);
-	gauge(out, "tcfs_logical_bytes", "Bytes of the files as written.",
-	      (double)info.logical_bytes);
-	gauge(out, "tcfs_stored_bytes", "Bytes of the blobs that hold them.",
-	      (double)info.stored_bytes);
-	gauge(out, "tcfs_blobs", "Blobs in the store.", (double)info.blobs);
-	head(out, "tcfs_kernels_by_target", "gauge",
-	     "Kernels per target (BACKEND-ARCH).");
-	for (size_t i = 0; i < info.ntargets; i++) {
-		const struct tcfs_info_target *t = &info.targets[i];
-
-		if (!t->backend[0])
-			continue;
-		fputs("tcfs_kernels_by_target{target=\"", out);
-		label(out, t->backend);
-		fputc('-', out);
-		label(out, t->arch);
-		fprintf(out, "\"} %llu\n", (unsigned long long)t->kernels);
-	}
+	store_metrics(&info, out);
 	if (d) {
 		head(out, "tcfs_requests_total", "counter",
 		     "Requests the mount served.");
