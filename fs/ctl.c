@@ -157,6 +157,50 @@ static int do_prune(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
 	return rc;
 }
 
+/* Kernels one remote-fetch request may name: each may take the remote's
+ * timeouts, and the socket serves one request at a time. */
+#define CTL_FETCH_MAX 16
+
+/* {"op": "remote-fetch", "items": [{"key", "name"}, ...]}: tcfs remote
+ * pull through the mount.  Answers {"landed", "here", "missing",
+ * "failed", "errors": [MSG...]}. */
+static int do_fetch(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(req, "items");
+	const cJSON *it;
+	int counts[4] = { 0 }, rc;
+	cJSON *errs;
+
+	if (!cJSON_IsArray(items) ||
+	    cJSON_GetArraySize(items) > CTL_FETCH_MAX)
+		return tcfs_err_set(-EINVAL, "remote-fetch: items: an array "
+				    "of at most %d", CTL_FETCH_MAX);
+	*out = cJSON_CreateObject();
+	errs = *out ? cJSON_AddArrayToObject(*out, "errors") : NULL;
+	if (!errs)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, items) {
+		const char *key = str_of(it, "key"), *name = str_of(it, "name");
+
+		tcfs_err_clear();
+		rc = key && name ? fs_remote_pull(fs, key, name)
+				 : tcfs_err_set(-EINVAL, "an item without key "
+						"and name");
+		counts[rc == 1 ? 0 : rc == 0 ? 1 : rc == -ENOENT ? 2 : 3]++;
+		if (rc < 0 && rc != -ENOENT)
+			cJSON_AddItemToArray(errs, cJSON_CreateString(
+				tcfs_err_msg()[0] ? tcfs_err_msg()
+						  : strerror(-rc)));
+		if (rc == -ENOTCONN)
+			return rc;	/* no remote: none will do */
+	}
+	cJSON_AddNumberToObject(*out, "landed", counts[0]);
+	cJSON_AddNumberToObject(*out, "here", counts[1]);
+	cJSON_AddNumberToObject(*out, "missing", counts[2]);
+	cJSON_AddNumberToObject(*out, "failed", counts[3]);
+	return tcfs_store_sync(fs->store);
+}
+
 /* The answer to a request (len bytes of text; too_big when it ran past
  * CTL_REQUEST_MAX), as JSON text (owned by the caller, free()); NULL
  * when out of memory. */
@@ -175,11 +219,13 @@ static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
 	if (rc == 0 && !(req = cJSON_ParseWithLength(text, len)))
 		rc = tcfs_err_set(-EINVAL, "a request that is not JSON");
 	op = req ? str_of(req, "op") : NULL;
-	if (rc == 0 && (!op || strcmp(op, "prune") != 0))
+	if (rc == 0 && op && strcmp(op, "prune") == 0)
+		rc = do_prune(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "remote-fetch") == 0)
+		rc = do_fetch(fs, req, &resp);
+	else if (rc == 0)
 		rc = tcfs_err_set(-EINVAL, "unknown request '%s'",
 				  op ? op : "");
-	if (rc == 0)
-		rc = do_prune(fs, req, &resp);
 	if (rc < 0) {
 		const char *msg = tcfs_err_msg();
 

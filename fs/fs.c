@@ -33,6 +33,8 @@
 #include "index/store/store.h"
 #include "index/base/utf8.h"
 #include "index/remote/config.h"
+#include "index/remote/option.h"
+#include "index/remote/settings.h"
 #include "priv.h"
 
 /* The index dropped changes already answered for (it could not commit
@@ -314,8 +316,8 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
 	own->root = fs->root;
 	tcfs_err_clear();
-	if (fs_remote_opts(o->fuse_opts, &own->remote, &own->has_remote,
-			   &own->rest) < 0) {
+	if (tcfs_remote_cfg_opts(&own->remote, o->fuse_opts,
+				 &own->has_remote, &own->rest) < 0) {
 		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]
 				? tcfs_err_msg() : strerror(ENOMEM));
 		return 2;
@@ -338,11 +340,19 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 
 /* The store opened, and the mount's tables made.  0 or -1 (said). */
 static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
-		   const struct own_opts *own, int64_t *max_size,
+		   struct own_opts *own, int64_t *max_size,
 		   struct report *r)
 {
 	if (open_store(fs, o, r) < 0)
 		return -1;
+	/* With no -o remote, the one the store names (tcfs config remote);
+	 * read before chdir, as its secret files may be relative. */
+	if (!own->has_remote &&
+	    tcfs_remote_cfg_from_store(fs->store, &own->remote,
+				       &own->has_remote) < 0) {
+		say(r, "%s", tcfs_err_msg());
+		return -1;
+	}
 	/* Only now, with the paths resolved: a daemon must not keep the
 	 * caller's working directory busy. */
 	if (!o->foreground && chdir("/") < 0) {

@@ -312,12 +312,6 @@ int fs_remote_start(struct tcfs_fs *fs, const struct tcfs_remote_cfg *cfg);
 /* Once the events thread is stopped: the publisher stopped, what is
  * queued dropped, the last figures saved. */
 void fs_remote_stop(struct tcfs_fs *fs);
-/* Takes the remote's items (remote=URL, remote_NAME=VALUE) out of opts,
- * a -o list, into cfg (its defaults first); *named says whether there
- * were any, and *rest (owned by the caller, free()) is the other items.
- * 0, or -EINVAL with a message naming the item. */
-int fs_remote_opts(const char *opts, struct tcfs_remote_cfg *cfg, int *named,
-		   char **rest);
 /* On a probe's local miss of nm in the key dir dir: asks the remote and
  * lands what it has.  0 when the probe's name is here now, else why not
  * (-ENOENT: a miss; -EBUSY, -EAGAIN: not asked).  Call without the probe
@@ -328,6 +322,11 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
  * publish is queued (never waits; a full queue drops it, counted). */
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 		      const struct fs_name *nm);
+/* tcfs remote pull through the mount (ctl.c): kernel name of cache key
+ * key, fetched into the key dir key at the mount's root (made if need
+ * be).  1 when it landed, 0 when it was here, -ENOENT when the remote has
+ * none, else -errno with a message. */
+int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name);
 /* The figures into the store's counters (a tick of the events thread). */
 void fs_remote_tick(struct tcfs_fs *fs);
 

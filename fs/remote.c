@@ -433,60 +433,36 @@ void fs_remote_tick(struct tcfs_fs *fs)
 		rm->breaker_saved = breaker;
 }
 
-/* Whether the -o item s (len bytes) is the remote's: remote=URL or
- * remote_NAME=VALUE, applied to cfg.  1 when it is and applied, 0 when
- * it is not the remote's, -EINVAL (with a message) when it is but wrong. */
-static int remote_opt(const char *s, size_t len, struct tcfs_remote_cfg *cfg)
+int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name)
 {
-	char item[1024], *eq;
+	char grp[TCFS_NAME_MAX + 16];
+	struct tcfs_node dir, n;
+	struct fs_name nm;
 	int rc;
 
-	if (len < 7 || strncmp(s, "remote", 6) != 0 ||
-	    (s[6] != '=' && s[6] != '_'))
-		return 0;
-	if (len >= sizeof(item))
-		return tcfs_err_set(-EINVAL, "-o %.40s...: too long", s);
-	memcpy(item, s, len);
-	item[len] = '\0';
-	eq = strchr(item, '=');
-	if (!eq)
-		return tcfs_err_set(-EINVAL, "-o %s: needs a value", item);
-	*eq = '\0';
-	if (s[6] == '=')
-		return tcfs_remote_cfg_url(cfg, eq + 1) < 0 ? -EINVAL : 1;
-	rc = tcfs_remote_cfg_set(cfg, item + 7, eq + 1);
-	if (rc == -ENOENT)
-		return tcfs_err_set(-EINVAL, "-o %s: no such option", item);
-	return rc < 0 ? rc : 1;
-}
-
-int fs_remote_opts(const char *opts, struct tcfs_remote_cfg *cfg, int *named,
-		   char **rest)
-{
-	size_t n = opts ? strlen(opts) : 0, used = 0;
-	const char *s = opts, *end;
-	int rc = 0, url = 0;
-
-	*rest = calloc(1, n + 1);
-	if (!*rest)
-		return -ENOMEM;
-	tcfs_remote_cfg_init(cfg);
-	*named = 0;
-	/* Items are split at commas as libfuse splits them: "\," is one. */
-	for (; rc >= 0 && s && *s; s = *end ? end + 1 : end) {
-		for (end = s; *end && *end != ','; end++)
-			if (*end == '\\' && end[1])
-				end++;
-		rc = remote_opt(s, (size_t)(end - s), cfg);
-		*named |= rc == 1;
-		url |= rc == 1 && s[6] == '=';
-		if (rc == 0) {
-			used += (size_t)snprintf(*rest + used, n + 1 - used,
-						 "%s%.*s", used ? "," : "",
-						 (int)(end - s), s);
-		}
+	if (!fs->remote)
+		return tcfs_err_set(-ENOTCONN, "the mount has no remote "
+				    "(-o remote, or tcfs config remote)");
+	if (!tcfs_name_is_key(key) ||
+	    snprintf(grp, sizeof(grp), "__grp__%s.json", name) >=
+		    (int)sizeof(grp))
+		return tcfs_err_set(-EINVAL, "%s/%s: not a kernel's name",
+				    key, name);
+	rc = tcfs_ns_lookup(fs->store, TCFS_ROOT_INO, key, &dir);
+	if (rc == -ENOENT) {
+		rc = tcfs_ns_mkdir(fs->store, TCFS_ROOT_INO, key, 0755,
+				   tcfs_ns_now(), &dir);
+		/* The kernel may hold a miss of the name. */
+		if (rc == 0)
+			fs_events_inval(fs, TCFS_ROOT_INO, key);
 	}
-	if (rc >= 0 && *named && !url)
-		rc = tcfs_err_set(-EINVAL, "-o remote_*: without -o remote=URL");
-	return rc < 0 ? rc : 0;
+	if (rc == 0 && dir.kind != TCFS_DIR)
+		rc = tcfs_err_set(-ENOTDIR, "%s: not a directory", key);
+	if (rc < 0)
+		return rc;
+	if (tcfs_ns_lookup(fs->store, dir.ino, grp, &n) == 0)
+		return 0;
+	fs_name_of(&nm, grp);
+	rc = fetch_and_land(fs, &dir, &nm, TCFS_PROBE_KERNEL);
+	return rc < 0 ? rc : 1;
 }

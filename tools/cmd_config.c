@@ -29,6 +29,7 @@ static void settings(FILE *f)
 		[TCFS_CONFIG_COUNT] = "N",
 		[TCFS_CONFIG_SECONDS] = "T",
 		[TCFS_CONFIG_BYTES] = "SIZE",
+		[TCFS_CONFIG_TEXT] = "TEXT",
 	};
 
 	fputs("\nSettings:\n", f);
@@ -36,8 +37,11 @@ static void settings(FILE *f)
 		char help[512], d[32];
 		int len = fprintf(f, "  %s %s", k->name, unit[k->unit]);
 
-		snprintf(help, sizeof(help), "%s (default %s)", k->help,
-			 tcfs_config_show(k, k->def, d, sizeof(d)));
+		if (k->unit == TCFS_CONFIG_TEXT)
+			snprintf(help, sizeof(help), "%s", k->help);
+		else
+			snprintf(help, sizeof(help), "%s (default %s)", k->help,
+				 tcfs_config_show(k, k->def, d, sizeof(d)));
 		if (len + 2 > 24) {
 			fputc('\n', f);
 			len = 0;
@@ -47,6 +51,30 @@ static void settings(FILE *f)
 	}
 }
 
+/* A text setting (the remote's), shown as the others. */
+static int show_text(struct tcfs_store *s, const struct tcfs_config_key *k,
+		     int only, cJSON *o)
+{
+	char v[4096];
+	int set, rc = tcfs_config_get_text(s, k->name, v, sizeof(v), &set);
+
+	if (rc < 0)
+		return rc;
+	if (o) {
+		cJSON *j = cJSON_AddObjectToObject(o, k->name);
+
+		cJSON_AddStringToObject(j, "value", v);
+		cJSON_AddStringToObject(j, "default", "");
+		cJSON_AddBoolToObject(j, "set", set);
+	} else if (only) {
+		puts(v);
+	} else {
+		printf("%-15s %-10s (default%s)\n", k->name, set ? v : "-",
+		       set ? " none" : "");
+	}
+	return 0;
+}
+
 static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 		int json)
 {
@@ -54,17 +82,22 @@ static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 
 	for (const struct tcfs_config_key *k = tcfs_config_keys; k->name; k++) {
 		char v[32], d[32];
-		int64_t value;
-		int set, rc;
+		int64_t value = 0;
+		int set = 0, rc;
 
 		if (only && k != only)
 			continue;
-		rc = tcfs_config_get(s, k->name, &value, &set);
+		if (k->unit == TCFS_CONFIG_TEXT)
+			rc = show_text(s, k, only != NULL, o);
+		else
+			rc = tcfs_config_get(s, k->name, &value, &set);
 		if (rc < 0) {
 			cJSON_Delete(o);
 			cli_lib_err("config", rc, tcfs_store_path(s));
 			return CLI_FAIL;
 		}
+		if (k->unit == TCFS_CONFIG_TEXT)
+			continue;
 		if (json) {
 			cJSON *j = cJSON_AddObjectToObject(o, k->name);
 
@@ -97,6 +130,8 @@ static int run(const struct cli_common *co, const struct tcfs_config_key *k,
 		return CLI_FAIL;
 	if (unset)
 		rc = tcfs_config_unset(s, k->name);
+	else if (value_arg && k->unit == TCFS_CONFIG_TEXT)
+		rc = tcfs_config_set_text(s, k->name, value_arg);
 	else if (value_arg)
 		rc = tcfs_config_set(s, k->name, value);
 	if (rc < 0)
@@ -117,7 +152,8 @@ int cmd_config(int argc, char **argv)
 	struct opt opts[] = {
 		OPT_FLAG(0, "unset", &unset, "put KEY back to its default"),
 		CLI_OPTS_COMMON(&co, "print {KEY: {value, default, set}} (values "
-				"in events, seconds or bytes)"),
+				"in events, seconds or bytes; the remote's as "
+				"text)"),
 		OPT_END(),
 	};
 
@@ -128,7 +164,8 @@ int cmd_config(int argc, char **argv)
 		return cli_usage_err("config", "'%s' is no setting", args[0]);
 	if (unset && n != 1)
 		return cli_usage_err("config", "--unset takes one KEY");
-	if (n == 2 && tcfs_config_parse(k, args[1], &value) < 0) {
+	if (n == 2 && k->unit != TCFS_CONFIG_TEXT &&
+	    tcfs_config_parse(k, args[1], &value) < 0) {
 		rc = cli_usage_err("config", "%s", tcfs_err_msg());
 		tcfs_err_clear();
 		return rc;

@@ -19,6 +19,7 @@ int cmd_mount_fstab(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_remote(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_why(int argc, char **argv);
 int cmd_pack(int argc, char **argv);

@@ -29,6 +29,7 @@ static const struct {
 	{ "prune", cmd_prune, "remove kernels (or their IR), offline or mounted" },
 	{ "gc", cmd_gc, "delete blobs that no file references" },
 	{ "config", cmd_config, "show or set the store's settings" },
+	{ "remote", cmd_remote, "the fleet tier: status, push, pull (Redis)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,6 +1,7 @@
 /* config: the store's settings, their defaults, ranges and spelling. */
 #include "index/store/config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "index/store/db.h"
 #include "index/base/err.h"
+#include "index/remote/option.h"
 #include "index/store/store.h"
 
 static const char sql_get[] = "SELECT value FROM config WHERE key = ?";
@@ -29,6 +31,26 @@ const struct tcfs_config_key tcfs_config_keys[] = {
 	{ TCFS_CONFIG_MAX_SIZE, TCFS_CONFIG_BYTES, 0, 0, INT64_C(1) << 60,
 	  "stored bytes past which the mount evicts the least recently hit "
 	  "kernels (0: no limit)" },
+	{ TCFS_CONFIG_REMOTE, TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "the fleet tier a mount asks on a local miss and publishes to, "
+	  "redis://[USER@]HOST[:PORT][/DB] (-o remote= overrides it)" },
+	{ "remote-auth-file", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "a file (mode 0600) holding the remote's password" },
+	{ "remote-key-file", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "a file (mode 0600) holding the key that signs what is published "
+	  "and checks what is fetched" },
+	{ "remote-publish", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "what is published: binary (no IR; the default), all, off" },
+	{ "remote-trust", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "what is accepted: checked (a sidecar; the default), signed, any" },
+	{ "remote-modules", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "on: launcher modules (.so) are fetched too (off by default: code "
+	  "every node loads)" },
+	{ "remote-key-format", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "Redis key names, as TRITON_REDIS_KEY_FORMAT (default "
+	  "triton:{key}:{filename})" },
+	{ "remote-ttl", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "seconds what is published lives in Redis (none by default)" },
 	{ NULL, 0, 0, 0, 0, NULL },
 };
 
@@ -59,6 +81,7 @@ int tcfs_config_get(struct tcfs_store *s, const char *name, int64_t *value,
 
 	if (!k)
 		return -EINVAL;
+	assert(k->unit != TCFS_CONFIG_TEXT);
 	tcfs_db_lock(db);
 	rc = tcfs_db_row(db, &st, sql_get, "t", name);
 	*value = k->def;
@@ -84,11 +107,67 @@ int tcfs_config_set(struct tcfs_store *s, const char *name, int64_t value)
 
 	if (!k)
 		return -EINVAL;
+	assert(k->unit != TCFS_CONFIG_TEXT);
 	if (value < k->min || value > k->max)
 		return tcfs_err_set(-ERANGE, "%s: must be from %s to %s", name,
 				    tcfs_config_show(k, k->min, lo, sizeof(lo)),
 				    tcfs_config_show(k, k->max, hi, sizeof(hi)));
 	rc = tcfs_db_exec(tcfs_store_db(s), sql_set, "ti", name, value);
+	return rc < 0 ? rc : 0;
+}
+
+/* A remote setting checked as the mount would take it. */
+static int check_text(const char *name, const char *text)
+{
+	struct tcfs_remote_cfg c;
+	int rc;
+
+	/* The mount reads them from anywhere: a relative path would not do. */
+	if (strstr(name, "-file") && text[0] != '/')
+		return tcfs_err_set(-EINVAL, "%s: %s: give an absolute path",
+				    name, text);
+	tcfs_remote_cfg_init(&c);
+	rc = tcfs_remote_cfg_setting(&c, name, text);
+	explicit_bzero(&c, sizeof(c));
+	return rc < 0 ? tcfs_err_prefix(-EINVAL, "%s", name) : 0;
+}
+
+int tcfs_config_get_text(struct tcfs_store *s, const char *name, char *buf,
+			 size_t len, int *set)
+{
+	const struct tcfs_config_key *k = known(name);
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!k || k->unit != TCFS_CONFIG_TEXT)
+		return k ? tcfs_err_set(-EINVAL, "%s: not text", name)
+			 : -EINVAL;
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_get, "t", name);
+	buf[0] = '\0';
+	if (rc == 1) {
+		snprintf(buf, len, "%s", tcfs_db_text(st, 0, NULL));
+		tcfs_db_reset(st);
+	}
+	tcfs_db_unlock(db);
+	if (set)
+		*set = rc == 1;
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_config_set_text(struct tcfs_store *s, const char *name,
+			 const char *text)
+{
+	const struct tcfs_config_key *k = known(name);
+	int rc;
+
+	if (!k || k->unit != TCFS_CONFIG_TEXT)
+		return k ? tcfs_err_set(-EINVAL, "%s: not text", name)
+			 : -EINVAL;
+	rc = check_text(name, text);
+	if (rc == 0)
+		rc = tcfs_db_exec(tcfs_store_db(s), sql_set, "tt", name, text);
 	return rc < 0 ? rc : 0;
 }
 

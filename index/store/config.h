@@ -17,10 +17,17 @@ struct tcfs_store;
 /* Stored bytes past which the mount evicts kernels; 0: no limit. */
 #define TCFS_CONFIG_MAX_SIZE "max-size"
 
+/* The fleet tier (index/remote/config.h): the remote's URL and the
+ * settings a mount takes from the store when -o remote names none.  Text,
+ * each checked as the mount's -o remote_NAME would be. */
+#define TCFS_CONFIG_REMOTE "remote"
+#define TCFS_CONFIG_REMOTE_PREFIX "remote-"
+
 enum tcfs_config_unit {
 	TCFS_CONFIG_COUNT,	/* a number */
 	TCFS_CONFIG_SECONDS,	/* a duration: 90s, 30m, 12h, 7d */
 	TCFS_CONFIG_BYTES,	/* a size: 512M, 20G (powers of 1024) */
+	TCFS_CONFIG_TEXT,	/* text (tcfs_config_get_text); def unused */
 };
 
 struct tcfs_config_key {
@@ -43,6 +50,14 @@ int tcfs_config_get(struct tcfs_store *s, const char *name, int64_t *value,
 
 /* Sets a known setting; -ERANGE (with a message) outside its range. */
 int tcfs_config_set(struct tcfs_store *s, const char *name, int64_t value);
+
+/* A text setting's value into buf (len bytes), "" when unset; and set,
+ * checked first (-EINVAL with a message when the remote would refuse
+ * it). */
+int tcfs_config_get_text(struct tcfs_store *s, const char *name, char *buf,
+			 size_t len, int *set);
+int tcfs_config_set_text(struct tcfs_store *s, const char *name,
+			 const char *text);
 
 /* Puts a setting back to its default. */
 int tcfs_config_unset(struct tcfs_store *s, const char *name);

@@ -97,8 +97,10 @@ complete_words() {
 check_eq "completion: commands" "mount" "$(complete_words mou)"
 check_eq "completion: a command's options" "--repair" \
 	"$(complete_words fsck --rep)"
-check_eq "completion: config keys" "log-max-events log-max-age max-size" \
+check_eq "completion: config keys" "log-max-events log-max-age max-size remote remote-auth-file remote-key-file remote-publish remote-trust remote-modules remote-key-format remote-ttl" \
 	"$(complete_words config '')"
+check_eq "completion: remote's actions" "status push pull" \
+	"$(complete_words remote '')"
 check_eq "completion: -o's tcfs options, after a comma" \
 	"allow_other,noviews" "$(complete_words mount -o allow_other,nov)"
 mkdir -p "$T_TMP/dirs/mnt-a"
