@@ -413,15 +413,19 @@ rcli flushall >/dev/null
 tcfs remote status --store "$S_A" -o "remote=$(URL)" --json
 check_rc "remote status: it answers (exit 0)" 0
 cp "$OUT" "$T_TMP/status0.json"
-check_eq "remote status --json: of the store's $KERNELS kernels, 0 are there" 0 \
-	"$(json_get "$T_TMP/status0.json" kernels_held)"
-tcfs remote push --store "$S_A" -o "remote=$(URL)" -q
+check_eq "remote status --json: it answers; of the store's $KERNELS kernels, 0 are there" \
+	"true $KERNELS 0" "$(json_eval "$T_TMP/status0.json" '"%s %s %s" % (str(d["answers"]).lower(), d["kernels"], d["held"])')"
+tcfs remote push --store "$S_A" -o "remote=$(URL)" --json
 check_rc "remote push from A's store (mounted)" 0
+check_eq "... published every kernel" "$KERNELS" "$(json_get "$OUT" published)"
 check_eq "... every kernel is in Redis" "$KERNELS" \
 	"$(rcli --scan --pattern 'triton:*:__grp__*' | wc -l)"
 tcfs remote status --store "$S_A" -o "remote=$(URL)" --json
 check_eq "remote status --json: now all $KERNELS are there" "$KERNELS" \
-	"$(json_get "$OUT" kernels_held)"
+	"$(json_get "$OUT" held)"
+tcfs remote push --store "$S_A" -o "remote=$(URL)" --json
+check_eq "push again: nothing to publish, all skipped" "0 $KERNELS" \
+	"$(json_eval "$OUT" '"%d %d" % (d["published"], d["skipped"])')"
 tcfs remote pull --store "$T_TMP/pulled" -o "remote=$(URL)" -q
 check_rc "remote pull into a new store, not mounted" 0
 tcfs list --json --store "$T_TMP/pulled"
@@ -494,6 +498,9 @@ kill -0 "$RP" 2>/dev/null && alive=yes
 wait "$RP"
 rrc=$?
 check_eq "Redis was killed while the replay ran" yes "$alive"
+tcfs remote status --store "$S_A" -o "remote=$(URL)" --json
+check_rc "remote status with Redis dead: exit 1" 1
+check_eq "... it does not answer" false "$(json_get "$OUT" answers)"
 check_eq "the replay completes, every byte read back (exit 0)" 0 "$rrc"
 [ "$rrc" = 0 ] || diag "$(head -5 "$T_TMP/D-cold.err")"
 replay D-warm "$BIG" "$M_D"
