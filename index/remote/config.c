@@ -1,1 +1,510 @@
-/* config: see config.h (being written). */
+/* config: the remote tier's settings, from a URL, mount options and
+ * secret files, each checked before it is taken. */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index/base/err.h"
+#include "index/base/utf8.h"
+#include "index/remote/config.h"
+#include "index/remote/keyfmt.h"
+
+/* The longest wait any option may ask for: an hour. */
+#define MS_MAX 3600000
+
+void tcfs_remote_cfg_init(struct tcfs_remote_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->port = 6379;
+	c->db = 0;
+	snprintf(c->key_format, sizeof(c->key_format), "%s",
+		 TCFS_KEYFMT_DEFAULT);
+	c->connect_ms = 50;
+	c->io_ms = 200;
+	c->budget_ms = 500;
+	c->breaker_fails = 3;
+	c->breaker_open_ms = 30000;
+	c->miss_ttl_ms = 30000;
+	c->conns = 4;
+	c->publish = TCFS_PUBLISH_BINARY;
+	c->trust = TCFS_TRUST_CHECKED;
+	c->modules = 0;
+	c->ttl_s = 0;
+	c->file_max = UINT64_C(64) << 20;
+	c->kernel_max = UINT64_C(256) << 20;
+	c->queue_max = 1024;
+}
+
+/* Strict decimal: digits only (no sign, space or base prefix), at most
+ * max.  0, or -EINVAL. */
+static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		if (v > (max - (uint64_t)(s[i] - '0')) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* What a URL's parts may hold: no controls, space or URL delimiters. */
+static int url_text(const char *s, size_t n, const char *also_bad)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch <= 0x20 || ch >= 0x7f || strchr("/?#@%", ch) ||
+		    strchr(also_bad, ch))
+			return 0;
+	}
+	return 1;
+}
+
+static int url_bad(const char *what, const char *s, size_t n)
+{
+	char part[TCFS_REMOTE_HOST_MAX + 1], show[TCFS_UTF8_SHOW_MAX];
+
+	snprintf(part, sizeof(part), "%.*s", (int)n, s);
+	tcfs_utf8_printable(part, show, sizeof(show));
+	return tcfs_err_set(-EINVAL, "remote URL: %s '%s'", what, show);
+}
+
+/* What a URL sets, kept apart until the whole URL is good (and away from
+ * the secrets of the cfg). */
+struct url {
+	char host[TCFS_REMOTE_HOST_MAX + 1];
+	char user[TCFS_REMOTE_USER_MAX + 1];
+	int port;
+	int db;
+};
+
+/* The user part, before '@' (s, n bytes).  A ':' in it is a password. */
+static int url_user(struct url *c, const char *s, size_t n)
+{
+	if (memchr(s, ':', n))
+		return tcfs_err_set(-EINVAL,
+				    "remote URL: a password in the URL is "
+				    "refused (ps and fstab show it): put it "
+				    "in a file named by remote_auth_file");
+	if (n == 0 || n > TCFS_REMOTE_USER_MAX || !url_text(s, n, ""))
+		return url_bad("bad user", s, n);
+	memcpy(c->user, s, n);
+	c->user[n] = '\0';
+	return 0;
+}
+
+/* HOST or [V6], then :PORT or nothing (s, n bytes). */
+static int url_host(struct url *c, const char *s, size_t n)
+{
+	const char *h = s, *end = s + n, *colon;
+	size_t hn;
+	uint64_t port = 6379;
+	unsigned char v6[16];
+
+	if (n && *s == '[') {
+		const char *rb = memchr(s, ']', n);
+
+		if (!rb)
+			return url_bad("no ']' after IPv6 host", s, n);
+		h = s + 1;
+		hn = (size_t)(rb - h);
+		colon = rb + 1 < end ? rb + 1 : NULL;
+		if (colon && *colon != ':')
+			return url_bad("bad text after IPv6 host", rb + 1,
+				       (size_t)(end - rb - 1));
+	} else {
+		colon = memchr(s, ':', n);
+		hn = colon ? (size_t)(colon - s) : n;
+	}
+	if (hn == 0 || hn > TCFS_REMOTE_HOST_MAX ||
+	    !url_text(h, hn, h == s ? "[]:" : "[]"))
+		return url_bad("bad host", h, hn);
+	memcpy(c->host, h, hn);
+	c->host[hn] = '\0';
+	if (h != s && inet_pton(AF_INET6, c->host, v6) != 1)
+		return url_bad("bad IPv6 address", h, hn);
+	if (colon && (parse_u64(colon + 1, (size_t)(end - colon - 1), 65535,
+				&port) < 0 ||
+		      port == 0))
+		return url_bad("bad port", colon + 1,
+			       (size_t)(end - colon - 1));
+	c->port = (int)port;
+	return 0;
+}
+
+int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url)
+{
+	static const char scheme[] = "redis://";
+	struct url t = { .port = 6379 };
+	const char *a, *slash, *at;
+	uint64_t db = 0;
+	int rc;
+
+	if (strncmp(url, scheme, sizeof(scheme) - 1) != 0)
+		return tcfs_err_set(-EINVAL,
+				    "remote URL: must begin with redis:// "
+				    "(redis://[USER@]HOST[:PORT][/DB])");
+	a = url + sizeof(scheme) - 1;
+	slash = strchr(a, '/');
+	if (!slash)
+		slash = a + strlen(a);
+	at = memchr(a, '@', (size_t)(slash - a));
+	if (at) {
+		rc = url_user(&t, a, (size_t)(at - a));
+		if (rc < 0)
+			return rc;
+		a = at + 1;
+	}
+	rc = url_host(&t, a, (size_t)(slash - a));
+	if (rc < 0)
+		return rc;
+	if (*slash && slash[1] &&
+	    parse_u64(slash + 1, strlen(slash + 1), INT_MAX, &db) < 0)
+		return url_bad("bad database number", slash + 1,
+			       strlen(slash + 1));
+	memcpy(c->host, t.host, sizeof(c->host));
+	memcpy(c->user, t.user, sizeof(c->user));
+	c->port = t.port;
+	c->db = (int)db;
+	return 0;
+}
+
+void tcfs_remote_cfg_url_of(const struct tcfs_remote_cfg *c, char *buf,
+			    size_t len)
+{
+	int v6 = strchr(c->host, ':') != NULL;
+
+	snprintf(buf, len, "redis://%s%s%s%s%s:%d/%d", c->user,
+		 c->user[0] ? "@" : "", v6 ? "[" : "", c->host, v6 ? "]" : "",
+		 c->port, c->db);
+}
+
+/* Checks what fstat says of a secret file: 0, or -EACCES/-EINVAL with a
+ * message naming path. */
+static int secret_stat(const char *path, const struct stat *st, size_t len)
+{
+	if (!S_ISREG(st->st_mode))
+		return tcfs_err_set(-EINVAL, "%s: not a regular file", path);
+	if (st->st_uid != geteuid() && st->st_uid != 0)
+		return tcfs_err_set(-EACCES,
+				    "%s: owned by uid %u: a secret must be "
+				    "owned by its reader (uid %u) or root",
+				    path, (unsigned)st->st_uid,
+				    (unsigned)geteuid());
+	if (st->st_mode & 077)
+		return tcfs_err_set(-EACCES,
+				    "%s: mode %04o: a secret must be readable "
+				    "by its owner only (chmod 600)",
+				    path, (unsigned)(st->st_mode & 07777));
+	if (st->st_size == 0)
+		return tcfs_err_set(-EINVAL, "%s: empty", path);
+	if ((uint64_t)st->st_size > len + 2)
+		return tcfs_err_set(-EINVAL, "%s: longer than %zu bytes", path,
+				    len);
+	return 0;
+}
+
+/* Reads at most cap bytes of fd into buf: their count, or -errno. */
+static ssize_t read_upto(int fd, unsigned char *buf, size_t cap)
+{
+	size_t got = 0;
+
+	while (got < cap) {
+		ssize_t r = read(fd, buf + got, cap - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int tcfs_remote_read_secret(const char *path, unsigned char *buf,
+			    size_t len, size_t *n)
+{
+	/* Room for the secret, its newline ("\r\n") and one byte more, to
+	 * see a file that grew past its fstat. */
+	unsigned char tmp[TCFS_REMOTE_SECRET_MAX + 3];
+	struct stat st;
+	ssize_t got;
+	int fd, rc;
+
+	assert(len >= 1 && len <= TCFS_REMOTE_SECRET_MAX);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+				O_NOCTTY);
+	if (fd < 0 && errno == ELOOP)
+		return tcfs_err_set(-ELOOP, "%s: a symbolic link: a secret "
+				    "is never read through one", path);
+	if (fd < 0)
+		return tcfs_err_errno(-errno, "%s", path);
+	rc = fstat(fd, &st) < 0 ? tcfs_err_errno(-errno, "%s", path)
+				: secret_stat(path, &st, len);
+	got = rc < 0 ? 0 : read_upto(fd, tmp, len + 3);
+	close(fd);
+	if (rc == 0 && got < 0)
+		rc = tcfs_err_errno((int)got, "%s", path);
+	if (rc < 0)
+		goto out;
+	if (got > 0 && tmp[got - 1] == '\n')
+		got -= got > 1 && tmp[got - 2] == '\r' ? 2 : 1;
+	if (got == 0)
+		rc = tcfs_err_set(-EINVAL, "%s: empty", path);
+	else if ((size_t)got > len)
+		rc = tcfs_err_set(-EINVAL, "%s: longer than %zu bytes", path,
+				  len);
+	if (rc == 0) {
+		memcpy(buf, tmp, (size_t)got);
+		*n = (size_t)got;
+	}
+out:
+	explicit_bzero(tmp, sizeof(tmp));
+	return rc;
+}
+
+static int bad_value(const char *name, const char *v, const char *what)
+{
+	char show[TCFS_UTF8_SHOW_MAX];
+
+	tcfs_utf8_printable(v, show, sizeof(show));
+	return tcfs_err_set(-EINVAL, "remote_%s: '%s' is not %s", name, show,
+			    what);
+}
+
+/* A whole number from min to max into *out. */
+static int set_int(const char *name, const char *v, int min, int max,
+		   int *out)
+{
+	char what[64];
+	uint64_t u;
+
+	assert(min >= 0 && min <= max);
+	snprintf(what, sizeof(what), "a whole number from %d to %d", min, max);
+	if (parse_u64(v, strlen(v), (uint64_t)max, &u) < 0 ||
+	    u < (uint64_t)min)
+		return bad_value(name, v, what);
+	*out = (int)u;
+	return 0;
+}
+
+/* A size: bytes, or K, M, G (also KB, KiB...), 1 byte to 1 TiB. */
+static int set_size(const char *name, const char *v, uint64_t *out)
+{
+	static const char units[] = "KMG";
+	const uint64_t max = UINT64_C(1) << 40;
+	size_t n = strspn(v, "0123456789");
+	const char *u = v + n, *k;
+	unsigned shift = 0;
+	uint64_t x;
+
+	if (*u && (k = strchr(units, u[0] & ~0x20)) &&
+	    (!u[1] || strcmp(u + 1, "B") == 0 || strcmp(u + 1, "iB") == 0)) {
+		shift = 10 * (unsigned)(k - units + 1);
+		u += strlen(u);
+	}
+	if (*u || parse_u64(v, n, max, &x) < 0 || x == 0 ||
+	    x > max >> shift)
+		return bad_value(name, v, "a size from 1 to 1024G "
+					  "(bytes, or with K, M or G)");
+	*out = x << shift;
+	return 0;
+}
+
+/* One of words (NULL-ended), its index into *out. */
+static int set_word(const char *name, const char *v,
+		    const char *const *words, const char *what, int *out)
+{
+	for (int i = 0; words[i]; i++)
+		if (strcmp(v, words[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return bad_value(name, v, what);
+}
+
+static int set_key_format(struct tcfs_remote_cfg *c, const char *v)
+{
+	int rc;
+
+	if (strlen(v) > TCFS_REMOTE_KEYFMT_MAX)
+		return tcfs_err_set(-EINVAL, "remote_key_format: longer than "
+				    "%d bytes", TCFS_REMOTE_KEYFMT_MAX);
+	rc = tcfs_keyfmt_check(v);
+	if (rc < 0)
+		return tcfs_err_prefix(rc, "remote_key_format");
+	snprintf(c->key_format, sizeof(c->key_format), "%s", v);
+	return 0;
+}
+
+/* The password goes to AUTH as text: a NUL in it would cut it short. */
+static int set_auth_file(struct tcfs_remote_cfg *c, const char *v)
+{
+	unsigned char pw[TCFS_REMOTE_SECRET_MAX];
+	size_t n = 0;
+	int rc;
+
+	rc = tcfs_remote_read_secret(v, pw, sizeof(pw), &n);
+	if (rc == 0 && memchr(pw, '\0', n))
+		rc = tcfs_err_set(-EINVAL, "%s: holds a NUL byte: a password "
+				  "is text", v);
+	if (rc == 0) {
+		memcpy(c->pass, pw, n);
+		c->pass[n] = '\0';
+	}
+	explicit_bzero(pw, sizeof(pw));
+	return rc < 0 ? tcfs_err_prefix(rc, "remote_auth_file") : 0;
+}
+
+static int set_key_file(struct tcfs_remote_cfg *c, const char *v)
+{
+	int rc = tcfs_remote_read_secret(v, c->hmac_key, sizeof(c->hmac_key),
+					 &c->hmac_len);
+
+	return rc < 0 ? tcfs_err_prefix(rc, "remote_key_file") : 0;
+}
+
+static int set_publish(struct tcfs_remote_cfg *c, const char *v)
+{
+	static const char *const w[] = { [TCFS_PUBLISH_BINARY] = "binary",
+					 [TCFS_PUBLISH_ALL] = "all",
+					 [TCFS_PUBLISH_OFF] = "off", NULL };
+	int i = 0, rc = set_word("publish", v, w, "all, binary or off", &i);
+
+	if (rc == 0)
+		c->publish = (enum tcfs_remote_publish)i;
+	return rc;
+}
+
+static int set_trust(struct tcfs_remote_cfg *c, const char *v)
+{
+	static const char *const w[] = { [TCFS_TRUST_CHECKED] = "checked",
+					 [TCFS_TRUST_ANY] = "any",
+					 [TCFS_TRUST_SIGNED] = "signed", NULL };
+	int i = 0, rc = set_word("trust", v, w, "any, checked or signed", &i);
+
+	if (rc == 0)
+		c->trust = (enum tcfs_remote_trust)i;
+	return rc;
+}
+
+static int set_modules(struct tcfs_remote_cfg *c, const char *v)
+{
+	static const char *const w[] = { "off", "on", NULL };
+
+	return set_word("modules", v, w, "on or off", &c->modules);
+}
+
+/* Seconds, up to what Redis's EXPIRE takes without overflowing its
+ * milliseconds on any version. */
+static int set_ttl(struct tcfs_remote_cfg *c, const char *v)
+{
+	int s, rc = set_int("ttl", v, 0, INT_MAX, &s);
+
+	if (rc == 0)
+		c->ttl_s = s;
+	return rc;
+}
+
+static int set_breaker(struct tcfs_remote_cfg *c, const char *v)
+{
+	const char *colon = strchr(v, ':');
+	size_t fn = colon ? (size_t)(colon - v) : strlen(v);
+	uint64_t f, ms = (uint64_t)c->breaker_open_ms;
+
+	if (parse_u64(v, fn, 1000000, &f) < 0 || f == 0 ||
+	    (colon && (parse_u64(colon + 1, strlen(colon + 1), MS_MAX, &ms) <
+			       0 ||
+		       ms == 0)))
+		return bad_value("breaker", v, "FAILS or FAILS:MS (failures in "
+					       "a row, 1 to 1000000; ms open, "
+					       "1 to 3600000)");
+	c->breaker_fails = (int)f;
+	c->breaker_open_ms = (int)ms;
+	return 0;
+}
+
+static int set_connect_timeout(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_int("connect_timeout", v, 1, MS_MAX, &c->connect_ms);
+}
+
+static int set_timeout(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_int("timeout", v, 1, MS_MAX, &c->io_ms);
+}
+
+static int set_budget(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_int("budget", v, 1, MS_MAX, &c->budget_ms);
+}
+
+/* 0: a miss is not remembered at all. */
+static int set_miss_ttl(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_int("miss_ttl", v, 0, MS_MAX, &c->miss_ttl_ms);
+}
+
+static int set_conns(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_int("conns", v, 1, 256, &c->conns);
+}
+
+static int set_file_max(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_size("file_max", v, &c->file_max);
+}
+
+static int set_kernel_max(struct tcfs_remote_cfg *c, const char *v)
+{
+	return set_size("kernel_max", v, &c->kernel_max);
+}
+
+static const struct {
+	const char *name;
+	int (*set)(struct tcfs_remote_cfg *c, const char *v);
+} options[] = {
+	{ "key_format", set_key_format },
+	{ "auth_file", set_auth_file },
+	{ "key_file", set_key_file },
+	{ "publish", set_publish },
+	{ "trust", set_trust },
+	{ "modules", set_modules },
+	{ "ttl", set_ttl },
+	{ "connect_timeout", set_connect_timeout },
+	{ "timeout", set_timeout },
+	{ "budget", set_budget },
+	{ "breaker", set_breaker },
+	{ "miss_ttl", set_miss_ttl },
+	{ "conns", set_conns },
+	{ "file_max", set_file_max },
+	{ "kernel_max", set_kernel_max },
+};
+
+int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
+			const char *value)
+{
+	char show[TCFS_UTF8_SHOW_MAX];
+
+	for (size_t i = 0; i < sizeof(options) / sizeof(*options); i++)
+		if (strcmp(name, options[i].name) == 0)
+			return options[i].set(c, value);
+	tcfs_utf8_printable(name, show, sizeof(show));
+	return tcfs_err_set(-ENOENT, "remote_%s: no such option", show);
+}

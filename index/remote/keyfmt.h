@@ -21,14 +21,15 @@
 int tcfs_keyfmt_check(const char *fmt);
 
 /* The Redis key of file filename of cache key key, into buf (len bytes):
- * 0, or -ENAMETOOLONG. */
+ * 0, -ENAMETOOLONG (over len, or over TCFS_KEYFMT_KEY_MAX), or -EINVAL
+ * with a message for a fmt that tcfs_keyfmt_check refuses. */
 int tcfs_keyfmt_expand(const char *fmt, const char *key,
 		       const char *filename, char *buf, size_t len);
 
 /* A SCAN MATCH pattern for the keys of files named like file_glob (a
  * Redis glob, passed as it is) of any cache key: the format's literal
- * parts escaped (Redis glob specials * ? [ ] \), {key} as "*".  0, or
- * -ENAMETOOLONG. */
+ * parts escaped (Redis glob specials * ? [ ] \), {key} as "*".  0,
+ * -ENAMETOOLONG, or -EINVAL as tcfs_keyfmt_expand. */
 int tcfs_keyfmt_pattern(const char *fmt, const char *file_glob, char *buf,
 			size_t len);
 
@@ -36,7 +37,9 @@ int tcfs_keyfmt_pattern(const char *fmt, const char *file_glob, char *buf,
  * when rkey is a key the format makes (the key a Triton key name,
  * tcfs_name_is_key; the file name a plain name, tcfs_name_check), else 0.
  * Where the format is ambiguous (two fields side by side), the first
- * match that gives valid names wins. */
+ * match that gives valid names wins: the longest key, then the longest
+ * file name.  A field named twice must match the same
+ * bytes both times.  0 also for a fmt that tcfs_keyfmt_check refuses. */
 int tcfs_keyfmt_parse(const char *fmt, const char *rkey, char *key,
 		      size_t keylen, char *filename, size_t filelen);
 

@@ -14,7 +14,9 @@
  * Errors: -ENOENT (absent), -EBUSY (no connection free), -EAGAIN (breaker
  * open), -ETIMEDOUT, -ECONNREFUSED, -EPROTO (an answer that is not the
  * protocol's), -EACCES (refused: wrong password, ACL), -EFBIG (over a
- * bound), -EBADMSG (bytes refused by a check), with a message (err.h).
+ * bound), -EBADMSG (bytes refused by a check), -EREMOTEIO (another error
+ * reply: READONLY, OOM, LOADING...), and a connection's own (-ECONNRESET,
+ * -EHOSTUNREACH...), with a message (err.h).
  */
 #ifndef TCFS_REMOTE_H
 #define TCFS_REMOTE_H
@@ -143,7 +145,8 @@ void tcfs_fetched_free(struct tcfs_fetched *f);
 int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
 			     const char *name, struct tcfs_fetched *out);
 /* The same for a single file (a launcher module FILE.so, an
- * FN.autotune.json): f[0] is it. */
+ * FN.autotune.json): f[0] is it.  A module only when cfg.modules: else
+ * -EPERM, nothing asked nor counted. */
 int tcfs_remote_fetch_file(struct tcfs_remote *r, const char *key,
 			   const char *file, struct tcfs_fetched *out);
 

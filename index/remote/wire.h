@@ -31,7 +31,9 @@
 #define TCFS_WIRE_FILES_MAX 64
 #define TCFS_WIRE_JSON_MAX (64u << 10)
 
-/* The Redis file names of a kernel NAME and a single file FILE. */
+/* The Redis file names of a kernel NAME and a single file FILE: 0,
+ * -ENAMETOOLONG (over len, or over TCFS_NAME_MAX), or -EINVAL for a name
+ * that is not a plain file name. */
 int tcfs_wire_group_file(const char *name, char *buf, size_t len);
 int tcfs_wire_sidecar_file(const char *name_or_file, char *buf, size_t len);
 
@@ -43,7 +45,8 @@ struct tcfs_wire_names {
 
 /* Renders {"child_paths": [sorted names]} as json.dumps does (", " and
  * ": " separators, ensure_ascii escapes), *out owned by the caller
- * (free()).  The names need not be sorted on entry.  0 or -ENOMEM. */
+ * (free()).  The names need not be sorted on entry.  0, -ENOMEM, or
+ * -EILSEQ and -E2BIG as tcfs_sidecar_render. */
 int tcfs_wire_group_render(const struct tcfs_wire_names *names, char **out,
 			   size_t *len);
 
@@ -77,19 +80,42 @@ const struct tcfs_sidecar_file *tcfs_sidecar_find(const struct tcfs_sidecar *sc,
 						  const char *name);
 
 /* Adds a file (its bytes hashed with SHA-256) to sc: 0, or -E2BIG when
- * sc is full, -EEXIST when it has the name. */
+ * sc is full, -EEXIST when it has the name, -ENAMETOOLONG over
+ * TCFS_NAME_MAX. */
 int tcfs_sidecar_add(struct tcfs_sidecar *sc, const char *name,
 		     const void *bytes, size_t len);
 
+/* The text the HMAC signs, so that the JSON's layout (member order,
+ * spacing, escapes) does not matter, and no name can pass for another
+ * line: each string as its byte length in decimal, ':' and its bytes;
+ * the files sorted by name (strcmp); sizes in decimal, hashes in
+ * lowercase hex:
+ *
+ *   tcfs-sidecar-v1\n
+ *   key LEN:KEY\n
+ *   name LEN:NAME\n
+ *   kind group|file\n
+ *   files COUNT\n
+ *   LEN:FILE SIZE SHA256HEX\n          (one line per file)
+ *
+ * e.g. in Python: hmac.new(key, text, hashlib.sha256).hexdigest().
+ * *text owned by the caller (free()).  0 or -ENOMEM. */
+int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
+			     size_t *len);
+
 /* Renders sc (files sorted by name), signed with key (klen bytes) when
- * klen > 0.  *out owned by the caller (free()).  0 or -ENOMEM. */
+ * klen > 0.  *out owned by the caller (free()).  0, -ENOMEM, -EILSEQ
+ * (a name that is not UTF-8, which JSON cannot carry) or -E2BIG (over
+ * TCFS_WIRE_JSON_MAX: no reader would take it), with a message. */
 int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 			const unsigned char *key, size_t klen, char **out,
 			size_t *len);
 
 /* Parses a sidecar value (at most TCFS_WIRE_JSON_MAX bytes), checking
- * that it names key and name, and that its file names are plain and
- * distinct.  0, or -EBADMSG with a message. */
+ * that it is version 1 with no member twice nor unknown, names key and
+ * name, that its file names are plain and distinct, and that it lists
+ * the group file (a group's) or that one file alone (a file's).  0,
+ * -ENOMEM, or -EBADMSG with a message (out is then zeroed). */
 int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
 		       const char *name, struct tcfs_sidecar *out);
 
