@@ -245,6 +245,12 @@ check_eq "stats on B: no remote miss, error nor refusal" "0 0 0" \
 	"$(fig "$S_B" misses) $(fig "$S_B" errors) $(fig "$S_B" refused)"
 check_num "stats on B: bytes_fetched counted" "$(fig "$S_B" bytes_fetched)" -gt 100000
 check_eq "B published nothing again (what came from the remote stays there)" 0 "$(fig "$S_B" published)"
+check_eq ".tcfs/stats.json on B has the same figure" "$KERNELS" \
+	"$(json_get "$M_B/.tcfs/stats.json" remote.kernel_hits)"
+check_grep ".tcfs/metrics.prom on B: tcfs_remote_kernel_hits_total" \
+	"^tcfs_remote_kernel_hits_total(\{[^}]*\})? $KERNELS\$" "$M_B/.tcfs/metrics.prom"
+tcfs stats --store "$S_B"
+check_grep "tcfs stats on B: a remote line with the kernel hits" "^remote .*$KERNELS kernel hits" "$OUT"
 tcfs list --json --store "$S_B"
 check_eq "list on B: every kernel's origin is remote" "$KERNELS remote" \
 	"$(json_eval "$OUT" '"%d %s" % (len(d), ",".join(sorted(set(str(k.get("origin")) for k in d))))')"
@@ -343,6 +349,14 @@ for n in 1:up 2:abs 3:dict 4:big; do
 	read -r ms r < <(probe_ms "$M_X" "$(NK "${n%%:*}")" "${n#*:}")
 	res="$res ${n#*:}:$r"
 done
+# A group whose child is not there: a miss, not part of a kernel.
+rcli set "triton:$(NK 5):__grp__part.json" '{"child_paths": ["part.cubin", "part.json"]}' >/dev/null
+rcli set "triton:$(NK 5):part.json" '{}' >/dev/null
+m0=$(settled "$S_X" misses)
+read -r ms r < <(probe_ms "$M_X" "$(NK 5)" part)
+check_eq "a group one of whose children is gone: a miss" miss "$r"
+check_eq "... counted as one" $((m0 + 1)) "$(settled "$S_X" misses)"
+check_eq "... nothing of it landed" "" "$(find "$M_X/$(NK 5)" -mindepth 1)"
 net1=$(rcli info stats | sed -n 's/^total_net_output_bytes:\([0-9]*\).*/\1/p')
 check_eq "groups naming ../x, an absolute path, ../../y (dict form), a 512 MiB child: all miss" \
 	" up:miss abs:miss dict:miss big:miss" "$res"
