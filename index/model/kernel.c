@@ -44,6 +44,8 @@ static const char sql_upsert[] =
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
 	" k.created, k.origin"
+/* Columns of KERNEL_ROW: what a query adds comes after them. */
+#define KERNEL_COLS 17
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -352,7 +354,7 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, 16, NULL));
+		 tcfs_db_text(st, KERNEL_COLS - 1, NULL));
 }
 
 /* ctx: the filter; a kernel it does not match is skipped. */
@@ -393,10 +395,10 @@ static int fill_use(void *ctx, void *elem, sqlite3_stmt *st)
 	struct tcfs_kernel_use *u = elem;
 
 	kernel_from_row(st, &u->k);
-	u->files = (uint64_t)sqlite3_column_int64(st, 16);
-	u->hits = (uint64_t)sqlite3_column_int64(st, 17);
-	u->misses = (uint64_t)sqlite3_column_int64(st, 18);
-	u->last_hit_ns = sqlite3_column_int64(st, 19);
+	u->files = (uint64_t)sqlite3_column_int64(st, KERNEL_COLS);
+	u->hits = (uint64_t)sqlite3_column_int64(st, KERNEL_COLS + 1);
+	u->misses = (uint64_t)sqlite3_column_int64(st, KERNEL_COLS + 2);
+	u->last_hit_ns = sqlite3_column_int64(st, KERNEL_COLS + 3);
 	return tcfs_kernel_match(&u->k, ctx) ? 0 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "index/base/err.h"
 #include "index/base/name.h"
@@ -32,7 +33,27 @@ struct fetch {
 	char *vals[F_SLOTS];
 	size_t lens[F_SLOTS];
 	uint64_t got;		/* bytes of values received */
+	int64_t until_ns;	/* the probe's budget ends (monotonic) */
 };
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Before each further call: a fetch that took its budget (remote_budget)
+ * asks no more, whatever each reply's own timeout allows. */
+static int fetch_in_time(const struct fetch *x, const char *what)
+{
+	if (mono_ns() <= x->until_ns)
+		return 0;
+	return tcfs_err_set(-ETIMEDOUT, "remote %s: over remote_budget "
+			    "(%d ms) before %s", x->rkey[F_HEAD],
+			    x->cfg->budget_ms, what);
+}
 
 void tcfs_fetched_free(struct tcfs_fetched *f)
 {
@@ -199,6 +220,8 @@ static int fetch_children(struct fetch *x)
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = fetch_key(x, F_CHILD + i, x->names.name[i]);
 	if (!rc && n)
+		rc = fetch_in_time(x, "the children's sizes");
+	if (!rc && n)
 		rc = tcfs_remote_sizes(x->r, x->kp + F_CHILD, n,
 				       x->sizes + F_CHILD);
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -208,6 +231,8 @@ static int fetch_children(struct fetch *x)
 	}
 	/* At most the largest size just read: a value that grew since is
 	 * -EFBIG, not a surprise. */
+	if (!rc && n)
+		rc = fetch_in_time(x, "the children");
 	if (!rc && n)
 		rc = tcfs_remote_get(x->r, x->kp + F_CHILD, n, max,
 				     x->vals + F_CHILD, x->lens + F_CHILD);
@@ -273,6 +298,7 @@ static struct fetch *fetch_new(struct tcfs_remote *r, const char *key,
 	x->r = r;
 	x->cfg = tcfs_remote_cfg_of(r);
 	x->key = key;
+	x->until_ns = mono_ns() + (int64_t)x->cfg->budget_ms * 1000000;
 	return x;
 }
 

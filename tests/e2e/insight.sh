@@ -47,8 +47,10 @@ echo "# --- tcfs list"
 tcfs list --json --store "$S"
 check_eq "list --json: one row per kernel" "$KERNELS" "$(json_eval "$OUT" 'len(d)')"
 check_eq "... with every field" \
-	"arch backend created files hits key last_hit misses name num_stages num_warps root size target" \
+	"arch backend created files hits key last_hit misses name num_stages num_warps origin root size target" \
 	"$(json_eval "$OUT" '" ".join(sorted(d[0]))')"
+check_eq "... each from its origin: the import" "import" \
+	"$(json_eval "$OUT" '" ".join(sorted(set(k["origin"] for k in d)))')"
 check_eq "... never hit yet: last_hit null, hits 0" "0 None" \
 	"$(json_eval "$OUT" '"%d %s" % (sum(r["hits"] for r in d), set(r["last_hit"] for r in d).pop())')"
 check_eq "... files and size as in the fixture's key dir" \

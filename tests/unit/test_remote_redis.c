@@ -280,7 +280,26 @@ static void atomic_ttl(int port)
 	tcfs_remote_close(r);
 }
 
-/* A value over max: -EFBIG from its size, and no MGET sent. */
+static void too_big_large(struct tcfs_remote *r, int port)
+{
+	size_t big = (5u << 20) + 1;
+	char *buf = calloc(1, big);
+	struct tcfs_remote_kv kv = { "t:huge", buf, big };
+	const char *keys[] = { "t:rt:1", "t:huge" };
+	char *vals[2];
+	size_t lens[2];
+
+	tap_eq(tcfs_remote_put(r, &kv, 1, 0), 0, "put a 5 MiB + 1 value");
+	mget_calls(port, 1);
+	tap_eq(tcfs_remote_get(r, keys, 2, 5u << 20, vals, lens), -EFBIG,
+	       "get with max 5 MiB: -EFBIG");
+	tap_eq(mget_calls(port, 0), 0, "a large bound: sizes first, no MGET");
+	free(buf);
+}
+
+/* A value over max: -EFBIG, nothing returned.  A small bound is one MGET
+ * whose reply is read no further than the bound; a large one asks the
+ * sizes first, and sends no MGET. */
 static void too_big(int port)
 {
 	struct tcfs_remote *r = open_at(port, NULL);
@@ -294,12 +313,13 @@ static void too_big(int port)
 	tap_eq(tcfs_remote_get(r, keys, 2, 9, vals, lens), -EFBIG,
 	       "get with max 9: -EFBIG");
 	tap_ok(vals[0] == NULL && vals[1] == NULL, "nothing returned");
-	tap_eq(mget_calls(port, 0), 0, "no MGET sent");
+	tap_eq(mget_calls(port, 0), 1, "a small bound: one MGET");
 	tap_ok(strstr(tcfs_err_msg(), "t:big") != NULL, "message: %s",
 	       tcfs_err_msg());
 	tap_eq(tcfs_remote_get(r, keys, 2, 10, vals, lens), 0,
 	       "the same connection serves the next call");
 	free_vals(vals, 2);
+	too_big_large(r, port);
 	tcfs_remote_close(r);
 }
 
