@@ -36,7 +36,8 @@ static const struct opt_cmd cmd = {
 	"          skipped): pre-warms a fleet from one node\n"
 	"  pull    fetches every remote kernel that matches --name and --arch\n"
 	"          into the store, checked as a mount checks it: pre-warms a\n"
-	"          new node.  A mounted store's daemon does it.\n"
+	"          new node.  A mounted store's daemon does it, from the\n"
+	"          mount's own remote.\n"
 	"The remote is the one -o names (as tcfs mount -o takes it: remote=URL,\n"
 	"remote_auth_file=F, ...), else the store's (tcfs config remote URL).\n",
 	NULL,

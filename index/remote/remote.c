@@ -23,6 +23,12 @@ struct tcfs_remote {
 	const struct tcfs_remote_ops *ops;
 	struct tcfs_remote_stats stats;
 	atomic_uint next;	/* the slot to try first, so callers spread */
+	/* Callers waiting for a slot, no more than there are slots, so
+	 * that at most twice remote_conns threads ever wait on the remote
+	 * (a FUSE session has 16 workers). */
+	pthread_mutex_t wmu;
+	pthread_cond_t wcv;	/* a slot was let go */
+	atomic_int waiting;
 	pthread_mutex_t bmu;	/* the breaker's fields below */
 	enum tcfs_breaker state;
 	int fails;		/* failures in a row */
@@ -56,6 +62,15 @@ int tcfs_remote_open(const struct tcfs_remote_cfg *cfg,
 	r->cfg = *cfg;
 	r->nslots = n;
 	pthread_mutex_init(&r->bmu, NULL);
+	pthread_mutex_init(&r->wmu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&r->wcv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	for (size_t i = 0; i < n; i++)
 		pthread_mutex_init(&r->slots[i].mu, NULL);
 	r->state = TCFS_BREAKER_CLOSED;
@@ -73,6 +88,8 @@ void tcfs_remote_close(struct tcfs_remote *r)
 		pthread_mutex_destroy(&r->slots[i].mu);
 	}
 	pthread_mutex_destroy(&r->bmu);
+	pthread_cond_destroy(&r->wcv);
+	pthread_mutex_destroy(&r->wmu);
 	free(r);
 }
 
@@ -154,22 +171,59 @@ static void breaker_report(struct tcfs_remote *r, int failed)
 	pthread_mutex_unlock(&r->bmu);
 }
 
-/* A free slot, its mutex held; -EBUSY at once when there is none. */
-static int slot_take(struct tcfs_remote *r, struct slot **out)
+/* A free slot's mutex taken, or NULL. */
+static struct slot *slot_try(struct tcfs_remote *r)
 {
 	unsigned start = atomic_fetch_add(&r->next, 1);
 
 	for (size_t i = 0; i < r->nslots; i++) {
 		struct slot *s = &r->slots[(start + i) % r->nslots];
 
-		if (pthread_mutex_trylock(&s->mu) == 0) {
-			*out = s;
-			return 0;
-		}
+		if (pthread_mutex_trylock(&s->mu) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+/* A free slot, its mutex held.  With none free, a caller waits for one,
+ * no longer than one reply's timeout, and only while fewer callers than
+ * there are slots wait: else -EBUSY at once.  A burst of probes of new
+ * kernels is served in turn; a stalled remote holds at most twice
+ * remote_conns threads, each for one timeout, until the breaker opens. */
+static int slot_take(struct tcfs_remote *r, struct slot **out)
+{
+	int64_t until = now_ns() + (int64_t)r->cfg.io_ms * 1000000;
+	struct timespec ts = { until / 1000000000, until % 1000000000 };
+	struct slot *s = slot_try(r);
+	int timed_out = 0;
+
+	if (!s && atomic_load(&r->waiting) < (int)r->nslots) {
+		pthread_mutex_lock(&r->wmu);
+		atomic_fetch_add(&r->waiting, 1);
+		while (!(s = slot_try(r)) && !timed_out)
+			timed_out = pthread_cond_timedwait(&r->wcv, &r->wmu,
+							   &ts) == ETIMEDOUT;
+		atomic_fetch_sub(&r->waiting, 1);
+		pthread_mutex_unlock(&r->wmu);
+	}
+	if (s) {
+		*out = s;
+		return 0;
 	}
 	atomic_fetch_add(&r->stats.skipped, 1);
 	return tcfs_err_set(-EBUSY, "remote: all %zu connections busy",
 			    r->nslots);
+}
+
+/* Lets a slot go, and wakes a caller waiting for one. */
+static void slot_give(struct tcfs_remote *r, struct slot *s)
+{
+	pthread_mutex_unlock(&s->mu);
+	if (atomic_load(&r->waiting) > 0) {
+		pthread_mutex_lock(&r->wmu);
+		pthread_cond_signal(&r->wcv);
+		pthread_mutex_unlock(&r->wmu);
+	}
 }
 
 /* A slot and the breaker's leave, connected: 0 with *out held, or
@@ -182,7 +236,7 @@ static int call_begin(struct tcfs_remote *r, struct slot **out)
 	if (rc)
 		return rc;
 	if (!breaker_admit(r)) {
-		pthread_mutex_unlock(&s->mu);
+		slot_give(r, s);
 		atomic_fetch_add(&r->stats.skipped, 1);
 		return tcfs_err_set(-EAGAIN, "remote: not asked: the breaker"
 				    " is open after %d failures",
@@ -193,7 +247,7 @@ static int call_begin(struct tcfs_remote *r, struct slot **out)
 	if (rc) {
 		breaker_report(r, 1);
 		atomic_fetch_add(&r->stats.errors, 1);
-		pthread_mutex_unlock(&s->mu);
+		slot_give(r, s);
 		return rc;
 	}
 	*out = s;
@@ -212,7 +266,7 @@ static int call_end(struct tcfs_remote *r, struct slot *s, int rc)
 		atomic_fetch_add(&r->stats.errors, 1);
 	}
 	breaker_report(r, failed);
-	pthread_mutex_unlock(&s->mu);
+	slot_give(r, s);
 	return rc;
 }
 

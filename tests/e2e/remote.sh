@@ -272,9 +272,9 @@ check_num "B warm: no command reached Redis (only our INFO)" $((c1 - c0)) -le 1
 check_eq "B warm: nothing more fetched" "$KERNELS" "$(settled "$S_B" kernel_hits)"
 
 echo "# --- eight processes racing on a fresh node C"
-# A probe that finds every connection busy is a local miss, never a wait:
-# eight processes taking the kernels in their own orders need 8.
-mount_node C "remote=$(URL),remote_conns=8"
+# Eight processes, each taking the kernels in its own order, through the
+# default 4 connections: a probe that finds them all busy waits its turn.
+mount_node C "remote=$(URL)"
 replay C-race --procs 8 --shuffle "$SRC" "$M_C"
 check_eq "C race: every kernel probe of every process a hit" "$((8 * KERNELS))/0" \
 	"$(seen C-race kernel hits)/$(seen C-race kernel misses)"
