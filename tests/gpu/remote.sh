@@ -22,7 +22,8 @@
 # bundling (tests/gpu/bundle.sh, which brings redis-server, redis-cli and
 # python3-redis along; doc/testing.md, "Real Triton on a GPU machine"):
 #   tests/gpu/remote.sh [BUNDLE_DIR] [OUT_DIR]
-# REPS (default 3): rounds of warm runs.  B_OPTS (default
+# REPS (default 3): rounds of warm runs; FIRST_REPS (default 3): first
+# runs on a fresh node B (and of Triton's own manager).  B_OPTS (default
 # remote_modules=on, as RemoteCacheManager fetches launcher modules too):
 # node B's remote options beside remote=.  TRITON_RUN: another program
 # in triton_run.py's place (same argument and output).
@@ -31,6 +32,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=$(cd "${1:-$top/.device-bundle}" && pwd) || exit 2
 out=${2:-${OUT:-/tmp/tcfs-gpu-remote}}
 reps=${REPS:-3}
+first_reps=${FIRST_REPS:-3}
 b_opts=${B_OPTS-remote_modules=on}
 prog=${TRITON_RUN:-$top/tests/gpu/triton_run.py}
 report=$top/tests/gpu/remote_report.py
@@ -209,6 +211,16 @@ for rep in $(seq "$reps"); do
 	run A-warm "$rep" mnt-A
 	run B-warm "$rep" mnt-B
 	run rcm-B-warm "$rep" plain-rcm-B "${rcm_env[@]}"
+done
+# More first runs, each on a fresh node (a fresh store, or a fresh plain
+# directory for Triton's own), beside a plain warm run: one sample of a
+# first run is within the noise of the targets.
+for rep in $(seq 2 "$first_reps"); do
+	mount_node "B$rep" "remote=$url${b_opts:+,$b_opts}"
+	run B-first "$rep" "mnt-B$rep"
+	tcfs umount "$work/mnt-B$rep"
+	run rcm-B-first "$rep" "plain-rcm-B$rep" "${rcm_env[@]}"
+	run plain-warm "$((reps + rep - 1))" plain
 done
 tcfs stats --store "$work/store-B" >>"$log" 2>&1
 for n in N A B; do
