@@ -60,8 +60,7 @@ static const char *const remote_help[] = {
 	"Bytes fetched from the fleet tier.",
 	"Kernels and modules published to the fleet tier.",
 	"Publishes dropped because the queue was full.",
-	"Local misses the fleet tier did not ask about (breaker open, or all "
-	"busy).",
+	"Misses the remote was not asked about: breaker open, or all busy.",
 	"Times the circuit breaker opened.",
 };
 _Static_assert(sizeof(remote_figs) == sizeof(remote_help),
