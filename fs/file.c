@@ -20,7 +20,9 @@ void fs_row_create(fuse_req_t req, const struct fs_ino *parent,
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
 	struct tcfs_node n;
-	int rc = tcfs_ns_create(fs->store, parent->row, nm->s, mode & 07777,
+	int rc = tcfs_ns_create(fs->store, parent->row, nm->s,
+				fs_users_mode(req, parent->row, nm->s,
+					       mode & 07777, 0),
 				tcfs_ns_now(), &c, &n);
 
 	if (rc < 0) {
@@ -133,6 +135,12 @@ void fs_row_setattr(fuse_req_t req, const struct fs_ino *i,
 	    (((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->uid) ||
 	     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->gid)))
 		rc = -EPERM;	/* the store keeps no owners */
+	/* A shared kernel stays writable by its writer alone. */
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE) &&
+	    fs_users_mode(req, n.parent, n.name, attr->st_mode & 07777,
+			  n.kind == TCFS_DIR) !=
+		    (attr->st_mode & 07777))
+		rc = -EPERM;
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		rc = fs_files_truncate(fs, &n, (uint64_t)attr->st_size);
 	/* A mode or time set now must not be undone by a later commit of

@@ -223,6 +223,8 @@ struct own_opts {
 	int binary_only;
 	int store_binary_only;
 	char *max_size;		/* -o max_size=SIZE (fuse_opt's copy) */
+	char *trust;		/* -o trust=USER:...:@GROUP (its copy) */
+	int others;		/* -o allow_other: many users */
 	const char *root;	/* the mount point, for -o redirect */
 	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
 	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
@@ -238,6 +240,7 @@ static const struct fuse_opt own_specs[] = {
 	{ "binary_only", offsetof(struct own_opts, binary_only), 1 },
 	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
+	{ "trust=%s", offsetof(struct own_opts, trust), 0 },
 	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
 	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
@@ -274,6 +277,8 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 		      struct own_opts *own)
 {
 	int others = o->fuse_opts && strstr(o->fuse_opts, "allow_other");
+
+	own->others = others;
 
 	/* Without allow_other FUSE lets only the mounting user in, and the
 	 * modes need no checking by the kernel, which would otherwise fetch
@@ -335,6 +340,17 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	}
 	fs->binary_only = own->binary_only;
 	fs->store_binary_only = own->store_binary_only;
+	if (own->trust && !own->others) {
+		say(r, "-o trust: only with -o allow_other, which lets other "
+		       "users in (see tcfs mount --help)");
+		return 2;
+	}
+	/* Others let in: who may write shared kernels, and each other
+	 * user's own (users.c). */
+	if (own->others && fs_users_new(own->trust, fs->uid, &fs->users) < 0) {
+		say(r, "%s (see tcfs mount --help)", tcfs_err_msg());
+		return 2;
+	}
 	return 0;
 }
 
@@ -468,6 +484,7 @@ static void free_state(struct tcfs_fs *fs)
 	fs_checked_free(fs->checked);
 	fs_views_free(fs->views);
 	fs_redirects_free(fs->redirects);
+	fs_users_free(fs->users);
 	tcfs_store_close(fs->store);
 }
 
@@ -514,6 +531,7 @@ out:
 	free_state(&fs);
 	fuse_opt_free_args(&args);
 	free(own.max_size);
+	free(own.trust);
 	free(own.rest);
 	explicit_bzero(&own.remote, sizeof(own.remote));	/* secrets */
 	return rc;

@@ -80,6 +80,8 @@ struct tcfs_fs {
 	struct fs_evict *evict;		/* the size limit, and prunes */
 	struct fs_ctl *ctl;		/* the control socket */
 	struct fs_redirects *redirects;	/* -o redirect; NULL: none */
+	struct fs_users *users;		/* -o allow_other: many users;
+					 * NULL: only the owner gets in */
 	struct fs_remote *remote;	/* -o remote; NULL: none */
 	int binary_only;		/* -o binary_only: the root is the
 					 * binary-only view */
@@ -129,6 +131,8 @@ struct fs_name {
 	enum tcfs_artifact landing;	/* what it holds once it lands */
 	int group;		/* a group file: of the kernel named kernel */
 	char kernel[TCFS_NAME_MAX + 1];
+	int apart;		/* means something else for each user
+				 * (users.c): never cached */
 };
 /* base.c: fills *nm for s (which must outlive it). */
 void fs_name_of(struct fs_name *nm, const char *s);
@@ -313,11 +317,14 @@ int fs_remote_start(struct tcfs_fs *fs, const struct tcfs_remote_cfg *cfg);
  * queued dropped, the last figures saved. */
 void fs_remote_stop(struct tcfs_fs *fs);
 /* On a probe's local miss of nm in the key dir dir: asks the remote and
- * lands what it has.  0 when the probe's name is here now, else why not
- * (-ENOENT: a miss; -EBUSY, -EAGAIN: not asked).  Call without the probe
- * lock: it may wait on the network, within the probe budget. */
+ * lands what it has.  0 when the probe's name is here now, in the key
+ * dir *to (dir, or for a user's own key dir the shared one: users.c),
+ * else why not (-ENOENT: a miss; -EBUSY, -EAGAIN: not asked).  Call
+ * without the probe lock: it may wait on the network, within the probe
+ * budget. */
 int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
-		    const struct fs_name *nm, enum tcfs_probe kind);
+		    const struct fs_name *nm, enum tcfs_probe kind,
+		    struct tcfs_node *to);
 /* After a rename that landed nm in dir: a kernel, module or key dir to
  * publish is queued (never waits; a full queue drops it, counted). */
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
@@ -398,6 +405,34 @@ int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 /* A file rewritten in place no longer names old: freed once no file
  * does, after the put grace.  Never waits for the evictor. */
 void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old);
+
+/* users.c: one cache for many users (-o allow_other).  trust: -o trust's
+ * value (USER:...:@GROUP), or NULL; root and owner are always trusted.
+ * 0, or -EINVAL with a message naming the user or group. */
+#define FS_PRIVATE_PREFIX ".tcfs-private-"
+int fs_users_new(const char *trust, uid_t owner, struct fs_users **out);
+void fs_users_free(struct fs_users *u);
+/* Whether uid (of group gid) writes shared kernels. */
+int fs_trusted(struct tcfs_fs *fs, uid_t uid, gid_t gid);
+/* 1 when name is a user's own dir (.tcfs-private-UID), its uid in *uid
+ * (optional). */
+int fs_users_private_of(const char *name, uid_t *uid);
+/* Where a request's name is, for its user: FS_FIND to reach an entry
+ * (lookup, unlink, rmdir, a rename's source), FS_PLACE to make one
+ * (mkdir, create, a rename's target...).  May move parent->row to the
+ * user's own dir, and sets nm->apart; -ENOENT for a name this user may
+ * not see or make. */
+enum fs_route { FS_FIND, FS_PLACE };
+int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
+		   enum fs_route how);
+/* 1 and *own when the requester has an own dir in dir (readdir shows its
+ * entries with dir's). */
+int fs_users_own_dir(fuse_req_t req, uint64_t dir, uint64_t *own);
+/* The mode an entry name in parent gets (made, or chmod): a trusted
+ * writer's key dirs and what they hold never writable by others,
+ * whatever its umask. */
+unsigned fs_users_mode(fuse_req_t req, uint64_t parent, const char *name,
+		       unsigned mode, int dir);
 
 /* redirect.c: -o redirect=NAME:DIR.  Adds one to *r (created on first
  * use; owned by the caller, fs_redirects_free): DIR made absolute from
