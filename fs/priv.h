@@ -409,7 +409,6 @@ void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old);
 /* users.c: one cache for many users (-o allow_other).  trust: -o trust's
  * value (USER:...:@GROUP), or NULL; root and owner are always trusted.
  * 0, or -EINVAL with a message naming the user or group. */
-#define FS_PRIVATE_PREFIX ".tcfs-private-"
 int fs_users_new(const char *trust, uid_t owner, struct fs_users **out);
 void fs_users_free(struct fs_users *u);
 /* Whether uid (of group gid) writes shared kernels. */
@@ -428,6 +427,11 @@ int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
 /* 1 and *own when the requester has an own dir in dir (readdir shows its
  * entries with dir's). */
 int fs_users_own_dir(fuse_req_t req, uint64_t dir, uint64_t *own);
+/* tcfs trust promote (ctl.c): users' own key dirs named key (NULL: any)
+ * of user uid (-1: any user) made shared; *moved says how many.  0 or
+ * -errno. */
+int fs_users_promote(struct tcfs_fs *fs, const char *key, int64_t uid,
+		     size_t *moved);
 /* The mode an entry name in parent gets (made, or chmod): a trusted
  * writer's key dirs and what they hold never writable by others,
  * whatever its umask. */

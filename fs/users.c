@@ -178,15 +178,9 @@ int fs_trusted(struct tcfs_fs *fs, uid_t uid, gid_t gid)
 
 int fs_users_private_of(const char *name, uid_t *uid)
 {
-	const size_t plen = strlen(FS_PRIVATE_PREFIX);
-	char *end;
-	unsigned long v;
+	uint32_t v;
 
-	if (strncmp(name, FS_PRIVATE_PREFIX, plen) != 0 || !name[plen] ||
-	    name[plen] < '0' || name[plen] > '9')
-		return 0;
-	v = strtoul(name + plen, &end, 10);
-	if (*end || v > UINT32_MAX)
+	if (!tcfs_name_private(name, &v))
 		return 0;
 	if (uid)
 		*uid = (uid_t)v;
@@ -200,11 +194,11 @@ static int private_dir(fuse_req_t req, uint64_t parent, int make,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	char name[sizeof(FS_PRIVATE_PREFIX) + 16];
+	char name[sizeof(TCFS_NAME_PRIVATE_PREFIX) + 16];
 	struct tcfs_node n;
 	int rc;
 
-	snprintf(name, sizeof(name), FS_PRIVATE_PREFIX "%u",
+	snprintf(name, sizeof(name), TCFS_NAME_PRIVATE_PREFIX "%u",
 		 (unsigned)ctx->uid);
 	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
 	if (rc == -ENOENT && make) {
@@ -310,4 +304,50 @@ unsigned fs_users_mode(fuse_req_t req, uint64_t parent, const char *name,
 	      yes))
 		return mode;
 	return mode & (dir ? 07755 : 07644);
+}
+
+/* One user's own key dir kid of own (in root) made shared: moved to root
+ * under its name; where root has a shared one of that name already, the
+ * user's goes (the shared one is what everyone loads).  1 when moved. */
+static int promote_one(struct tcfs_fs *fs, const struct tcfs_node *own,
+		       const struct tcfs_node *kid)
+{
+	int rc = tcfs_ns_rename(fs->store, own->ino, kid->name, own->parent,
+				kid->name, RENAME_NOREPLACE);
+
+	if (rc == -EEXIST)
+		return tcfs_ns_unlink_tree(fs->store, own->ino, kid->name);
+	return rc < 0 ? rc : 1;
+}
+
+int fs_users_promote(struct tcfs_fs *fs, const char *key, int64_t uid,
+		     size_t *moved)
+{
+	struct tcfs_node *owns = NULL, *kids = NULL;
+	size_t nown = 0, nkid = 0;
+	uid_t who;
+	int rc = tcfs_ns_named(fs->store, TCFS_NAME_PRIVATE_PREFIX "*", &owns,
+			       &nown);
+
+	*moved = 0;
+	for (size_t i = 0; rc == 0 && i < nown; i++) {
+		if (!fs_users_private_of(owns[i].name, &who) ||
+		    (uid >= 0 && (int64_t)who != uid))
+			continue;
+		rc = tcfs_ns_list(fs->store, owns[i].ino, 0, 0, &kids, &nkid);
+		for (size_t k = 0; rc == 0 && k < nkid; k++) {
+			if (!tcfs_name_is_key(kids[k].name) ||
+			    (key && strcmp(key, kids[k].name) != 0))
+				continue;
+			rc = promote_one(fs, &owns[i], &kids[k]);
+			*moved += rc == 1;
+			rc = rc < 0 ? rc : 0;
+		}
+		free(kids);
+		kids = NULL;
+	}
+	free(owns);
+	if (rc == 0)
+		rc = tcfs_store_sync(fs->store);
+	return rc;
 }

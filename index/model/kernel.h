@@ -43,6 +43,8 @@ struct tcfs_kernel {
 	uint64_t ir_bytes;	/* .ttir .ttgir .llir .ptx .amdgcn */
 	int64_t created_ns;	/* when the group file landed */
 	char origin[16];	/* TCFS_ORIGIN_* (store.h); "" if unknown */
+	int64_t own_uid;	/* -1: shared; else the user whose own it
+				 * is (on a cache many users share) */
 };
 
 /* NULL fields match anything.  name is a glob (fnmatch); arch matches

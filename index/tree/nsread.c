@@ -32,6 +32,9 @@ static const char sql_temps[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE parent > 0"
 	" AND (name GLOB 'tmp.*' OR name GLOB '*.tmp.pid_*')";
 
+static const char sql_named[] =
+	"SELECT " NODE_COLS " FROM nodes WHERE parent > 0 AND name GLOB ?";
+
 int64_t tcfs_ns_now(void)
 {
 	struct timespec ts;
@@ -200,6 +203,15 @@ int tcfs_ns_temps(struct tcfs_store *s, struct tcfs_node **out, size_t *n)
 {
 	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_node,
 				 NULL, out, n, sql_temps, "");
+
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_ns_named(struct tcfs_store *s, const char *glob,
+		  struct tcfs_node **out, size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_node,
+				 NULL, out, n, sql_named, "t", glob);
 
 	return rc < 0 ? rc : 0;
 }
