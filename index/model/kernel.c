@@ -481,9 +481,13 @@ static const char sql_targets[] =
 	" JOIN nodes d ON d.ino = g.parent WHERE " cond " GROUP BY d.ino)"   \
 	" WHERE ?1 IS NULL OR (key = ?1 AND nth = ?2)"                       \
 	" ORDER BY key, nth LIMIT ?3 OFFSET ?4"
-static const char sql_keys[] = KEYS_WHERE("k.name = ?5");
-static const char sql_keys_of[] =
-	KEYS_WHERE("k.name = ?5 AND k.backend = ?6 AND k.arch = ?7");
+/* Users' own kernels (fs/users.c) are no one else's to browse. */
+#define KEYS_SHARED                                                          \
+	" AND NOT EXISTS (SELECT 1 FROM nodes r WHERE r.ino = d.parent"     \
+	" AND r.name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*')"
+static const char sql_keys[] = KEYS_WHERE("k.name = ?5" KEYS_SHARED);
+static const char sql_keys_of[] = KEYS_WHERE(
+	"k.name = ?5 AND k.backend = ?6 AND k.arch = ?7" KEYS_SHARED);
 
 /* SQLite's LIMIT is signed: "no limit" is its largest value. */
 static int64_t page(size_t limit)
