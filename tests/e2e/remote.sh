@@ -357,10 +357,20 @@ read -r ms r < <(probe_ms "$M_X" "$(NK 5)" part)
 check_eq "a group one of whose children is gone: a miss" miss "$r"
 check_eq "... counted as one" $((m0 + 1)) "$(settled "$S_X" misses)"
 check_eq "... nothing of it landed" "" "$(find "$M_X/$(NK 5)" -mindepth 1)"
+# A group whose child is another kernel's group file: landed, it would
+# be that kernel's, with the paths its writer chose.
+rcli set "triton:$(NK 6):__grp__g.json" '{"child_paths": ["g.cubin", "__grp__evil.json"]}' >/dev/null
+rcli set "triton:$(NK 6):g.cubin" x >/dev/null
+rcli set "triton:$(NK 6):__grp__evil.json" "{\"child_paths\": {\"evil.cubin\": \"$T_TMP/evil.cubin\"}}" >/dev/null
+r0=$(settled "$S_X" refused)
+read -r ms r < <(probe_ms "$M_X" "$(NK 6)" g)
+check_eq "a group whose child is another group file: a miss" miss "$r"
+check_eq "... refused, counted" $((r0 + 1)) "$(settled "$S_X" refused)"
+check_eq "... nothing of it landed" "" "$(find "$M_X/$(NK 6)" -mindepth 1)"
 net1=$(rcli info stats | sed -n 's/^total_net_output_bytes:\([0-9]*\).*/\1/p')
 check_eq "groups naming ../x, an absolute path, ../../y (dict form), a 512 MiB child: all miss" \
 	" up:miss abs:miss dict:miss big:miss" "$res"
-check_eq "... each refused, counted" 4 "$(settled "$S_X" refused)"
+check_eq "... each refused, counted" 5 "$(settled "$S_X" refused)"
 check_eq "... nothing written outside the key dirs" "" \
 	"$(ls -d "$T_TMP/x" "$T_TMP/y" "$T_TMP/abs" "$T_TMP/X-mnt/x" /y 2>/dev/null)"
 check_eq "... nor in them" "" "$(find "$M_X/$(NK 1)" "$M_X/$(NK 4)" -mindepth 1)"
