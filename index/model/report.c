@@ -60,8 +60,10 @@ static const char *const remote_help[] = {
 	"Bytes fetched from the fleet tier.",
 	"Kernels and modules published to the fleet tier.",
 	"Publishes dropped because the queue was full.",
-	"Local misses the fleet tier was not asked about (breaker open, or "
-	"every connection busy).",
+	/* In parentheses: clang takes two literals in a row in an array
+	 * for a missing comma. */
+	("Local misses the fleet tier was not asked about (breaker open, "
+	 "or every connection busy)."),
 	"Times the circuit breaker opened.",
 };
 _Static_assert(sizeof(remote_figs) == sizeof(remote_help),
