@@ -497,6 +497,15 @@ static const struct {
 	{ "kernel_max", set_kernel_max },
 };
 
+int tcfs_remote_cfg_check(const struct tcfs_remote_cfg *c)
+{
+	if (c->trust == TCFS_TRUST_SIGNED && c->hmac_len == 0)
+		return tcfs_err_set(-EINVAL, "remote_trust=signed: needs "
+				    "remote_key_file, the key signatures are "
+				    "checked with");
+	return 0;
+}
+
 int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
 			const char *value)
 {

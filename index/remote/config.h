@@ -80,6 +80,11 @@ int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url);
 int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
 			const char *value);
 
+/* Whether c, its settings all given, makes sense as a whole: 0, or
+ * -EINVAL with a message (remote_trust=signed with no remote_key_file,
+ * which would refuse every kernel). */
+int tcfs_remote_cfg_check(const struct tcfs_remote_cfg *c);
+
 /* Reads a secret of 1 to len bytes from path (one trailing newline
  * dropped) into buf, *n its length.  The file must be a regular file owned
  * by the caller's euid (or root) with no permission for group or others

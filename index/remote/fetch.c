@@ -109,10 +109,11 @@ static int fetch_trust(struct fetch *x, const char *name, int group)
 	if (rc)
 		return tcfs_err_prefix(rc, "remote %s", skey);
 	x->has_sc = 1;
-	/* A key and an HMAC: checked even where trust asks for none, as
-	 * a wrong one is a writer who should not be. */
-	if (cfg->trust == TCFS_TRUST_SIGNED ||
-	    (cfg->hmac_len && x->sc.has_hmac)) {
+	/* With a key, every sidecar must carry its HMAC, whatever the
+	 * trust: unsigned or wrongly signed, its writer is one who should
+	 * not be (remote_trust=any still takes stock Triton's groups, which
+	 * have no sidecar at all). */
+	if (cfg->trust == TCFS_TRUST_SIGNED || cfg->hmac_len) {
 		rc = tcfs_sidecar_verify(&x->sc, cfg->hmac_key, cfg->hmac_len);
 		if (rc)
 			return tcfs_err_prefix(rc, "remote %s", skey);

@@ -78,5 +78,7 @@ int tcfs_remote_cfg_opts(struct tcfs_remote_cfg *cfg, const char *opts,
 	}
 	if (rc >= 0 && *named && !url)
 		rc = tcfs_err_set(-EINVAL, "-o remote_*: without -o remote=URL");
+	if (rc >= 0 && *named)
+		rc = tcfs_remote_cfg_check(cfg);
 	return rc < 0 ? rc : 0;
 }

@@ -18,7 +18,8 @@ int tcfs_remote_cfg_setting(struct tcfs_remote_cfg *c, const char *setting,
  * libfuse splits it: "\," is no split), into c (its defaults first);
  * *named says whether there were any, and *rest (owned by the caller,
  * free()) is the other items, in order.  A remote_* item with no
- * remote=URL is an error.  0, or -EINVAL with a message naming the item,
+ * remote=URL is an error, as is a whole that tcfs_remote_cfg_check
+ * refuses.  0, or -EINVAL with a message naming the item,
  * or -ENOMEM. */
 int tcfs_remote_cfg_opts(struct tcfs_remote_cfg *c, const char *opts,
 			 int *named, char **rest);

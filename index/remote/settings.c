@@ -31,6 +31,8 @@ int tcfs_remote_cfg_from_store(struct tcfs_store *s, struct tcfs_remote_cfg *c,
 		rc = tcfs_remote_cfg_setting(c, k->name, text);
 	}
 	explicit_bzero(text, sizeof(text));
+	if (rc == 0 && *named)
+		rc = tcfs_remote_cfg_check(c);
 	return rc < 0 ? tcfs_err_prefix(rc, "the store's remote settings")
 		      : 0;
 }

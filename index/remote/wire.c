@@ -264,6 +264,18 @@ static int name_ok(const char *name, const char *what)
 			    what, show);
 }
 
+/* A name a key dir gives another meaning than a kernel's file: landed as
+ * a child, it would be another kernel's group file (with whatever paths
+ * its writer chose), a sidecar, or a write cut off that the mount
+ * sweeps.  No Triton writes a group naming one. */
+static int child_reserved(const char *name)
+{
+	return tcfs_name_artifact(name) == TCFS_ART_GROUP ||
+	       strncmp(name, "__grp__", 7) == 0 ||
+	       strncmp(name, "__tcfs__", 8) == 0 ||
+	       tcfs_name_is_temp(name, 0);
+}
+
 /* Adds one child c of a group's child_paths (an array's string, or an
  * object's member whose value is a path string) to out. */
 static int group_child(const cJSON *c, int obj, struct tcfs_wire_names *out)
@@ -281,6 +293,11 @@ static int group_child(const cJSON *c, int obj, struct tcfs_wire_names *out)
 	rc = name_ok(name, "group file");
 	if (rc < 0)
 		return rc;
+	if (child_reserved(name))
+		return tcfs_err_set(-EBADMSG, "group file: a child named '%s',"
+				    " a group file, sidecar or temp name",
+				    tcfs_utf8_printable(name, show,
+							sizeof(show)));
 	for (size_t i = 0; i < out->n; i++)
 		if (strcmp(out->name[i], name) == 0)
 			return tcfs_err_set(-EBADMSG, "group file: '%s' twice",

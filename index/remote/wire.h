@@ -53,7 +53,9 @@ int tcfs_wire_group_render(const struct tcfs_wire_names *names, char **out,
 /* Parses a group value: {"child_paths": [...]} (Triton's remote format) or
  * {"child_paths": {"F": path, ...}} (its file format: the keys are the
  * names).  Every name must be a plain file name (tcfs_name_check: no "/",
- * not "." nor ".."), none twice, at most TCFS_WIRE_FILES_MAX, and the
+ * not "." nor ".."), none a group file, sidecar or temp name
+ * (__grp__*, __tcfs__*, tmp.pid_*, *.tmp.pid_*: each means something
+ * else in a key dir), none twice, at most TCFS_WIRE_FILES_MAX, and the
  * value at most TCFS_WIRE_JSON_MAX bytes.  0, or -EBADMSG with a message
  * saying which name or what is wrong. */
 int tcfs_wire_group_parse(const char *json, size_t len,

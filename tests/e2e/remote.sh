@@ -357,10 +357,20 @@ read -r ms r < <(probe_ms "$M_X" "$(NK 5)" part)
 check_eq "a group one of whose children is gone: a miss" miss "$r"
 check_eq "... counted as one" $((m0 + 1)) "$(settled "$S_X" misses)"
 check_eq "... nothing of it landed" "" "$(find "$M_X/$(NK 5)" -mindepth 1)"
+# A group whose child is another kernel's group file: landed, it would
+# be that kernel's, with the paths its writer chose.
+rcli set "triton:$(NK 6):__grp__g.json" '{"child_paths": ["g.cubin", "__grp__evil.json"]}' >/dev/null
+rcli set "triton:$(NK 6):g.cubin" x >/dev/null
+rcli set "triton:$(NK 6):__grp__evil.json" "{\"child_paths\": {\"evil.cubin\": \"$T_TMP/evil.cubin\"}}" >/dev/null
+r0=$(settled "$S_X" refused)
+read -r ms r < <(probe_ms "$M_X" "$(NK 6)" g)
+check_eq "a group whose child is another group file: a miss" miss "$r"
+check_eq "... refused, counted" $((r0 + 1)) "$(settled "$S_X" refused)"
+check_eq "... nothing of it landed" "" "$(find "$M_X/$(NK 6)" -mindepth 1)"
 net1=$(rcli info stats | sed -n 's/^total_net_output_bytes:\([0-9]*\).*/\1/p')
 check_eq "groups naming ../x, an absolute path, ../../y (dict form), a 512 MiB child: all miss" \
 	" up:miss abs:miss dict:miss big:miss" "$res"
-check_eq "... each refused, counted" 4 "$(settled "$S_X" refused)"
+check_eq "... each refused, counted" 5 "$(settled "$S_X" refused)"
 check_eq "... nothing written outside the key dirs" "" \
 	"$(ls -d "$T_TMP/x" "$T_TMP/y" "$T_TMP/abs" "$T_TMP/X-mnt/x" /y 2>/dev/null)"
 check_eq "... nor in them" "" "$(find "$M_X/$(NK 1)" "$M_X/$(NK 4)" -mindepth 1)"
@@ -409,6 +419,50 @@ check_eq "publish=off: a cold replay wrote nothing to Redis" 0 "$(rcli dbsize)"
 check_eq "... published nothing, dropped nothing" "0 0" \
 	"$(fig "$S_O" published) $(fig "$S_O" queue_drops)"
 
+echo "# --- remote_trust=signed: A signs with a key, B checks with it"
+rcli flushall >/dev/null
+printf 'fleet-key-one\n' >"$T_TMP/key1"
+printf 'fleet-key-two\n' >"$T_TMP/key2"
+chmod 0600 "$T_TMP/key1" "$T_TMP/key2"
+mount_node SA "remote=$(URL),remote_key_file=$T_TMP/key1,remote_modules=on"
+replay SA-cold "$SRC" "$M_SA"
+check_eq "A with a key: each kernel and module published" $((KERNELS + MODULES)) \
+	"$(wait_fig "$S_SA" published $((KERNELS + MODULES)))"
+check_eq "... each sidecar carries an HMAC" $((KERNELS + MODULES)) \
+	"$(rcli --scan --pattern 'triton:*:__tcfs__*' | while read -r k; do
+		rcli get "$k" | grep -c '"hmac": "[0-9a-f]\{64\}"'; done | grep -c '^1$')"
+mount_node SB "remote=$(URL),remote_key_file=$T_TMP/key1,remote_trust=signed,remote_modules=on,remote_publish=off"
+replay SB-first "$SRC" "$M_SB"
+check_eq "B, signed, the same key: every kernel and module a hit" \
+	"$KERNELS/0 $MODULES/0" "$(seen_of SB-first)"
+check_tree "... byte for byte" "$M_SB" binary
+check_eq "... each fetched once, nothing refused" "$KERNELS $MODULES 0" \
+	"$(settled "$S_SB" kernel_hits) $(fig "$S_SB" module_hits) $(fig "$S_SB" refused)"
+# signed_refused NODE OPTS DESC: two kernels probed on a new node: misses,
+# each refused and counted, nothing landed.
+signed_refused() {
+	local r1 r2 ms
+	mount_node "$1" "remote=$(URL),remote_publish=off,$2"
+	read -r ms r1 < <(probe_ms "$M" "$K1" "$N1")
+	read -r ms r2 < <(probe_ms "$M" "${KEYS[1]}" "${NAMES[1]}")
+	check_eq "$3: misses" "miss miss" "$r1 $r2"
+	check_eq "... each refused, counted; none fetched" "2 0" \
+		"$(settled "$S" refused) $(fig "$S" kernel_hits)"
+	check_eq "... nothing landed" "" \
+		"$(find "$M/$K1" "$M/${KEYS[1]}" -mindepth 1)"
+}
+signed_refused SC "remote_key_file=$T_TMP/key2,remote_trust=signed" \
+	"signed, another key"
+signed_refused SD "remote_key_file=$T_TMP/key2" \
+	"checked with a key: a sidecar signed with another"
+rcli flushall >/dev/null
+tcfs remote push --store "$S_SA" -o "remote=$(URL)" --json
+check_eq "the same kernels pushed with no key" "$KERNELS" "$(json_get "$OUT" published)"
+check_eq "... their sidecars unsigned" 0 \
+	"$(rcli --scan --pattern 'triton:*:__tcfs__*' | while read -r k; do rcli get "$k"; done | grep -c hmac)"
+signed_refused SE "remote_key_file=$T_TMP/key1,remote_trust=signed" \
+	"signed, the right key, unsigned sidecars"
+
 echo "# --- options refused at mount"
 mkdir -p "$T_TMP/bad-mnt"
 at_exit "fusermount3 -uz '$T_TMP/bad-mnt'"
@@ -420,6 +474,9 @@ check_rc "a password in the URL: refused (2)" 2
 check_eq "... and the message does not repeat it" "" "$(grep -l hunter2 "$ERR")"
 tcfs mount --store "$T_TMP/bad-store" -o "remote=redis://127.0.0.1:$RPORT,remote_trust=maybe" "$T_TMP/bad-mnt"
 check_rc "remote_trust=maybe: refused (2)" 2
+tcfs mount --store "$T_TMP/bad-store" -o "remote=redis://127.0.0.1:$RPORT,remote_trust=signed" "$T_TMP/bad-mnt"
+check_rc "remote_trust=signed without remote_key_file: refused (2)" 2
+check_grep "... saying it needs one" "remote_key_file" "$ERR"
 check "no mount was left behind" sh -c "! grep -q ' $T_TMP/bad-mnt ' /proc/self/mountinfo"
 
 echo "# --- tcfs remote status, push, pull"

@@ -9,6 +9,7 @@
 #include "index/base/err.h"
 #include "index/remote/config.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/option.h"
 #include "tap.h"
 
 static const char *dir;
@@ -328,6 +329,34 @@ static void secret_options(void)
 	       -EACCES, "remote_key_file of mode 0666 refused");
 }
 
+/* remote_trust=signed with no key would refuse every kernel, each
+ * logged as "no key": a mount that can never hit, so a usage error. */
+static void signed_needs_key(void)
+{
+	struct tcfs_remote_cfg c;
+	char opts[PATH_MAX + 128], *rest = NULL;
+	int named = 0, rc;
+
+	rc = tcfs_remote_cfg_opts(&c, "ro,remote=redis://h,"
+				  "remote_trust=signed", &named, &rest);
+	tap_ok(rc == -EINVAL && strstr(tcfs_err_msg(), "remote_key_file"),
+	       "remote_trust=signed without remote_key_file: -EINVAL: %s",
+	       tcfs_err_msg());
+	free(rest);
+	rest = NULL;
+	snprintf(opts, sizeof(opts), "remote_trust=signed,remote=redis://h,"
+		 "remote_key_file=%s", secret("k", "key", 3, 0600));
+	rc = tcfs_remote_cfg_opts(&c, opts, &named, &rest);
+	tap_ok(rc == 0 && c.trust == TCFS_TRUST_SIGNED && c.hmac_len == 3,
+	       "... with one, given after it: taken");
+	free(rest);
+	rest = NULL;
+	rc = tcfs_remote_cfg_opts(&c, "remote=redis://h,remote_trust=checked",
+				  &named, &rest);
+	tap_ok(rc == 0, "remote_trust=checked needs no key");
+	free(rest);
+}
+
 int main(void)
 {
 	dir = tap_tmpdir();
@@ -338,6 +367,7 @@ int main(void)
 	secrets();
 	secret_kinds();
 	secret_options();
+	signed_needs_key();
 	tap_rmtree(dir);
 	return tap_done();
 }

@@ -749,6 +749,13 @@ static void fetch_trust_levels(int port)
 	tap_ok(f.signed_ok, "signed_ok");
 	tcfs_fetched_free(&f);
 	tcfs_remote_close(r);
+	/* With a key, any sidecar must be signed with it, whatever the
+	 * trust: an unsigned one is a writer without the key. */
+	r = open_trust(port, TCFS_TRUST_CHECKED, "fleet-key");
+	publish(r, GROUP, 1, NULL);
+	tap_eq(fetch_rc(r, &f), -EPERM, "unsigned, trust checked, a key: "
+	       "-EPERM");
+	tcfs_remote_close(r);
 }
 
 /* A group naming "../x" or "/etc/passwd" never reaches a key. */

@@ -24,13 +24,13 @@ static void names_of(struct tcfs_wire_names *w, const char *const *names,
 static void group_render(void)
 {
 	static const char *const names[] = {
-		"k.json", "k.cubin", "__grp__k.json", "caf\xc3\xa9.ptx",
+		"k.json", "k.cubin", "_k.x", "caf\xc3\xa9.ptx",
 		"tab\there.ttir", "e\xf0\x9f\x98\x80.llir",
 		"ctl\x01\x1f\x7f.so", "q\"b\\s.json", "n\nl\r\b\f.x",
 		"\xef\xbc\xa1.x", "Z.x",
 	};
 	static const char want[] =
-		"{\"child_paths\": [\"Z.x\", \"__grp__k.json\", "
+		"{\"child_paths\": [\"Z.x\", \"_k.x\", "
 		"\"caf\\u00e9.ptx\", \"ctl\\u0001\\u001f\\u007f.so\", "
 		"\"e\\ud83d\\ude00.llir\", \"k.cubin\", \"k.json\", "
 		"\"n\\nl\\r\\b\\f.x\", \"q\\\"b\\\\s.json\", "
@@ -135,6 +135,21 @@ static const char *const bad_groups[][2] = {
 	{ "{\"child_paths\": [\"a\\/b\"]}", "an escaped /" },
 	{ "{\"child_paths\": [\"bad\xff\"]}", "not UTF-8" },
 	{ "{\"child_paths\": [\"\\ud800\"]}", "a lone surrogate" },
+	/* Names a key dir gives other meanings: landed as children, they
+	 * would be another kernel's group file, a sidecar, or a write cut
+	 * off (swept as one). */
+	{ "{\"child_paths\": [\"k.cubin\", \"__grp__k.json\"]}",
+	  "the group file itself" },
+	{ "{\"child_paths\": [\"k.cubin\", \"__grp__other.json\"]}",
+	  "another kernel's group file" },
+	{ "{\"child_paths\": {\"__grp__o.json\": \"/c/__grp__o.json\"}}",
+	  "a group file as a key" },
+	{ "{\"child_paths\": [\"__tcfs__k.json\"]}", "a sidecar" },
+	{ "{\"child_paths\": [\"__tcfs__cuda_utils.so.json\"]}",
+	  "a module's sidecar" },
+	{ "{\"child_paths\": [\"tmp.pid_12_ab\"]}", "a temp dir's name" },
+	{ "{\"child_paths\": [\"k.cubin.tmp.pid_12_ab\"]}",
+	  "a temp file's name" },
 };
 
 static void group_parse(void)
