@@ -202,8 +202,10 @@ static int private_dir(fuse_req_t req, uint64_t parent, int make,
 		 (unsigned)ctx->uid);
 	rc = tcfs_ns_lookup(fs->store, parent, name, &n);
 	if (rc == -ENOENT && make) {
+		struct tcfs_owner own = { ctx->uid, ctx->gid };
+
 		rc = tcfs_ns_mkdir(fs->store, parent, name, 0700,
-				   tcfs_ns_now(), &n);
+				   tcfs_ns_now(), &own, &n);
 		if (rc == -EEXIST)
 			rc = tcfs_ns_lookup(fs->store, parent, name, &n);
 	}

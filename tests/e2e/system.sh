@@ -148,6 +148,9 @@ else
 	check_rc "fstab: mount -T FSTAB MOUNTPOINT mounts, a file is written, tcfs umount" 0
 	check_grep "fstab: the mount is fuse.tcfs of the store, allow_other" \
 		"^fuse.tcfs $S1 .*allow_other" "$OUT"
+	# mount(8) hands dev,suid from "defaults": dropped, not refused.
+	check_grep "fstab: ... nosuid,nodev all the same" \
+		"^fuse.tcfs $S1 .*nosuid,nodev" "$OUT"
 	check "fstab: the file landed in the store" store_has "$S1" "$T_TMP/payload"
 
 	# mount -a, with options mount(8) keeps to itself and one of tcfs's.
