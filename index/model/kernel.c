@@ -43,10 +43,10 @@ static const char sql_upsert[] =
 	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"     \
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
-	" k.created, k.origin,"                                              \
+	" k.created, k.origin, g.uid,"                                       \
 	" (SELECT r.name FROM nodes r WHERE r.ino = d.parent)"
 /* Columns of KERNEL_ROW: what a query adds comes after them. */
-#define KERNEL_COLS 18
+#define KERNEL_COLS 19
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -356,7 +356,8 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, KERNEL_COLS - 2, NULL));
+		 tcfs_db_text(st, KERNEL_COLS - 3, NULL));
+	k->writer = sqlite3_column_int64(st, KERNEL_COLS - 2);
 	/* A user's own kernel is in that user's own dir (fs/users.c). */
 	k->own_uid = -1;
 	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 1, NULL), &own))

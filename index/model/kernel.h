@@ -45,6 +45,8 @@ struct tcfs_kernel {
 	char origin[16];	/* TCFS_ORIGIN_* (store.h); "" if unknown */
 	int64_t own_uid;	/* -1: shared; else the user whose own it
 				 * is (on a cache many users share) */
+	int64_t writer;		/* the uid that wrote its group file; -1:
+				 * whoever mounts (nodes.uid) */
 };
 
 /* NULL fields match anything.  name is a glob (fnmatch); arch matches

@@ -127,6 +127,13 @@ replay_as 0 R-warm "$SRC" "$M"
 check_eq "root warm: every kernel and module a hit" "$KERNELS/0 $MODULES/0" \
 	"$(seen_of R-warm)"
 
+tcfs list --json --store "$S"
+check_eq "list: users' kernels are theirs, root's shared, each with its writer" \
+	"0:shared $UA:$UA $UB:$UB" \
+	"$(json_eval "$OUT" '" ".join(sorted(set("%s:%s" % (k["writer"] if k["writer"] is not None else 0, k["visibility"]) for k in d)))')"
+check_eq "B's .tcfs/stats.json shows B's processes only" "$UB" \
+	"$(as "$UB" cat "$M/.tcfs/stats.json" | python3 -c 'import json,sys; print(" ".join(sorted(set(str(p["uid"]) for p in json.load(sys.stdin)["per_process"]))))')"
+
 echo "# --- promote"
 tcfs trust promote --user "$UA" --store "$S"
 check_rc "tcfs trust promote --user A" 0
@@ -143,10 +150,16 @@ check_eq "export: no user's own dir in it" "" \
 
 echo "# --- eight processes per user, three users: counts exact per user"
 tcfs stats --reset --store "$S"
+pids=
 for u in "$UA" "$UB" "$UC"; do
-	replay_as "$u" "P$u" --procs 8 --shuffle "$SRC" "$M" &
+	as "$u" timeout 300 python3 "$REPLAY/replay.py" --procs 8 --shuffle \
+		"$SRC" "$M" >"$T_TMP/P$u.json" 2>"$T_TMP/P$u.err" &
+	pids="$pids $!"
 done
-wait
+for p in $pids; do
+	wait "$p"
+	check "a user's 8 processes: every byte read back, 0 errors" [ $? = 0 ]
+done
 sleep 0.5
 tcfs log --json --store "$S"
 for u in "$UA" "$UB" "$UC"; do
