@@ -253,6 +253,16 @@ static const char schema_v10[] =
 	"ALTER TABLE kernels ADD COLUMN origin TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE events ADD COLUMN remote INTEGER NOT NULL DEFAULT 0;";
 
+/*
+ * Version 11.
+ *
+ * events_uid: each user's events in order (the rowid, id, closes every
+ * index entry), so the log is trimmed per user (event.h) by ranges of
+ * this index, never by a scan of the table.
+ */
+static const char schema_v11[] =
+	"CREATE INDEX events_uid ON events(uid);";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -264,6 +274,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 8, schema_v8 },
 	{ 9, schema_v9 },
 	{ 10, schema_v10 },
+	{ 11, schema_v11 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
