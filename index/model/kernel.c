@@ -43,9 +43,9 @@ static const char sql_upsert[] =
 	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"     \
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
-	" k.created, k.origin"
+	" k.created, k.origin, g.uid"
 /* Columns of KERNEL_ROW: what a query adds comes after them. */
-#define KERNEL_COLS 17
+#define KERNEL_COLS 18
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -354,7 +354,8 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, KERNEL_COLS - 1, NULL));
+		 tcfs_db_text(st, 16, NULL));
+	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 1);
 }
 
 /* ctx: the filter; a kernel it does not match is skipped. */
@@ -434,6 +435,31 @@ int tcfs_kernel_each_use(struct tcfs_store *s,
 	struct each_use e = { f, cb, ctx };
 	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql_uses,
 			      "");
+
+	return rc < 0 ? rc : 0;
+}
+
+/* Each writer's kernels: one scan of kernels, one node lookup each. */
+static const char sql_users[] =
+	"SELECT g.uid, sum(k.total_bytes), count(*) FROM kernels k"
+	" JOIN nodes g ON g.ino = k.grp_ino GROUP BY g.uid ORDER BY g.uid";
+
+static int fill_user(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_user *u = elem;
+
+	(void)ctx;
+	u->uid = sqlite3_column_int64(st, 0);
+	u->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+	u->kernels = (uint64_t)sqlite3_column_int64(st, 2);
+	return 0;
+}
+
+int tcfs_kernel_users(struct tcfs_store *s, struct tcfs_kernel_user **out,
+		      size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_user,
+				 NULL, out, n, sql_users, "");
 
 	return rc < 0 ? rc : 0;
 }
