@@ -23,10 +23,14 @@ void fs_row_mkdir(fuse_req_t req, const struct fs_ino *parent,
 		  const struct fs_name *nm, mode_t mode)
 {
 	struct tcfs_fs *fs = fs_of(req);
+	unsigned m = mode & 07777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_mkdir(fs->store, parent->row, nm->s, mode & 07777,
-			       tcfs_ns_now(), &n);
+	int rc = fs_new_owner(req, parent->row, 1, &m, &own);
 
+	if (rc == 0)
+		rc = tcfs_ns_mkdir(fs->store, parent->row, nm->s, m,
+				   tcfs_ns_now(), &own, &n);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -55,9 +59,14 @@ static void reply_new(fuse_req_t req, const struct fs_ino *parent,
 void fs_row_symlink(fuse_req_t req, const char *link,
 		    const struct fs_ino *parent, const struct fs_name *nm)
 {
+	unsigned m = 0777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_symlink(fs_of(req)->store, parent->row, nm->s, link,
-				 tcfs_ns_now(), &n);
+	int rc = fs_new_owner(req, parent->row, 0, &m, &own);
+
+	if (rc == 0)
+		rc = tcfs_ns_symlink(fs_of(req)->store, parent->row, nm->s,
+				     link, tcfs_ns_now(), &own, &n);
 
 	reply_new(req, parent, nm, &n, rc);
 }
@@ -78,10 +87,14 @@ void fs_row_mknod(fuse_req_t req, const struct fs_ino *parent,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
+	unsigned m = mode & 07777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_create(fs->store, parent->row, nm->s, mode & 07777,
-				tcfs_ns_now(), &c, &n);
+	int rc = fs_new_owner(req, parent->row, 0, &m, &own);
 
+	if (rc == 0)
+		rc = tcfs_ns_create(fs->store, parent->row, nm->s, m,
+				    tcfs_ns_now(), &c, &own, &n);
 	reply_new(req, parent, nm, &n, rc);
 }
 

@@ -277,6 +277,32 @@ static int size_of(const char *opt, const char *key, const char *text,
 	return -1;
 }
 
+/* The first of -o suid and -o dev in opts (comma-separated, a backslash
+ * escaping the next byte), or NULL.  Files of the mount belong to whoever
+ * made them: with suid, any user could run one as its owner, root
+ * included; with dev, open a device through a node of their own. */
+static const char *unsafe_opt(const char *opts)
+{
+	const char *start = opts, *p = opts;
+
+	for (; opts && *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p != ',')
+			continue;
+		if (p - start == 4 && strncmp(start, "suid", 4) == 0)
+			return "suid";
+		if (p - start == 3 && strncmp(start, "dev", 3) == 0)
+			return "dev";
+		start = p + 1;
+	}
+	if (opts && strcmp(start, "suid") == 0)
+		return "suid";
+	return opts && strcmp(start, "dev") == 0 ? "dev" : NULL;
+}
+
 static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 		      struct own_opts *own)
 {
@@ -286,10 +312,12 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 	 * modes need no checking by the kernel, which would otherwise fetch
 	 * a directory's attributes again after every change in it (a
 	 * GETATTR per path walk, most of a cold compile's requests).  With
-	 * allow_other, other users come in: the kernel checks modes. */
+	 * allow_other, other users come in: the kernel checks modes.
+	 * nosuid and nodev are libfuse's defaults, said all the same. */
 	if (fuse_opt_add_arg(args, "tcfs") || fuse_opt_add_arg(args, "-o") ||
-	    fuse_opt_add_arg(args, others ? "default_permissions,subtype=tcfs"
-					  : "subtype=tcfs"))
+	    fuse_opt_add_arg(args, others ? "default_permissions,subtype=tcfs,"
+					    "nosuid,nodev"
+					  : "subtype=tcfs,nosuid,nodev"))
 		return -1;
 	if (own->rest[0] && (fuse_opt_add_arg(args, "-o") ||
 			     fuse_opt_add_arg(args, own->rest)))
@@ -323,6 +351,11 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
 	own->root = fs->root;
 	tcfs_err_clear();
+	if (unsafe_opt(o->fuse_opts)) {
+		say(r, "-o %s: refused, a tcfs mount is always nosuid,nodev "
+		       "(see tcfs mount --help)", unsafe_opt(o->fuse_opts));
+		return 2;
+	}
 	if (tcfs_remote_cfg_opts(&own->remote, o->fuse_opts,
 				 &own->has_remote, &own->rest) < 0) {
 		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]

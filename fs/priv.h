@@ -11,7 +11,8 @@
  *     rename, readdir, symlink, link, mknod), file.c (create, read,
  *     write, fsync, setattr); view.c (by-name/, by-arch/, .tcfs/),
  *     report.c (.tcfs/ files' bytes)
- *   attr.c (attributes and entries replied, for every kind)
+ *   attr.c (attributes and entries replied, for every kind), owner.c
+ *     (owners, and the POSIX rules on changing them and modes)
  *   dirty.c (writes not committed yet) and evict.c (the size limit, and
  *     kernels removed while mounted), which call each other; group.c
  *     (group files rendered), redirect.c (-o redirect: a kernel's
@@ -65,7 +66,8 @@ struct tcfs_fs {
 	struct tcfs_store *store;
 	char root[4096];	/* the mount point: group files name it */
 	struct fuse_session *se;
-	uid_t uid;		/* files belong to whoever mounted */
+	uid_t uid;		/* whoever mounted: the owner of rows that
+				 * name none (TCFS_OWNER_MOUNT) */
 	gid_t gid;
 	struct tcfs_hash empty;	/* the blob of a new, empty file */
 	struct fs_inodes *inodes;
@@ -190,6 +192,23 @@ int fs_reply_entry(fuse_req_t req, const struct tcfs_node *n,
 /* The same for CREATE, with its open file fi. */
 int fs_reply_create(fuse_req_t req, const struct tcfs_node *n,
 		    enum fs_kind kind, double ttl, struct fuse_file_info *fi);
+
+/* owner.c: owners, and who may change them and modes (POSIX, as ext4).
+ * The uid and gid n shows: its own, or the mount's for TCFS_OWNER_MOUNT. */
+uid_t fs_uid_of(const struct tcfs_fs *fs, const struct tcfs_node *n);
+gid_t fs_gid_of(const struct tcfs_fs *fs, const struct tcfs_node *n);
+/* The owner of a node req makes in the dir parent, and its *mode as a
+ * setgid dir leaves it.  0 or -errno. */
+int fs_new_owner(fuse_req_t req, uint64_t parent, int is_dir, unsigned *mode,
+		 struct tcfs_owner *own);
+/* What a setattr of n (to_set, FUSE_SET_ATTR_*) by req sets of its owner
+ * and mode: *mask (TCFS_SET_*) and *a filled; -EPERM when req may not. */
+int fs_owner_setattr(fuse_req_t req, const struct tcfs_node *n,
+		     const struct stat *attr, int to_set, int *mask,
+		     struct tcfs_attrs *a);
+/* After req wrote to row: a writer other than root clears its setuid
+ * (and setgid, when group-executable).  0 or -errno. */
+int fs_owner_wrote(fuse_req_t req, uint64_t row);
 
 /* group.c: a group template rendered for this mount (*out: caller frees),
  * and the name of the key dir a node lies in (its ancestor under the

@@ -455,7 +455,7 @@ int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name)
 	rc = tcfs_ns_lookup(fs->store, TCFS_ROOT_INO, key, &dir);
 	if (rc == -ENOENT) {
 		rc = tcfs_ns_mkdir(fs->store, TCFS_ROOT_INO, key, 0755,
-				   tcfs_ns_now(), &dir);
+				   tcfs_ns_now(), NULL, &dir);
 		/* The kernel may hold a miss of the name. */
 		if (rc == 0)
 			fs_events_inval(fs, TCFS_ROOT_INO, key);

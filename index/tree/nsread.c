@@ -14,7 +14,7 @@
 
 #define NODE_COLS                                                           \
 	"ino, parent, name, kind, mode, size, mtime, blob, fmt, ctime, nlink," \
-	" inode"
+	" inode, uid, gid"
 
 static const char sql_get[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE ino = ?";
@@ -74,6 +74,8 @@ static void node_from_row(sqlite3_stmt *st, struct tcfs_node *n)
 	n->fmt = sqlite3_column_int(st, 8) == 1 ? TCFS_FMT_GROUP : TCFS_FMT_RAW;
 	n->ctime_ns = sqlite3_column_int64(st, 9);
 	n->nlink = (uint32_t)sqlite3_column_int64(st, 10);
+	n->uid = sqlite3_column_int64(st, 12);
+	n->gid = sqlite3_column_int64(st, 13);
 }
 
 /* Runs a one-row node query, for the row as it is (a hard link's too);

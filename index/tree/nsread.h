@@ -55,6 +55,8 @@ struct tcfs_node {
 	char name[TCFS_NAME_MAX + 1];
 	enum tcfs_kind kind;
 	unsigned mode;		/* permission bits */
+	int64_t uid;		/* owner; -1: whoever mounts (schema.c) */
+	int64_t gid;
 	uint64_t size;		/* as written; see schema.c for group files;
 				 * a symlink's target length */
 	int64_t mtime_ns;
