@@ -61,8 +61,8 @@ static const char *const remote_help[] = {
 	"Bytes fetched from the fleet tier.",
 	"Kernels and modules published to the fleet tier.",
 	"Publishes dropped because the queue was full.",
-	"Local misses the fleet tier was not asked about (breaker open, or "
-	"every connection busy).",
+	("Local misses the fleet tier was not asked about (breaker open, or "
+	 "every connection busy)."),
 	"Times the circuit breaker opened.",
 };
 _Static_assert(sizeof(remote_figs) == sizeof(remote_help),
