@@ -95,10 +95,16 @@ void fs_row_read(fuse_req_t req, const struct fs_ino *i, size_t size,
 	free(bytes);
 }
 
+/* A user past their share of the size limit, whose kernels are all in
+ * use, writes nothing more (evict.c). */
 void fs_row_write(fuse_req_t req, const struct fs_ino *i, const char *buf,
 		  size_t size, off_t off)
 {
-	int rc = fs_files_write(fs_of(req), i->row, buf, size, off);
+	struct tcfs_fs *fs = fs_of(req);
+	int rc = -EDQUOT;
+
+	if (!size || !fs_evict_over_share(fs, fuse_req_ctx(req)->uid))
+		rc = fs_files_write(fs, i->row, buf, size, off);
 
 	if (rc == 0)
 		rc = fs_owner_wrote(req, i->row);

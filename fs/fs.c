@@ -225,6 +225,7 @@ struct own_opts {
 	char *max_size;		/* -o max_size=SIZE (fuse_opt's copy) */
 	char *trust;		/* -o trust=USER:...:@GROUP (its copy) */
 	int others;		/* -o allow_other: many users */
+	char *user_max_size;	/* -o user_max_size=SIZE (the same) */
 	const char *root;	/* the mount point, for -o redirect */
 	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
 	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
@@ -241,6 +242,7 @@ static const struct fuse_opt own_specs[] = {
 	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
 	{ "trust=%s", offsetof(struct own_opts, trust), 0 },
+	{ "user_max_size=%s", offsetof(struct own_opts, user_max_size), 0 },
 	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
 	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
@@ -266,11 +268,16 @@ static int own_opt(void *data, const char *arg, int key,
 	return 0;
 }
 
-/* -o max_size=SIZE, spelled as tcfs config max-size takes it. */
-static int max_size_of(const char *text, int64_t *out)
+/* -o max_size=SIZE (or user_max_size), spelled as tcfs config key
+ * takes it.  0, or -1 after saying why not. */
+static int size_of(const char *opt, const char *key, const char *text,
+		   int64_t *out, struct report *r)
 {
-	return tcfs_config_parse(tcfs_config_find(TCFS_CONFIG_MAX_SIZE), text,
-				 out);
+	if (!text ||
+	    tcfs_config_parse(tcfs_config_find(key), text, out) == 0)
+		return 0;
+	say(r, "-o %s=%s: %s", opt, text, tcfs_err_msg());
+	return -1;
 }
 
 /* The first of -o suid and -o dev in opts (comma-separated, a backslash
@@ -389,7 +396,7 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 
 /* The store opened, and the mount's tables made.  0 or -1 (said). */
 static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
-		   struct own_opts *own, int64_t *max_size,
+		   struct own_opts *own, struct fs_limits *lim,
 		   struct report *r)
 {
 	if (open_store(fs, o, r) < 0)
@@ -409,10 +416,11 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		return -1;
 	}
 	fs->start_ns = tcfs_ns_now();
-	if (own->max_size && max_size_of(own->max_size, max_size) < 0) {
-		say(r, "-o max_size=%s: %s", own->max_size, tcfs_err_msg());
+	if (size_of("max_size", TCFS_CONFIG_MAX_SIZE, own->max_size,
+		    &lim->max_size, r) < 0 ||
+	    size_of("user_max_size", TCFS_CONFIG_USER_MAX_SIZE,
+		    own->user_max_size, &lim->user_max_size, r) < 0)
 		return -1;
-	}
 	snprintf(fs->bin_root, sizeof(fs->bin_root), "%s/binary-only",
 		 fs->root);
 	if (fs_views_new(!own->noviews, &fs->views) < 0 ||
@@ -429,15 +437,15 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 /* The mount's own threads: events (with the ticks of probe.c and
  * dirty.c), flusher, evictor, control socket.  0 or -1 (said). */
 static int start_threads(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
-			 const struct own_opts *own, int64_t max_size,
-			 struct report *r)
+			 const struct own_opts *own,
+			 const struct fs_limits *lim, struct report *r)
 {
 	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick,
 					     fs_remote_tick };
 
 	if (fs_events_start(fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
 	    fs_flusher_start(fs, o->sync_s) < 0 ||
-	    fs_evict_start(fs, max_size) < 0) {
+	    fs_evict_start(fs, lim) < 0) {
 		say(r, "cannot start the event log, flusher or evictor thread");
 		return -1;
 	}
@@ -527,7 +535,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct tcfs_fs fs = { 0 };
 	struct own_opts own = { 0 };
-	int64_t max_size = -1;	/* the store's setting */
+	struct fs_limits lim = { -1, -1 };	/* the store's settings */
 	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
 	int rc = 1;
 
@@ -540,7 +548,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	if (rc != 0)
 		goto out;
 	rc = 1;
-	if (prepare(o, &fs, &own, &max_size, r) < 0)
+	if (prepare(o, &fs, &own, &lim, r) < 0)
 		goto out;
 	fs.se = fuse_session_new(&args, &fs_fuse_ops, sizeof(fs_fuse_ops), &fs);
 	if (!fs.se) {
@@ -553,7 +561,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		       "installed?)", fs.root);
 		goto out_session;
 	}
-	if (start_threads(&fs, o, &own, max_size, r) == 0)
+	if (start_threads(&fs, o, &own, &lim, r) == 0)
 		rc = loop(&fs, o, r);
 	rc = stop_threads(&fs, rc);
 	fuse_remove_signal_handlers(fs.se);
@@ -565,6 +573,7 @@ out:
 	fuse_opt_free_args(&args);
 	free(own.max_size);
 	free(own.trust);
+	free(own.user_max_size);
 	free(own.rest);
 	explicit_bzero(&own.remote, sizeof(own.remote));	/* secrets */
 	return rc;

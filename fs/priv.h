@@ -410,9 +410,18 @@ int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, int64_t viewer,
  * the requester's own (its uid). */
 int64_t fs_report_viewer(fuse_req_t req);
 
-/* evict.c: the size limit.  max_size: -o max_size, or -1 to follow the
- * store's setting (config max-size).  0 or -errno. */
-int fs_evict_start(struct tcfs_fs *fs, int64_t max_size);
+/* evict.c: the size limit, and each user's share of it.  Each of lim is
+ * as -o says, or -1 to follow the store's setting (config max-size,
+ * user-max-size).  0 or -errno. */
+struct fs_limits {
+	int64_t max_size;	/* -o max_size */
+	int64_t user_max_size;	/* -o user_max_size */
+};
+int fs_evict_start(struct tcfs_fs *fs, const struct fs_limits *lim);
+/* Whether uid's writes are refused (EDQUOT): the kernels it wrote are
+ * past its share, and none of them could be evicted (all in use), as the
+ * evictor's last pass found. */
+int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid);
 /* Stops the thread; fs_evict_free, once every write is committed, frees
  * what evictions left for later, and the state. */
 void fs_evict_stop(struct tcfs_fs *fs);

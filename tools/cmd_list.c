@@ -117,8 +117,8 @@ static int print_json(struct tcfs_store *s, const struct tcfs_kernel_use *u,
 		cJSON_AddNumberToObject(o, "created",
 					(double)k->created_ns / 1e9);
 		cJSON_AddStringToObject(o, "root", root);
-		if (k->writer >= 0)
-			cJSON_AddNumberToObject(o, "writer", (double)k->writer);
+		if (k->uid >= 0)
+			cJSON_AddNumberToObject(o, "writer", (double)k->uid);
 		else
 			cJSON_AddNullToObject(o, "writer");
 		/* Who may load it: everyone, or the user who wrote it. */

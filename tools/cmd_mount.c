@@ -185,6 +185,7 @@ static const char *const o_help =
 	"own entries; .tcfs/ still answers), binary_only (the root is the "
 	"binary-only view), store_binary_only (IR files written are dropped "
 	"as they land, never stored), max_size=SIZE (as tcfs config max-size, "
+	"for this mount), user_max_size=SIZE (as tcfs config user-max-size, "
 	"for this mount), redirect=NAME:DIR (group files of kernel NAME name "
 	"DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when read, "
 	"as AMD aiter's redirect; repeatable, DIR made absolute)";

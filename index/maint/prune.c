@@ -75,6 +75,7 @@ static int pick_one(void *ctx, const struct tcfs_kernel_use *u)
 	w->total_bytes = k->total_bytes;
 	w->ir_bytes = k->ir_bytes;
 	w->last_used_ns = last;
+	w->uid = k->uid;
 	return 0;
 }
 

@@ -357,7 +357,7 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
 		 tcfs_db_text(st, KERNEL_COLS - 3, NULL));
-	k->writer = sqlite3_column_int64(st, KERNEL_COLS - 2);
+	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 2);
 	/* A user's own kernel is in that user's own dir (fs/users.c). */
 	k->own_uid = -1;
 	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 1, NULL), &own))
@@ -441,6 +441,31 @@ int tcfs_kernel_each_use(struct tcfs_store *s,
 	struct each_use e = { f, cb, ctx };
 	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql_uses,
 			      "");
+
+	return rc < 0 ? rc : 0;
+}
+
+/* Each writer's kernels: one scan of kernels, one node lookup each. */
+static const char sql_users[] =
+	"SELECT g.uid, sum(k.total_bytes), count(*) FROM kernels k"
+	" JOIN nodes g ON g.ino = k.grp_ino GROUP BY g.uid ORDER BY g.uid";
+
+static int fill_user(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_user *u = elem;
+
+	(void)ctx;
+	u->uid = sqlite3_column_int64(st, 0);
+	u->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+	u->kernels = (uint64_t)sqlite3_column_int64(st, 2);
+	return 0;
+}
+
+int tcfs_kernel_users(struct tcfs_store *s, struct tcfs_kernel_user **out,
+		      size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_user,
+				 NULL, out, n, sql_users, "");
 
 	return rc < 0 ? rc : 0;
 }

@@ -267,6 +267,16 @@ static const char schema_v11[] =
 	"ALTER TABLE nodes ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;"
 	"ALTER TABLE nodes ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;";
 
+/*
+ * Version 12.
+ *
+ * events_uid: each user's events in order (the rowid, id, closes every
+ * index entry), so the log is trimmed per user (event.h) by ranges of
+ * this index, never by a scan of the table.
+ */
+static const char schema_v12[] =
+	"CREATE INDEX events_uid ON events(uid);";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -279,6 +289,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 9, schema_v9 },
 	{ 10, schema_v10 },
 	{ 11, schema_v11 },
+	{ 12, schema_v12 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
