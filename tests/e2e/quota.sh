@@ -68,8 +68,12 @@ print(quota)
 PY
 }
 # has NAME...: how many of the kernels NAME... are in the cache.
+# has UID NAME...: how many of the kernels the user sees (their own key
+# dirs are theirs alone: users.c).
 has() {
-	python3 - "$M" "$@" <<'PY'
+	local u=$1
+	shift
+	as "$u" "$PY3" - "$M" "$@" <<'PY'
 import base64, hashlib, os, sys
 root, names = sys.argv[1], sys.argv[2:]
 n = 0
@@ -96,9 +100,9 @@ check_eq "uid 1002 writes b1 b2" 0 "$(put 1002 b1 b2)"
 sleep 11	# past the grace of a kernel just made (in use)
 check_eq "uid 1001 writes a4 a5" 0 "$(put 1001 a4 a5)"
 settle
-check_eq "... its oldest three kernels are evicted" 0 "$(has a1 a2 a3)"
-check_eq "... its newest two stay" 2 "$(has a4 a5)"
-check_eq "... uid 1002's kernels all stay" 2 "$(has b1 b2)"
+check_eq "... its oldest three kernels are evicted" 0 "$(has 1001 a1 a2 a3)"
+check_eq "... its newest two stay" 2 "$(has 1001 a4 a5)"
+check_eq "... uid 1002's kernels all stay" 2 "$(has 1002 b1 b2)"
 tcfs stats --json --store "$S"
 check_eq "stats: 1001 has 2 kernels, 1002 2" "1001:2 1002:2" \
 	"$(jpy '" ".join("%s:%d" % (u["uid"], u["kernels"]) for u in d["users"])' <"$OUT")"
@@ -119,13 +123,13 @@ check_eq ".tcfs/stats.json shows uid 1002 only its own figures" "1002" \
 echo "# --- a user whose kernels are all in use gets EDQUOT"
 check_eq "uid 1003 writes c1..c4 (400 KiB) at once" 0 "$(put 1003 c1 c2 c3 c4)"
 settle
-check_eq "... nothing of theirs could go: all just made" 4 "$(has c1 c2 c3 c4)"
+check_eq "... nothing of theirs could go: all just made" 4 "$(has 1003 c1 c2 c3 c4)"
 check_eq "... so their next kernel's writes fail with EDQUOT" 1 "$(put 1003 c5)"
 check_eq "... while another user writes on" 0 "$(put 1002 b3)"
 sleep 11
 settle
 check_eq "once theirs are out of use, the oldest go" "0 2" \
-	"$(has c1 c2) $(has c3 c4)"
+	"$(has 1003 c1 c2) $(has 1003 c3 c4)"
 check_eq "... and the user writes again" 0 "$(put 1003 c6)"
 
 echo "# --- root and the mount's owner have no share"
@@ -133,7 +137,7 @@ check_eq "root writes r1..r5 (500 KiB)" 0 "$(put 0 r1 r2 r3 r4 r5)"
 sleep 11
 check_eq "... and more" 0 "$(put 0 r6)"
 settle
-check_eq "... and keeps all six" 6 "$(has r1 r2 r3 r4 r5 r6)"
+check_eq "... and keeps all six" 6 "$(has 0 r1 r2 r3 r4 r5 r6)"
 
 echo "# --- the probe log is kept per user"
 tcfs config --store "$S" log-max-events 100
