@@ -52,8 +52,8 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	st->st_ino = fs_ino_make(kind, n->ino);
 	st->st_mode = fs_type(n->kind) | n->mode;
 	st->st_nlink = n->nlink;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
+	st->st_uid = fs_uid_of(fs, n);
+	st->st_gid = fs_gid_of(fs, n);
 	st->st_size = (off_t)size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);

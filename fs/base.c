@@ -26,8 +26,9 @@ void fs_name_of(struct fs_name *nm, const char *s)
 
 int fs_name_uncached(const struct fs_name *nm)
 {
-	/* Triton 3.0/3.1 write FILE.tmp.pid_* and rename it onto FILE. */
-	if (nm->temp)
+	/* Triton 3.0/3.1 write FILE.tmp.pid_* and rename it onto FILE; a
+	 * name that is another entry for another user is cached for none. */
+	if (nm->temp || nm->apart)
 		return 1;
 	switch (nm->art) {
 	case TCFS_ART_GROUP:

@@ -201,6 +201,32 @@ static int do_fetch(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
 	return tcfs_store_sync(fs->store);
 }
 
+/* {"op": "promote", "key"?, "uid"?}: users' own kernels made shared
+ * (tcfs trust promote).  Answers {"promoted": N}. */
+static int do_promote(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(req, "uid");
+	const char *key = str_of(req, "key");
+	size_t moved = 0;
+	int rc;
+
+	if (!fs->users)
+		return tcfs_err_set(-EINVAL, "the mount is not shared (no -o "
+				    "allow_other): no user has kernels of "
+				    "their own");
+	if (!key && !cJSON_IsNumber(uid))
+		return tcfs_err_set(-EINVAL, "promote: say a key or a uid");
+	rc = fs_users_promote(fs, key, cJSON_IsNumber(uid)
+					       ? (int64_t)uid->valuedouble
+					       : -1, &moved);
+	*out = rc < 0 ? NULL : cJSON_CreateObject();
+	if (rc == 0 && !*out)
+		rc = -ENOMEM;
+	if (rc == 0)
+		cJSON_AddNumberToObject(*out, "promoted", (double)moved);
+	return rc;
+}
+
 /* The answer to a request (len bytes of text; too_big when it ran past
  * CTL_REQUEST_MAX), as JSON text (owned by the caller, free()); NULL
  * when out of memory. */
@@ -223,6 +249,8 @@ static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
 		rc = do_prune(fs, req, &resp);
 	else if (rc == 0 && op && strcmp(op, "remote-fetch") == 0)
 		rc = do_fetch(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "promote") == 0)
+		rc = do_promote(fs, req, &resp);
 	else if (rc == 0)
 		rc = tcfs_err_set(-EINVAL, "unknown request '%s'",
 				  op ? op : "");

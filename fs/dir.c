@@ -23,15 +23,22 @@ void fs_row_mkdir(fuse_req_t req, const struct fs_ino *parent,
 		  const struct fs_name *nm, mode_t mode)
 {
 	struct tcfs_fs *fs = fs_of(req);
+	unsigned m = mode & 07777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_mkdir(fs->store, parent->row, nm->s, mode & 07777,
-			       tcfs_ns_now(), &n);
+	int rc = fs_new_owner(req, parent->row, 1, &m, &own);
 
+	m = fs_users_mode(req, parent->row, nm->s, m, 1);
+
+	if (rc == 0)
+		rc = tcfs_ns_mkdir(fs->store, parent->row, nm->s, m,
+				   tcfs_ns_now(), &own, &n);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reply_entry(req, &n, parent->kind, FS_TTL);
+	fs_reply_entry(req, &n, parent->kind,
+		       fs_name_uncached(nm) ? 0 : FS_TTL);
 	fs_changed(fs, parent->row, parent->kind, nm->s);
 }
 
@@ -55,9 +62,14 @@ static void reply_new(fuse_req_t req, const struct fs_ino *parent,
 void fs_row_symlink(fuse_req_t req, const char *link,
 		    const struct fs_ino *parent, const struct fs_name *nm)
 {
+	unsigned m = 0777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_symlink(fs_of(req)->store, parent->row, nm->s, link,
-				 tcfs_ns_now(), &n);
+	int rc = fs_new_owner(req, parent->row, 0, &m, &own);
+
+	if (rc == 0)
+		rc = tcfs_ns_symlink(fs_of(req)->store, parent->row, nm->s,
+				     link, tcfs_ns_now(), &own, &n);
 
 	reply_new(req, parent, nm, &n, rc);
 }
@@ -78,10 +90,16 @@ void fs_row_mknod(fuse_req_t req, const struct fs_ino *parent,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
+	unsigned m = mode & 07777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_create(fs->store, parent->row, nm->s, mode & 07777,
-				tcfs_ns_now(), &c, &n);
+	int rc = fs_new_owner(req, parent->row, 0, &m, &own);
 
+	m = fs_users_mode(req, parent->row, nm->s, m, 0);
+
+	if (rc == 0)
+		rc = tcfs_ns_create(fs->store, parent->row, nm->s, m,
+				    tcfs_ns_now(), &c, &own, &n);
 	reply_new(req, parent, nm, &n, rc);
 }
 
@@ -305,30 +323,55 @@ static int dots(fuse_req_t req, const struct fs_ino *i,
 	return 1;
 }
 
-/* A page of dir's children from entry from on: *n of them (at most
- * want; SIZE_MAX once the page is full), those the kind hides left
- * out.  0 or -errno. */
-static int children(fuse_req_t req, const struct fs_ino *i, uint64_t from,
-		    size_t want, char *buf, size_t size, size_t *used,
-		    size_t *n)
+/* Readdir offsets of the entries of the requester's own dir (users.c),
+ * after those of the dir itself and before the root's views. */
+#define OWN_COOKIE(entry) ((off_t)(1ll << 61) + (off_t)(entry))
+
+/* Whether a child of a listing is left out for this user: what the kind
+ * hides, users' own dirs, and a name the user's own dir (shadow) has too
+ * (the user's comes instead, after). */
+static int left_out(fuse_req_t req, const struct fs_ino *i, uint64_t shadow,
+		    const char *name)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node n;
+	struct fs_name nm;
+
+	fs_name_of(&nm, name);
+	if (fs_hides(fs, i->kind, &nm))
+		return 1;
+	if (!fs->users)
+		return 0;
+	return fs_users_private_of(name, NULL) ||
+	       (shadow && tcfs_name_is_key(name) &&
+		tcfs_ns_lookup(fs->store, shadow, name, &n) == 0);
+}
+
+/* A page of dir's children (i's, or with own the user's own dir's, shown
+ * as i's; shadow: the own dir whose names i's give way to) from entry
+ * from on: *n of them (at most want; SIZE_MAX once the page is full),
+ * those left out skipped.  0 or -errno. */
+static int children(fuse_req_t req, const struct fs_ino *i, uint64_t shadow,
+		    uint64_t own, uint64_t from, size_t want, char *buf,
+		    size_t size, size_t *used, size_t *n)
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node *kids = NULL;
-	int rc = tcfs_ns_list(fs->store, i->row, from, want, &kids, n);
+	uint64_t dir = own ? own : i->row;
+	int rc = tcfs_ns_list(fs->store, dir, from, want, &kids, n);
 
 	for (size_t k = 0; rc == 0 && k < *n; k++) {
 		struct stat st = { 0 };
-		struct fs_name nm;
 		size_t len;
 
-		fs_name_of(&nm, kids[k].name);
-		if (fs_hides(fs, i->kind, &nm))
+		if (left_out(req, i, shadow, kids[k].name))
 			continue;
 		st.st_ino = fs_ino_make(i->kind, kids[k].ino);
 		st.st_mode = fs_type(kids[k].kind);
 		len = fuse_add_direntry(req, buf + *used, size - *used,
 					kids[k].name, &st,
-					(off_t)kids[k].entry + 2);
+					own ? OWN_COOKIE(kids[k].entry)
+					    : (off_t)kids[k].entry + 2);
 		if (len > size - *used) {
 			*n = SIZE_MAX;	/* full: no views after it */
 			break;
@@ -337,6 +380,28 @@ static int children(fuse_req_t req, const struct fs_ino *i, uint64_t from,
 	}
 	free(kids);
 	return rc;
+}
+
+/* The store entries of a listing from off on: i's own, then those of
+ * the requester's own dir there (users.c). */
+static int listing(fuse_req_t req, const struct fs_ino *i, off_t off,
+		   size_t want, char *buf, size_t size, size_t *used,
+		   size_t *n)
+{
+	uint64_t own = 0;
+	int has_own = fs_users_own_dir(req, i->row, &own), rc = 0;
+
+	if (off < OWN_COOKIE(0)) {
+		rc = children(req, i, has_own ? own : 0, 0,
+			      (uint64_t)off - 2, want, buf, size, used, n);
+		if (rc < 0 || *n >= want || !has_own)
+			return rc;
+		off = OWN_COOKIE(0);
+	}
+	if (!has_own)
+		return 0;
+	return children(req, i, 0, own, (uint64_t)(off - OWN_COOKIE(0)),
+			want, buf, size, used, n);
 }
 
 /*
@@ -364,8 +429,7 @@ void fs_row_readdir(fuse_req_t req, const struct fs_ino *i, size_t size,
 		if (off >= FS_VIEW_COOKIE(0))
 			k = (uint64_t)(off - FS_VIEW_COOKIE(0));
 		else
-			rc = children(req, i, (uint64_t)off - 2, want, buf,
-				      size, &used, &n);
+			rc = listing(req, i, off, want, buf, size, &used, &n);
 		if (rc == 0 && n < want &&
 		    i->kind == FS_KIND_STORE && i->row == TCFS_ROOT_INO)
 			used += fs_view_root_entries(req, buf + used,

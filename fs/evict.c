@@ -23,6 +23,13 @@
  * pauses between them, and takes each only once its bytes are older
  * than the put grace (cas.h).  The limit evicts nothing before the first
  * look is done.
+ *
+ * Each user may have a share of the limit (config user-max-size, -o
+ * user_max_size): the bytes of the kernels that user wrote (kernel.h).  A
+ * user past it loses their own least recently used kernels first, down to
+ * 90% of the share, by the same pass; while none of them can go (all in
+ * use), that user's writes fail with EDQUOT.  Root and the mount's owner
+ * have no share, nor have kernels of no user (a fetch, an import).
  */
 #include <assert.h>
 #include <dirent.h>
@@ -43,6 +50,7 @@
 #include "index/store/config.h"
 #include "index/base/err.h"
 #include "index/maint/gc.h"
+#include "index/model/kernel.h"
 #include "index/maint/prune.h"
 #include "index/store/store.h"
 #include "index/base/vec.h"
@@ -98,6 +106,7 @@ struct fs_evict {
 	int stop;
 	int stopped;		/* the thread is joined */
 	int64_t opt_max;	/* -o max_size, or -1: the store's setting */
+	int64_t opt_user_max;	/* -o user_max_size, or -1: the same */
 	int64_t base;		/* stored bytes at the walk, less the growth
 				 * then; -1 until walked */
 	struct pending *pending;
@@ -118,6 +127,9 @@ struct fs_evict {
 				 * pass */
 	struct rewritten *in;
 	size_t nin, incap;
+	uid_t *over;		/* users past their share, with nothing left
+				 * to evict: their writes get EDQUOT */
+	size_t nover;
 };
 
 /* Files that processes hold open (by path) or mapped (by inode). */
@@ -503,46 +515,176 @@ static int want(void *ctx, const struct tcfs_prune_victim *v)
 	return 1;
 }
 
-static void evict_pass(struct tcfs_fs *fs, int64_t limit)
-{
-	struct fs_evict *e = fs->evict;
-	struct tcfs_prune_select all = { { NULL, NULL, NULL }, -1 };
-	struct tcfs_prune_victim *v = NULL;
-	struct tcfs_prune_report r;
-	struct pass p = { fs, { 0 }, 0, &r };
-	struct tcfs_prune_hooks hooks = { want, release, removed,
-					  held_by_files, &p };
-	int64_t now = stored(fs);
-	uint64_t freed;
-	size_t n = 0;
+/* The kernels eviction may take, least recently used first, and what
+ * processes hold: read once a pass, when some limit is passed. */
+struct victims {
+	int ready;
+	struct tcfs_prune_victim *v;
+	size_t n;
+	struct held held;
+};
 
-	now -= e->pending_bytes;
-	if (now < 0 || now <= limit)
-		return;
-	p.over = now - limit * EVICT_LOW_PCT / 100;
+static int victims_get(struct tcfs_fs *fs, struct victims *vs)
+{
+	struct tcfs_prune_select all = { { NULL, NULL, NULL }, -1 };
+
+	if (vs->ready)
+		return 0;
 	/* Every probe answered so far counts in the kernels' last use. */
 	fs_events_sync(fs);
-	if (tcfs_prune_pick(fs->store, &all, &v, &n) < 0) {
+	if (tcfs_prune_pick(fs->store, &all, &vs->v, &vs->n) < 0) {
 		syslog(LOG_ERR, "tcfs: evicting: %s", tcfs_err_msg());
-		return;
+		return -1;
 	}
-	held_scan(fs, &p.held);
+	held_scan(fs, &vs->held);
+	vs->ready = 1;
+	return 0;
+}
+
+static void victims_free(struct victims *vs)
+{
+	held_free(&vs->held);
+	free(vs->v);
+}
+
+/* Evicts of v[] (least recently used first) until over bytes went, or
+ * none is left that may go; why says for whom, in the log.  Returns the
+ * bytes of the kernels taken. */
+static uint64_t evict_some(struct tcfs_fs *fs, const struct victims *vs,
+			   const struct tcfs_prune_victim *v, size_t n,
+			   int64_t over, const char *why)
+{
+	struct tcfs_prune_report r;
+	struct pass p = { fs, vs->held, over, &r };
+	struct tcfs_prune_hooks hooks = { want, release, removed,
+					  held_by_files, &p };
+	uint64_t taken = 0;
+
 	if (tcfs_prune_run(fs->store, v, n, TCFS_PRUNE_EVICT, 0, &hooks,
 			   &r) < 0)
 		syslog(LOG_ERR, "tcfs: evicting: %s", tcfs_err_msg());
 	keep_pending(fs, &r, 1);
-	freed = r.freed_bytes;
 	if (r.ntaken && tcfs_prune_count_eviction(fs->store, r.ntaken,
-						  freed) < 0)
+						  r.freed_bytes) < 0)
 		syslog(LOG_ERR, "tcfs: evicting: %s", tcfs_err_msg());
+	for (size_t i = 0; i < r.ntaken; i++)
+		taken += r.taken[i].total_bytes;
 	if (r.ntaken)
-		syslog(LOG_INFO, "tcfs: over the size limit (%" PRId64
-		       " bytes): evicted %zu kernels, freed %" PRIu64
-		       " bytes, %zu kept (held open)", limit, r.ntaken, freed,
-		       r.skipped);
-	held_free(&p.held);
+		syslog(LOG_INFO, "tcfs: %s: evicted %zu kernels, freed %"
+		       PRIu64 " bytes, %zu kept (held open)", why, r.ntaken,
+		       r.freed_bytes, r.skipped);
 	tcfs_prune_report_free(&r);
-	free(v);
+	return taken;
+}
+
+static void evict_pass(struct tcfs_fs *fs, int64_t limit,
+		       struct victims *vs)
+{
+	struct fs_evict *e = fs->evict;
+	int64_t now = stored(fs);
+	char why[64];
+
+	now -= e->pending_bytes;
+	if (now < 0 || now <= limit || victims_get(fs, vs) < 0)
+		return;
+	snprintf(why, sizeof(why), "over the size limit (%" PRId64 " bytes)",
+		 limit);
+	evict_some(fs, vs, vs->v, vs->n, now - limit * EVICT_LOW_PCT / 100,
+		   why);
+}
+
+/* The share in force: -o user_max_size, else the store's; 0 for none. */
+static int64_t share_of(struct tcfs_fs *fs)
+{
+	int64_t v = 0;
+
+	if (fs->evict->opt_user_max >= 0)
+		return fs->evict->opt_user_max;
+	if (tcfs_config_get(fs->store, TCFS_CONFIG_USER_MAX_SIZE, &v,
+			    NULL) < 0)
+		return 0;
+	return v;
+}
+
+/* Root and the mount's owner have no share; nor have kernels of no user,
+ * which stand for the mount's owner. */
+static int exempt(const struct tcfs_fs *fs, int64_t uid)
+{
+	return uid <= 0 || uid == (int64_t)fs->uid;
+}
+
+/* Evicts u's own kernels down to 90% of share; returns the bytes of its
+ * kernels left. */
+static uint64_t evict_user(struct tcfs_fs *fs, const struct tcfs_kernel_user *u,
+			   int64_t share, struct victims *vs)
+{
+	struct tcfs_prune_victim *mine;
+	uint64_t taken = 0;
+	size_t n = 0;
+	char why[96];
+
+	if (victims_get(fs, vs) < 0)
+		return u->bytes;
+	mine = malloc((vs->n ? vs->n : 1) * sizeof(*mine));
+	if (!mine)
+		return u->bytes;
+	for (size_t i = 0; i < vs->n; i++)
+		if (vs->v[i].uid == u->uid)
+			mine[n++] = vs->v[i];
+	snprintf(why, sizeof(why), "uid %" PRId64 " over its share (%" PRId64
+		 " bytes)", u->uid, share);
+	if (n)
+		taken = evict_some(fs, vs, mine, n,
+				   (int64_t)u->bytes -
+					   share * EVICT_LOW_PCT / 100,
+				   why);
+	free(mine);
+	return taken < u->bytes ? u->bytes - taken : 0;
+}
+
+/* Holds every user to share (0: none), and notes who is still past it. */
+static void share_pass(struct tcfs_fs *fs, int64_t share, struct victims *vs)
+{
+	struct fs_evict *e = fs->evict;
+	struct tcfs_kernel_user *u = NULL;
+	uid_t *over = NULL, *old;
+	size_t n = 0, nover = 0, cap = 0;
+
+	if (share > 0 && tcfs_kernel_users(fs->store, &u, &n) < 0) {
+		syslog(LOG_ERR, "tcfs: users' shares: %s", tcfs_err_msg());
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uid_t *slot;
+
+		if (exempt(fs, u[i].uid) || u[i].bytes <= (uint64_t)share ||
+		    evict_user(fs, &u[i], share, vs) <= (uint64_t)share)
+			continue;
+		slot = tcfs_vec_push(&over, &nover, &cap, sizeof(*slot));
+		if (slot)
+			*slot = (uid_t)u[i].uid;
+	}
+	free(u);
+	pthread_mutex_lock(&e->in_mu);
+	old = e->over;
+	e->over = over;
+	e->nover = nover;
+	pthread_mutex_unlock(&e->in_mu);
+	free(old);
+}
+
+int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid)
+{
+	struct fs_evict *e = fs->evict;
+	int yes = 0;
+
+	if (!e)
+		return 0;
+	pthread_mutex_lock(&e->in_mu);
+	for (size_t i = 0; !yes && i < e->nover; i++)
+		yes = e->over[i] == uid;
+	pthread_mutex_unlock(&e->in_mu);
+	return yes;
 }
 
 /* One blob of a look for orphans: named by no row, it waits until its
@@ -599,6 +741,7 @@ static void sweep_step(struct tcfs_fs *fs)
 static void pass(struct tcfs_fs *fs)
 {
 	struct fs_evict *e = fs->evict;
+	struct victims vs = { 0 };
 	struct stat st;
 	uint64_t freed;
 	int64_t limit;
@@ -616,7 +759,10 @@ static void pass(struct tcfs_fs *fs)
 		tcfs_prune_count_eviction(fs->store, 0, freed);
 	limit = limit_of(fs);
 	if (limit > 0 && e->swept)
-		evict_pass(fs, limit);
+		evict_pass(fs, limit, &vs);
+	if (e->swept)
+		share_pass(fs, share_of(fs), &vs);
+	victims_free(&vs);
 }
 
 static int64_t mono_ms(void)
@@ -654,7 +800,7 @@ static void *evictor(void *arg)
 	return NULL;
 }
 
-int fs_evict_start(struct tcfs_fs *fs, int64_t max_size)
+int fs_evict_start(struct tcfs_fs *fs, const struct fs_limits *lim)
 {
 	struct fs_evict *e = calloc(1, sizeof(*e));
 	int rc;
@@ -664,7 +810,8 @@ int fs_evict_start(struct tcfs_fs *fs, int64_t max_size)
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_mutex_init(&e->in_mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
-	e->opt_max = max_size;
+	e->opt_max = lim->max_size;
+	e->opt_user_max = lim->user_max_size;
 	e->base = -1;
 	fs->evict = e;
 	rc = fs_thread_start(&e->thread, evictor, fs);
@@ -712,6 +859,7 @@ void fs_evict_free(struct tcfs_fs *fs)
 	tcfs_blobset_free(&e->pset);
 	free(e->pending);
 	free(e->in);
+	free(e->over);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->in_mu);
 	pthread_mutex_destroy(&e->mu);

@@ -19,9 +19,16 @@ void fs_row_create(fuse_req_t req, const struct fs_ino *parent,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_content c = { fs->empty, 0, TCFS_FMT_RAW };
+	unsigned m = mode & 07777;
+	struct tcfs_owner own;
 	struct tcfs_node n;
-	int rc = tcfs_ns_create(fs->store, parent->row, nm->s, mode & 07777,
-				tcfs_ns_now(), &c, &n);
+	int rc = fs_new_owner(req, parent->row, 0, &m, &own);
+
+	m = fs_users_mode(req, parent->row, nm->s, m, 0);
+
+	if (rc == 0)
+		rc = tcfs_ns_create(fs->store, parent->row, nm->s, m,
+				    tcfs_ns_now(), &c, &own, &n);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -88,11 +95,19 @@ void fs_row_read(fuse_req_t req, const struct fs_ino *i, size_t size,
 	free(bytes);
 }
 
+/* A user past their share of the size limit, whose kernels are all in
+ * use, writes nothing more (evict.c). */
 void fs_row_write(fuse_req_t req, const struct fs_ino *i, const char *buf,
 		  size_t size, off_t off)
 {
-	int rc = fs_files_write(fs_of(req), i->row, buf, size, off);
+	struct tcfs_fs *fs = fs_of(req);
+	int rc = -EDQUOT;
 
+	if (!size || !fs_evict_over_share(fs, fuse_req_ctx(req)->uid))
+		rc = fs_files_write(fs, i->row, buf, size, off);
+
+	if (rc == 0)
+		rc = fs_owner_wrote(req, i->row);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -104,19 +119,19 @@ int fs_row_commit(struct tcfs_fs *fs, const struct fs_ino *i)
 	return fs_files_commit(fs, i->row);
 }
 
-/* What to_set asks of the store's setattr (TCFS_SET_*), and the time. */
-static int set_mask(const struct stat *attr, int to_set, int64_t *mtime)
+/* What to_set asks of the store's setattr (TCFS_SET_*) of times; the
+ * owner's and mode's are fs_owner_setattr's. */
+static int set_mask(const struct stat *attr, int to_set,
+		    struct tcfs_attrs *a)
 {
 	int mask = 0;
 
-	if (to_set & FUSE_SET_ATTR_MODE)
-		mask |= TCFS_SET_MODE;
 	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
 		mask |= TCFS_SET_MTIME;
-	*mtime = tcfs_ns_now();
+	a->mtime_ns = tcfs_ns_now();
 	if (to_set & FUSE_SET_ATTR_MTIME)
-		*mtime = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
-			 attr->st_mtim.tv_nsec;
+		a->mtime_ns = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
+			      attr->st_mtim.tv_nsec;
 	return mask;
 }
 
@@ -124,15 +139,19 @@ void fs_row_setattr(fuse_req_t req, const struct fs_ino *i,
 		    struct stat *attr, int to_set)
 {
 	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_attrs a = { 0 };
 	struct tcfs_node n;
-	int64_t mtime;
-	int mask = set_mask(attr, to_set, &mtime);
+	int mask = set_mask(attr, to_set, &a);
 	int rc = tcfs_ns_get(fs->store, i->row, &n);
 
-	if (rc == 0 &&
-	    (((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->uid) ||
-	     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->gid)))
-		rc = -EPERM;	/* the store keeps no owners */
+	if (rc == 0)
+		rc = fs_owner_setattr(req, &n, attr, to_set, &mask, &a);
+	/* A shared kernel stays writable by its writer alone. */
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE) &&
+	    fs_users_mode(req, n.parent, n.name, attr->st_mode & 07777,
+			  n.kind == TCFS_DIR) !=
+		    (attr->st_mode & 07777))
+		rc = -EPERM;
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		rc = fs_files_truncate(fs, &n, (uint64_t)attr->st_size);
 	/* A mode or time set now must not be undone by a later commit of
@@ -140,8 +159,7 @@ void fs_row_setattr(fuse_req_t req, const struct fs_ino *i,
 	if (rc == 0 && mask)
 		rc = fs_files_commit(fs, i->row);
 	if (rc == 0 && mask)
-		rc = tcfs_ns_setattr(fs->store, i->row, mask, attr->st_mode,
-				     mtime);
+		rc = tcfs_ns_setattr(fs->store, i->row, mask, &a);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

@@ -223,6 +223,9 @@ struct own_opts {
 	int binary_only;
 	int store_binary_only;
 	char *max_size;		/* -o max_size=SIZE (fuse_opt's copy) */
+	char *trust;		/* -o trust=USER:...:@GROUP (its copy) */
+	int others;		/* -o allow_other: many users */
+	char *user_max_size;	/* -o user_max_size=SIZE (the same) */
 	const char *root;	/* the mount point, for -o redirect */
 	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
 	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
@@ -238,6 +241,8 @@ static const struct fuse_opt own_specs[] = {
 	{ "binary_only", offsetof(struct own_opts, binary_only), 1 },
 	{ "store_binary_only", offsetof(struct own_opts, store_binary_only), 1 },
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
+	{ "trust=%s", offsetof(struct own_opts, trust), 0 },
+	{ "user_max_size=%s", offsetof(struct own_opts, user_max_size), 0 },
 	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
 	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
@@ -263,11 +268,42 @@ static int own_opt(void *data, const char *arg, int key,
 	return 0;
 }
 
-/* -o max_size=SIZE, spelled as tcfs config max-size takes it. */
-static int max_size_of(const char *text, int64_t *out)
+/* -o max_size=SIZE (or user_max_size), spelled as tcfs config key
+ * takes it.  0, or -1 after saying why not. */
+static int size_of(const char *opt, const char *key, const char *text,
+		   int64_t *out, struct report *r)
 {
-	return tcfs_config_parse(tcfs_config_find(TCFS_CONFIG_MAX_SIZE), text,
-				 out);
+	if (!text ||
+	    tcfs_config_parse(tcfs_config_find(key), text, out) == 0)
+		return 0;
+	say(r, "-o %s=%s: %s", opt, text, tcfs_err_msg());
+	return -1;
+}
+
+/* The first of -o suid and -o dev in opts (comma-separated, a backslash
+ * escaping the next byte), or NULL.  Files of the mount belong to whoever
+ * made them: with suid, any user could run one as its owner, root
+ * included; with dev, open a device through a node of their own. */
+static const char *unsafe_opt(const char *opts)
+{
+	const char *start = opts, *p = opts;
+
+	for (; opts && *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p != ',')
+			continue;
+		if (p - start == 4 && strncmp(start, "suid", 4) == 0)
+			return "suid";
+		if (p - start == 3 && strncmp(start, "dev", 3) == 0)
+			return "dev";
+		start = p + 1;
+	}
+	if (opts && strcmp(start, "suid") == 0)
+		return "suid";
+	return opts && strcmp(start, "dev") == 0 ? "dev" : NULL;
 }
 
 static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
@@ -275,14 +311,18 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 {
 	int others = o->fuse_opts && strstr(o->fuse_opts, "allow_other");
 
+	own->others = others;
+
 	/* Without allow_other FUSE lets only the mounting user in, and the
 	 * modes need no checking by the kernel, which would otherwise fetch
 	 * a directory's attributes again after every change in it (a
 	 * GETATTR per path walk, most of a cold compile's requests).  With
-	 * allow_other, other users come in: the kernel checks modes. */
+	 * allow_other, other users come in: the kernel checks modes.
+	 * nosuid and nodev are libfuse's defaults, said all the same. */
 	if (fuse_opt_add_arg(args, "tcfs") || fuse_opt_add_arg(args, "-o") ||
-	    fuse_opt_add_arg(args, others ? "default_permissions,subtype=tcfs"
-					  : "subtype=tcfs"))
+	    fuse_opt_add_arg(args, others ? "default_permissions,subtype=tcfs,"
+					    "nosuid,nodev"
+					  : "subtype=tcfs,nosuid,nodev"))
 		return -1;
 	if (own->rest[0] && (fuse_opt_add_arg(args, "-o") ||
 			     fuse_opt_add_arg(args, own->rest)))
@@ -316,6 +356,11 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	 * nothing; and before chdir, as -o redirect's DIR is the caller's. */
 	own->root = fs->root;
 	tcfs_err_clear();
+	if (unsafe_opt(o->fuse_opts)) {
+		say(r, "-o %s: refused, a tcfs mount is always nosuid,nodev "
+		       "(see tcfs mount --help)", unsafe_opt(o->fuse_opts));
+		return 2;
+	}
 	if (tcfs_remote_cfg_opts(&own->remote, o->fuse_opts,
 				 &own->has_remote, &own->rest) < 0) {
 		say(r, "%s (see tcfs mount --help)", tcfs_err_msg()[0]
@@ -335,12 +380,23 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	}
 	fs->binary_only = own->binary_only;
 	fs->store_binary_only = own->store_binary_only;
+	if (own->trust && !own->others) {
+		say(r, "-o trust: only with -o allow_other, which lets other "
+		       "users in (see tcfs mount --help)");
+		return 2;
+	}
+	/* Others let in: who may write shared kernels, and each other
+	 * user's own (users.c). */
+	if (own->others && fs_users_new(own->trust, fs->uid, &fs->users) < 0) {
+		say(r, "%s (see tcfs mount --help)", tcfs_err_msg());
+		return 2;
+	}
 	return 0;
 }
 
 /* The store opened, and the mount's tables made.  0 or -1 (said). */
 static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
-		   struct own_opts *own, int64_t *max_size,
+		   struct own_opts *own, struct fs_limits *lim,
 		   struct report *r)
 {
 	if (open_store(fs, o, r) < 0)
@@ -360,10 +416,11 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		return -1;
 	}
 	fs->start_ns = tcfs_ns_now();
-	if (own->max_size && max_size_of(own->max_size, max_size) < 0) {
-		say(r, "-o max_size=%s: %s", own->max_size, tcfs_err_msg());
+	if (size_of("max_size", TCFS_CONFIG_MAX_SIZE, own->max_size,
+		    &lim->max_size, r) < 0 ||
+	    size_of("user_max_size", TCFS_CONFIG_USER_MAX_SIZE,
+		    own->user_max_size, &lim->user_max_size, r) < 0)
 		return -1;
-	}
 	snprintf(fs->bin_root, sizeof(fs->bin_root), "%s/binary-only",
 		 fs->root);
 	if (fs_views_new(!own->noviews, &fs->views) < 0 ||
@@ -380,15 +437,15 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 /* The mount's own threads: events (with the ticks of probe.c and
  * dirty.c), flusher, evictor, control socket.  0 or -1 (said). */
 static int start_threads(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
-			 const struct own_opts *own, int64_t max_size,
-			 struct report *r)
+			 const struct own_opts *own,
+			 const struct fs_limits *lim, struct report *r)
 {
 	static fs_tick_fn *const ticks[] = { fs_probes_tick, fs_dirty_tick,
 					     fs_remote_tick };
 
 	if (fs_events_start(fs, ticks, sizeof(ticks) / sizeof(ticks[0])) < 0 ||
 	    fs_flusher_start(fs, o->sync_s) < 0 ||
-	    fs_evict_start(fs, max_size) < 0) {
+	    fs_evict_start(fs, lim) < 0) {
 		say(r, "cannot start the event log, flusher or evictor thread");
 		return -1;
 	}
@@ -468,6 +525,7 @@ static void free_state(struct tcfs_fs *fs)
 	fs_checked_free(fs->checked);
 	fs_views_free(fs->views);
 	fs_redirects_free(fs->redirects);
+	fs_users_free(fs->users);
 	tcfs_store_close(fs->store);
 }
 
@@ -477,7 +535,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct tcfs_fs fs = { 0 };
 	struct own_opts own = { 0 };
-	int64_t max_size = -1;	/* the store's setting */
+	struct fs_limits lim = { -1, -1 };	/* the store's settings */
 	int nonempty = o->fuse_opts && strstr(o->fuse_opts, "nonempty");
 	int rc = 1;
 
@@ -490,7 +548,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	if (rc != 0)
 		goto out;
 	rc = 1;
-	if (prepare(o, &fs, &own, &max_size, r) < 0)
+	if (prepare(o, &fs, &own, &lim, r) < 0)
 		goto out;
 	fs.se = fuse_session_new(&args, &fs_fuse_ops, sizeof(fs_fuse_ops), &fs);
 	if (!fs.se) {
@@ -503,7 +561,7 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 		       "installed?)", fs.root);
 		goto out_session;
 	}
-	if (start_threads(&fs, o, &own, max_size, r) == 0)
+	if (start_threads(&fs, o, &own, &lim, r) == 0)
 		rc = loop(&fs, o, r);
 	rc = stop_threads(&fs, rc);
 	fuse_remove_signal_handlers(fs.se);
@@ -514,6 +572,8 @@ out:
 	free_state(&fs);
 	fuse_opt_free_args(&args);
 	free(own.max_size);
+	free(own.trust);
+	free(own.user_max_size);
 	free(own.rest);
 	explicit_bzero(&own.remote, sizeof(own.remote));	/* secrets */
 	return rc;

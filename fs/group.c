@@ -108,6 +108,11 @@ int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n,
 		if (rc < 0)
 			return rc;
 	}
+	/* A user's own key dir (users.c) is where its user reaches it: at
+	 * the cache root, as the shared ones. */
+	if (fs->users && tcfs_ns_get(fs->store, up, &own) == 0 &&
+	    tcfs_name_private(own.name, NULL))
+		up = own.parent;
 	rc = tcfs_ns_path(fs->store, up, k->path, sizeof(k->path));
 	if (rc < 0)
 		return rc;

@@ -30,7 +30,7 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	enum tcfs_probe probe = 0;
-	struct tcfs_node dir;
+	struct tcfs_node dir, to;
 	int rc, hit;
 
 	/* Only a probe-like name needs its directory: is it a key dir? */
@@ -49,9 +49,11 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 	 * lock, which evictions wait for, as the network may be slow. */
 	if (probe && rc == -ENOENT && fs->remote) {
 		fs_probe_unlock(fs);
-		rc = fs_remote_fetch(fs, &dir, nm, probe);
+		rc = fs_remote_fetch(fs, &dir, nm, probe, &to);
 		fs_probe_lock(fs, 0);
-		rc = rc == 0 ? tcfs_ns_lookup(fs->store, parent->row, nm->s, n)
+		if (rc == 0)
+			dir = to;	/* where it landed */
+		rc = rc == 0 ? tcfs_ns_lookup(fs->store, dir.ino, nm->s, n)
 			     : -ENOENT;
 		hit = rc == 0 ? FS_HIT_REMOTE : 0;
 	}

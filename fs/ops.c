@@ -50,15 +50,25 @@ static const struct fs_kind_ops *owner(struct tcfs_fs *fs,
 	return kinds[parent->kind];
 }
 
-/* A request about parent/name: counted, decoded and classified. */
+/* A request about parent/name: counted, decoded, classified, and routed
+ * to where the name is for its user (users.c).  NULL when it was
+ * answered already: a name this user may not see is not there, or not
+ * to be made (EACCES). */
 static const struct fs_kind_ops *enter_name(fuse_req_t req, uint64_t parent,
 					    const char *name,
 					    struct fs_ino *p,
-					    struct fs_name *nm)
+					    struct fs_name *nm,
+					    enum fs_route how)
 {
+	const struct fs_kind_ops *o;
+
 	enter(req, parent, p);
 	fs_name_of(nm, name);
-	return owner(fs_of(req), p, nm);
+	o = owner(fs_of(req), p, nm);
+	if (o != kinds[p->kind] || fs_users_route(req, p, nm, how) == 0)
+		return o;
+	fuse_reply_err(req, how == FS_FIND ? ENOENT : EACCES);
+	return NULL;
 }
 
 /* Whether the kind lacks the operation (absent): then err is replied. */
@@ -91,9 +101,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_FIND);
 
-	if (!lacks(req, !o->lookup, ENOSYS))
+	if (o && !lacks(req, !o->lookup, ENOSYS))
 		o->lookup(req, &p, &nm);
 }
 
@@ -157,9 +168,10 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_PLACE);
 
-	if (!lacks(req, !o->mkdir, EROFS))
+	if (o && !lacks(req, !o->mkdir, EROFS))
 		o->mkdir(req, &p, &nm, mode);
 }
 
@@ -167,9 +179,10 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_FIND);
 
-	if (!lacks(req, !o->unlink, EROFS))
+	if (o && !lacks(req, !o->unlink, EROFS))
 		o->unlink(req, &p, &nm);
 }
 
@@ -177,9 +190,10 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_FIND);
 
-	if (!lacks(req, !o->rmdir, EROFS))
+	if (o && !lacks(req, !o->rmdir, EROFS))
 		o->rmdir(req, &p, &nm);
 }
 
@@ -191,12 +205,20 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs_ino p, np;
 	struct fs_name nm, newnm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_FIND);
 	const struct fs_kind_ops *no;
 
+	if (!o)
+		return;
 	np = fs_ino_of(newparent);
 	fs_name_of(&newnm, newname);
 	no = owner(fs_of(req), &np, &newnm);
+	if (no == kinds[np.kind] &&
+	    fs_users_route(req, &np, &newnm, FS_PLACE) < 0) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
 	if (!lacks(req, !o->rename || o->rename != no->rename, EROFS))
 		o->rename(req, &p, &nm, &np, &newnm, flags);
 }
@@ -206,9 +228,10 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_PLACE);
 
-	if (!lacks(req, !o->symlink, EROFS))
+	if (o && !lacks(req, !o->symlink, EROFS))
 		o->symlink(req, link, &p, &nm);
 }
 
@@ -219,10 +242,10 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	struct fs_ino i, np;
 	struct fs_name nm;
 	const struct fs_kind_ops *o =
-		enter_name(req, newparent, newname, &np, &nm);
+		enter_name(req, newparent, newname, &np, &nm, FS_PLACE);
 
 	i = fs_ino_of(ino);
-	if (!lacks(req, !o->link || o->link != kinds[i.kind]->link, EROFS))
+	if (o && !lacks(req, !o->link || o->link != kinds[i.kind]->link, EROFS))
 		o->link(req, &i, &np, &nm);
 }
 
@@ -233,10 +256,11 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_PLACE);
 
 	(void)rdev;
-	if (!lacks(req, !S_ISREG(mode), EPERM) &&
+	if (o && !lacks(req, !S_ISREG(mode), EPERM) &&
 	    !lacks(req, !o->mknod, EROFS))
 		o->mknod(req, &p, &nm, mode);
 }
@@ -246,9 +270,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs_ino p;
 	struct fs_name nm;
-	const struct fs_kind_ops *o = enter_name(req, parent, name, &p, &nm);
+	const struct fs_kind_ops *o =
+		enter_name(req, parent, name, &p, &nm, FS_PLACE);
 
-	if (!lacks(req, !o->create, EROFS))
+	if (o && !lacks(req, !o->create, EROFS))
 		o->create(req, &p, &nm, mode, fi);
 }
 

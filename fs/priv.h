@@ -11,7 +11,8 @@
  *     rename, readdir, symlink, link, mknod), file.c (create, read,
  *     write, fsync, setattr); view.c (by-name/, by-arch/, .tcfs/),
  *     report.c (.tcfs/ files' bytes)
- *   attr.c (attributes and entries replied, for every kind)
+ *   attr.c (attributes and entries replied, for every kind), owner.c
+ *     (owners, and the POSIX rules on changing them and modes)
  *   dirty.c (writes not committed yet) and evict.c (the size limit, and
  *     kernels removed while mounted), which call each other; group.c
  *     (group files rendered), redirect.c (-o redirect: a kernel's
@@ -65,7 +66,8 @@ struct tcfs_fs {
 	struct tcfs_store *store;
 	char root[4096];	/* the mount point: group files name it */
 	struct fuse_session *se;
-	uid_t uid;		/* files belong to whoever mounted */
+	uid_t uid;		/* whoever mounted: the owner of rows that
+				 * name none (TCFS_OWNER_MOUNT) */
 	gid_t gid;
 	struct tcfs_hash empty;	/* the blob of a new, empty file */
 	struct fs_inodes *inodes;
@@ -80,6 +82,8 @@ struct tcfs_fs {
 	struct fs_evict *evict;		/* the size limit, and prunes */
 	struct fs_ctl *ctl;		/* the control socket */
 	struct fs_redirects *redirects;	/* -o redirect; NULL: none */
+	struct fs_users *users;		/* -o allow_other: many users;
+					 * NULL: only the owner gets in */
 	struct fs_remote *remote;	/* -o remote; NULL: none */
 	int binary_only;		/* -o binary_only: the root is the
 					 * binary-only view */
@@ -129,6 +133,8 @@ struct fs_name {
 	enum tcfs_artifact landing;	/* what it holds once it lands */
 	int group;		/* a group file: of the kernel named kernel */
 	char kernel[TCFS_NAME_MAX + 1];
+	int apart;		/* means something else for each user
+				 * (users.c): never cached */
 };
 /* base.c: fills *nm for s (which must outlive it). */
 void fs_name_of(struct fs_name *nm, const char *s);
@@ -190,6 +196,23 @@ int fs_reply_entry(fuse_req_t req, const struct tcfs_node *n,
 /* The same for CREATE, with its open file fi. */
 int fs_reply_create(fuse_req_t req, const struct tcfs_node *n,
 		    enum fs_kind kind, double ttl, struct fuse_file_info *fi);
+
+/* owner.c: owners, and who may change them and modes (POSIX, as ext4).
+ * The uid and gid n shows: its own, or the mount's for TCFS_OWNER_MOUNT. */
+uid_t fs_uid_of(const struct tcfs_fs *fs, const struct tcfs_node *n);
+gid_t fs_gid_of(const struct tcfs_fs *fs, const struct tcfs_node *n);
+/* The owner of a node req makes in the dir parent, and its *mode as a
+ * setgid dir leaves it.  0 or -errno. */
+int fs_new_owner(fuse_req_t req, uint64_t parent, int is_dir, unsigned *mode,
+		 struct tcfs_owner *own);
+/* What a setattr of n (to_set, FUSE_SET_ATTR_*) by req sets of its owner
+ * and mode: *mask (TCFS_SET_*) and *a filled; -EPERM when req may not. */
+int fs_owner_setattr(fuse_req_t req, const struct tcfs_node *n,
+		     const struct stat *attr, int to_set, int *mask,
+		     struct tcfs_attrs *a);
+/* After req wrote to row: a writer other than root clears its setuid
+ * (and setgid, when group-executable).  0 or -errno. */
+int fs_owner_wrote(fuse_req_t req, uint64_t row);
 
 /* group.c: a group template rendered for this mount (*out: caller frees),
  * and the name of the key dir a node lies in (its ancestor under the
@@ -313,11 +336,14 @@ int fs_remote_start(struct tcfs_fs *fs, const struct tcfs_remote_cfg *cfg);
  * queued dropped, the last figures saved. */
 void fs_remote_stop(struct tcfs_fs *fs);
 /* On a probe's local miss of nm in the key dir dir: asks the remote and
- * lands what it has.  0 when the probe's name is here now, else why not
- * (-ENOENT: a miss; -EBUSY, -EAGAIN: not asked).  Call without the probe
- * lock: it may wait on the network, within the probe budget. */
+ * lands what it has.  0 when the probe's name is here now, in the key
+ * dir *to (dir, or for a user's own key dir the shared one: users.c),
+ * else why not (-ENOENT: a miss; -EBUSY, -EAGAIN: not asked).  Call
+ * without the probe lock: it may wait on the network, within the probe
+ * budget. */
 int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
-		    const struct fs_name *nm, enum tcfs_probe kind);
+		    const struct fs_name *nm, enum tcfs_probe kind,
+		    struct tcfs_node *to);
 /* After a rename that landed nm in dir: a kernel, module or key dir to
  * publish is queued (never waits; a full queue drops it, counted). */
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
@@ -384,9 +410,18 @@ int fs_report_render(struct tcfs_fs *fs, enum fs_view_file f, int64_t viewer,
  * the requester's own (its uid). */
 int64_t fs_report_viewer(fuse_req_t req);
 
-/* evict.c: the size limit.  max_size: -o max_size, or -1 to follow the
- * store's setting (config max-size).  0 or -errno. */
-int fs_evict_start(struct tcfs_fs *fs, int64_t max_size);
+/* evict.c: the size limit, and each user's share of it.  Each of lim is
+ * as -o says, or -1 to follow the store's setting (config max-size,
+ * user-max-size).  0 or -errno. */
+struct fs_limits {
+	int64_t max_size;	/* -o max_size */
+	int64_t user_max_size;	/* -o user_max_size */
+};
+int fs_evict_start(struct tcfs_fs *fs, const struct fs_limits *lim);
+/* Whether uid's writes are refused (EDQUOT): the kernels it wrote are
+ * past its share, and none of them could be evicted (all in use), as the
+ * evictor's last pass found. */
+int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid);
 /* Stops the thread; fs_evict_free, once every write is committed, frees
  * what evictions left for later, and the state. */
 void fs_evict_stop(struct tcfs_fs *fs);
@@ -398,6 +433,38 @@ int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 /* A file rewritten in place no longer names old: freed once no file
  * does, after the put grace.  Never waits for the evictor. */
 void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old);
+
+/* users.c: one cache for many users (-o allow_other).  trust: -o trust's
+ * value (USER:...:@GROUP), or NULL; root and owner are always trusted.
+ * 0, or -EINVAL with a message naming the user or group. */
+int fs_users_new(const char *trust, uid_t owner, struct fs_users **out);
+void fs_users_free(struct fs_users *u);
+/* Whether uid (of group gid) writes shared kernels. */
+int fs_trusted(struct tcfs_fs *fs, uid_t uid, gid_t gid);
+/* 1 when name is a user's own dir (.tcfs-private-UID), its uid in *uid
+ * (optional). */
+int fs_users_private_of(const char *name, uid_t *uid);
+/* Where a request's name is, for its user: FS_FIND to reach an entry
+ * (lookup, unlink, rmdir, a rename's source), FS_PLACE to make one
+ * (mkdir, create, a rename's target...).  May move parent->row to the
+ * user's own dir, and sets nm->apart; -ENOENT for a name this user may
+ * not see or make. */
+enum fs_route { FS_FIND, FS_PLACE };
+int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
+		   enum fs_route how);
+/* 1 and *own when the requester has an own dir in dir (readdir shows its
+ * entries with dir's). */
+int fs_users_own_dir(fuse_req_t req, uint64_t dir, uint64_t *own);
+/* tcfs trust promote (ctl.c): users' own key dirs named key (NULL: any)
+ * of user uid (-1: any user) made shared; *moved says how many.  0 or
+ * -errno. */
+int fs_users_promote(struct tcfs_fs *fs, const char *key, int64_t uid,
+		     size_t *moved);
+/* The mode an entry name in parent gets (made, or chmod): a trusted
+ * writer's key dirs and what they hold never writable by others,
+ * whatever its umask. */
+unsigned fs_users_mode(fuse_req_t req, uint64_t parent, const char *name,
+		       unsigned mode, int dir);
 
 /* redirect.c: -o redirect=NAME:DIR.  Adds one to *r (created on first
  * use; owned by the caller, fs_redirects_free): DIR made absolute from

@@ -188,8 +188,37 @@ static int askable(const struct tcfs_fs *fs, const struct fs_name *nm,
 	return nm->art == TCFS_ART_AUTOTUNE;
 }
 
+/* Where a kernel fetched for a probe in dir lands: dir, or when dir is a
+ * user's own key dir (users.c), the shared one of its name, made if need
+ * be; the remote's kernels are shared, as remote_trust vetted them.  The
+ * user's own dir, empty, then goes: its name is the shared one again. */
+static int target_of(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		     struct tcfs_node *to)
+{
+	struct tcfs_node own;
+	int rc;
+
+	*to = *dir;
+	if (!fs->users || tcfs_ns_get(fs->store, dir->parent, &own) < 0 ||
+	    !fs_users_private_of(own.name, NULL))
+		return 0;
+	rc = tcfs_ns_lookup(fs->store, own.parent, dir->name, to);
+	if (rc == -ENOENT)
+		rc = tcfs_ns_mkdir(fs->store, own.parent, dir->name, 0755,
+				   tcfs_ns_now(), NULL, to);
+	return rc;
+}
+
+static void drop_own(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		     const struct tcfs_node *to)
+{
+	if (to->ino != dir->ino)
+		tcfs_ns_rmdir(fs->store, dir->parent, dir->name);
+}
+
 int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
-		    const struct fs_name *nm, enum tcfs_probe kind)
+		    const struct fs_name *nm, enum tcfs_probe kind,
+		    struct tcfs_node *to)
 {
 	struct fs_remote *rm = fs->remote;
 	struct tcfs_node here;
@@ -197,7 +226,7 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	uint64_t h;
 	int mine, rc;
 
-	if (!rm || !askable(fs, nm, kind))
+	if (!rm || !askable(fs, nm, kind) || target_of(fs, dir, to) < 0)
 		return -ENOENT;
 	h = hash_of(dir->name, nm->s);
 	if (missed_lately(rm, h))
@@ -216,9 +245,11 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	}
 	pthread_mutex_unlock(&rm->mu);
 	/* A fetch of it may have landed it just before this one began. */
-	rc = tcfs_ns_lookup(fs->store, dir->ino, nm->s, &here);
+	rc = tcfs_ns_lookup(fs->store, to->ino, nm->s, &here);
 	if (rc < 0)
-		rc = fetch_and_land(fs, dir, nm, kind);
+		rc = fetch_and_land(fs, to, nm, kind);
+	if (rc == 0)
+		drop_own(fs, dir, to);
 	if (rc == -ENOENT || rc == -EBADMSG || rc == -EPERM ||
 	    rc == -EEXIST || rc == -EFBIG)
 		remember_miss(rm, h);
@@ -280,6 +311,16 @@ static void enqueue_dir(struct fs_remote *rm, struct tcfs_fs *fs,
 	free(kids);
 }
 
+/* Whether key dirs in root are shared: not a user's own (users.c), whose
+ * kernels no other user loads, so no other node should either. */
+static int shared(struct tcfs_fs *fs, uint64_t root)
+{
+	struct tcfs_node r;
+
+	return !fs->users || tcfs_ns_get(fs->store, root, &r) < 0 ||
+	       !fs_users_private_of(r.name, NULL);
+}
+
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 		      const struct fs_name *nm)
 {
@@ -296,12 +337,12 @@ void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 		return;
 	if (nm->art == TCFS_ART_OTHER) {
 		if (tcfs_ns_lookup(fs->store, dir, nm->s, &n) == 0 &&
-		    n.kind == TCFS_DIR &&
+		    n.kind == TCFS_DIR && shared(fs, n.parent) &&
 		    tcfs_kernel_is_key_dir(fs->store, n.ino, &key) == 0 && key)
 			enqueue_dir(rm, fs, &n);
 		return;
 	}
-	if (tcfs_ns_get(fs->store, dir, &d) < 0 ||
+	if (tcfs_ns_get(fs->store, dir, &d) < 0 || !shared(fs, d.parent) ||
 	    tcfs_kernel_is_key_dir(fs->store, dir, &key) < 0 || !key)
 		return;
 	if (nm->art == TCFS_ART_GROUP)
@@ -455,7 +496,7 @@ int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name)
 	rc = tcfs_ns_lookup(fs->store, TCFS_ROOT_INO, key, &dir);
 	if (rc == -ENOENT) {
 		rc = tcfs_ns_mkdir(fs->store, TCFS_ROOT_INO, key, 0755,
-				   tcfs_ns_now(), &dir);
+				   tcfs_ns_now(), NULL, &dir);
 		/* The kernel may hold a miss of the name. */
 		if (rc == 0)
 			fs_events_inval(fs, TCFS_ROOT_INO, key);

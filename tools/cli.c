@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <libmount.h>
 #include <limits.h>
 #include <stdint.h>
@@ -302,4 +303,14 @@ const char *cli_tmp_dir(void)
 	const char *t = getenv("TMPDIR");
 
 	return t && t[0] ? t : "/var/tmp";
+}
+
+int cli_user_uid(const char *name, int64_t *uid)
+{
+	const struct passwd *p = getpwnam(name);
+
+	if (!p)
+		return -ENOENT;
+	*uid = p->pw_uid;
+	return 0;
 }

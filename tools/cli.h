@@ -101,6 +101,9 @@ int cli_print_json(cJSON *doc);
  * local time, or "@SECONDS" since the epoch.  -1 when unparsable. */
 int64_t cli_parse_since(const char *arg);
 
+/* A user's uid by name: 0, or -ENOENT. */
+int cli_user_uid(const char *name, int64_t *uid);
+
 /* A count: decimal digits only.  0, or -EINVAL. */
 int cli_parse_count(const char *arg, uint64_t *out);
 

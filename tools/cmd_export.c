@@ -185,6 +185,8 @@ static void export_top(struct export *ex, int destfd, const struct tcfs_node *n)
 {
 	struct tcfs_walk w = { ex->s, ex->filter, &dir_sink, ex };
 
+	if (tcfs_name_private(n->name, NULL))
+		return;	/* a user's own kernels: theirs alone */
 	ex->dirfd[0] = destfd;
 	ex->depth = 1;
 	if (tcfs_walk(&w, n, n->name) < 0) {

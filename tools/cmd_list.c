@@ -117,6 +117,16 @@ static int print_json(struct tcfs_store *s, const struct tcfs_kernel_use *u,
 		cJSON_AddNumberToObject(o, "created",
 					(double)k->created_ns / 1e9);
 		cJSON_AddStringToObject(o, "root", root);
+		if (k->uid >= 0)
+			cJSON_AddNumberToObject(o, "writer", (double)k->uid);
+		else
+			cJSON_AddNullToObject(o, "writer");
+		/* Who may load it: everyone, or the user who wrote it. */
+		if (k->own_uid < 0)
+			cJSON_AddStringToObject(o, "visibility", "shared");
+		else
+			cJSON_AddNumberToObject(o, "visibility",
+						(double)k->own_uid);
 		/* Where it came from: here, import, unpack, remote. */
 		if (k->origin[0])
 			cJSON_AddStringToObject(o, "origin", k->origin);
@@ -131,15 +141,15 @@ static void print_text(struct tcfs_store *s,
 		       const struct tcfs_kernel_use *u, size_t n)
 {
 	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %-19s %-6s "
-	       "%s\n", "NAME", "KEY", "TARGET", "WARPS", "STAGES", "SIZE",
+	       "%-7s %s\n", "NAME", "KEY", "TARGET", "WARPS", "STAGES", "SIZE",
 	       "FILES", "HITS", "MISSES", "LAST HIT", "CREATED", "ORIGIN",
-	       "ROOT");
+	       "VISIBLE", "ROOT");
 	for (size_t i = 0; i < n; i++) {
 		const struct tcfs_kernel *k = &u[i].k;
 		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
 		char shown[TCFS_UTF8_SHOW_MAX], root[PATH_MAX];
 		char rshown[4 * PATH_MAX];
-		char t[80], size[32], last[32], made[32];
+		char t[80], size[32], last[32], made[32], vis[24];
 
 		target(k, t, sizeof(t));
 		root_of(s, k, root, sizeof(root));
@@ -147,8 +157,13 @@ static void print_text(struct tcfs_store *s,
 			cli_time(u[i].last_hit_ns, last, sizeof(last));
 		else
 			snprintf(last, sizeof(last), "never");
+		if (k->own_uid < 0)
+			snprintf(vis, sizeof(vis), "all");
+		else
+			snprintf(vis, sizeof(vis), "uid %lld",
+				 (long long)k->own_uid);
 		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
-		       "%-19s %-19s %-6s %s\n",
+		       "%-19s %-19s %-6s %-7s %s\n",
 		       tcfs_utf8_printable(k->name, name, sizeof(name)),
 		       tcfs_utf8_printable(k->key, key, sizeof(key)),
 		       tcfs_utf8_printable(t, shown, sizeof(shown)),
@@ -158,7 +173,7 @@ static void print_text(struct tcfs_store *s,
 		       (unsigned long long)u[i].hits,
 		       (unsigned long long)u[i].misses, last,
 		       cli_time(k->created_ns, made, sizeof(made)),
-		       k->origin[0] ? k->origin : "-",
+		       k->origin[0] ? k->origin : "-", vis,
 		       root[0] ? tcfs_utf8_printable(root, rshown, sizeof(rshown))
 			       : ".");
 	}

@@ -33,6 +33,10 @@ static void print_event(const struct tcfs_event *e, int json)
 		cJSON_AddNumberToObject(o, "time", (double)e->time_ns / 1e9);
 		cJSON_AddNumberToObject(o, "pid", e->pid);
 		cJSON_AddStringToObject(o, "comm", e->comm);
+		if (e->uid >= 0)
+			cJSON_AddNumberToObject(o, "uid", (double)e->uid);
+		else
+			cJSON_AddNullToObject(o, "uid");
 		cJSON_AddBoolToObject(o, "hit", e->hit);
 		cJSON_AddBoolToObject(o, "remote", e->remote);
 		cJSON_AddStringToObject(o, "kind", e->kind == TCFS_PROBE_MODULE
@@ -73,7 +77,8 @@ int cmd_log(int argc, char **argv)
 		OPT_FLAG('F', "follow", &follow, "keep printing new events as "
 			 "they are logged"),
 		CLI_OPTS_COMMON(&co, "one JSON object per line: {id, time, pid, "
-				"comm, hit, remote (a hit the fleet tier served), kind, "
+				"comm, uid, hit, remote (a hit the fleet tier served), "
+				"kind, "
 				"key, name, view (\"\", or \"binary-only\" for a "
 				"probe through that view)}"),
 		OPT_END(),

@@ -180,10 +180,12 @@ static int store_path(const struct cli_common *co, char *store, char *real,
 
 static const char *const o_help =
 	"FUSE mount options (allow_other, nonempty, ...; -o may be given more "
-	"than once), and tcfs's own: noviews (the root lists only the cache's "
+	"than once; the mount is always nosuid,nodev: suid and dev are "
+	"refused), and tcfs's own: noviews (the root lists only the cache's "
 	"own entries; .tcfs/ still answers), binary_only (the root is the "
 	"binary-only view), store_binary_only (IR files written are dropped "
 	"as they land, never stored), max_size=SIZE (as tcfs config max-size, "
+	"for this mount), user_max_size=SIZE (as tcfs config user-max-size, "
 	"for this mount), redirect=NAME:DIR (group files of kernel NAME name "
 	"DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when read, "
 	"as AMD aiter's redirect; repeatable, DIR made absolute)";
@@ -245,6 +247,31 @@ int cmd_mount(int argc, char **argv)
 	return mount_with(&co, &fo, user);
 }
 
+/* mount(8) hands every fstab line's options with "dev,suid" (its
+ * defaults), whatever the line says: in the helper form they are taken
+ * out of opts (in place) rather than refused, as the mount is always
+ * nosuid,nodev. */
+static void drop_mount_defaults(char *opts)
+{
+	char *out = opts, *p = opts;
+
+	while (*p) {
+		size_t len = 0;
+
+		while (p[len] && p[len] != ',')
+			len += p[len] == '\\' && p[len + 1] ? 2 : 1;
+		if (!(len == 3 && !memcmp(p, "dev", 3)) &&
+		    !(len == 4 && !memcmp(p, "suid", 4))) {
+			if (out != opts)
+				*out++ = ',';
+			memmove(out, p, len);
+			out += len;
+		}
+		p += len + (p[len] == ',');
+	}
+	*out = '\0';
+}
+
 int cmd_mount_fstab(int argc, char **argv)
 {
 	char **args = calloc((size_t)argc + 3, sizeof(*args));
@@ -259,8 +286,13 @@ int cmd_mount_fstab(int argc, char **argv)
 	args[n++] = "mount";
 	args[n++] = "--store";
 	args[n++] = argv[0];
-	for (int i = 2; i < argc; i++)
+	for (int i = 2; i < argc; i++) {
 		args[n++] = argv[i];
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+			drop_mount_defaults(argv[++i]);
+			args[n++] = argv[i];
+		}
+	}
 	args[n++] = "--";
 	args[n++] = argv[1];
 	rc = cmd_mount(n, args);

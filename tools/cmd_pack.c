@@ -253,6 +253,8 @@ static int select_tree(struct pack *p, uint64_t dir, const char *path)
 		char sub[PATH_MAX];
 		int key = 1;
 
+		if (tcfs_name_private(kids[i].name, NULL))
+			continue;	/* a user's own: theirs alone */
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "/" : "",
 			 kids[i].name);
 		if (p->has_base && kids[i].kind == TCFS_DIR)
@@ -276,8 +278,10 @@ static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
 {
 	struct pick *k = ctx;
 
-	if (k->since >= 0 && u->last_hit_ns < k->since &&
-	    !strset_has(&k->missed, u->k.key))
+	/* A user's own kernel is theirs alone (fs/users.c). */
+	if (u->k.own_uid >= 0 ||
+	    (k->since >= 0 && u->last_hit_ns < k->since &&
+	     !strset_has(&k->missed, u->k.key)))
 		return 0;
 	return add_unit_ino(k->p, u->k.dir_ino);
 }

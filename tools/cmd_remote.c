@@ -318,7 +318,7 @@ static int pull_here(struct run *u, struct tcfs_store *s, const struct rk *k)
 
 	if (rc == -ENOENT)
 		rc = tcfs_ns_mkdir(s, TCFS_ROOT_INO, k->key, 0755,
-				   tcfs_ns_now(), &dir);
+				   tcfs_ns_now(), NULL, &dir);
 	if (rc < 0)
 		return rc;
 	snprintf(grp, sizeof(grp), "__grp__%s.json", k->name);

@@ -95,7 +95,8 @@ int cmd_stats(int argc, char **argv)
 				"misses}, log: {events, oldest, max_events, "
 				"max_age_seconds, dropped}, eviction: {max_size, "
 				"evictions, evicted_bytes, evicted_requested, "
-				"limit_too_small}}"),
+				"limit_too_small, user_max_size}, users: [{uid, "
+				"bytes, kernels}]}"),
 		OPT_END(),
 	};
 

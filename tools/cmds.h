@@ -20,6 +20,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_remote(int argc, char **argv);
+int cmd_trust(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_why(int argc, char **argv);
 int cmd_pack(int argc, char **argv);

@@ -170,7 +170,7 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 				    tcfs_ns_portable_mode(st->st_mode),
 				    (int64_t)st->st_mtim.tv_sec * 1000000000 +
 					    st->st_mtim.tv_nsec,
-				    &c, NULL);
+				    &c, NULL, NULL);
 		im->st.new_files += rc == 0;
 	} else if (rc == 0 && (old.kind != TCFS_FILE ||
 			       !tcfs_hash_equal(&old.blob, &c.blob))) {
@@ -248,7 +248,7 @@ static int ensure_dir(struct import *im, uint64_t parent, const char *name,
 	if (rc == -ENOENT)
 		rc = tcfs_ns_mkdir(im->s, parent, name,
 				   tcfs_ns_portable_mode(st->st_mode),
-				   mtime_ns(st), out);
+				   mtime_ns(st), NULL, out);
 	if (rc == 0 && out->kind != TCFS_DIR)
 		rc = -ENOTDIR;
 	return rc;
@@ -435,9 +435,12 @@ static void import_keydir(struct import *im, int dirfd,
 			rc = import_tree(im, fd, &dir, name, path, 1);
 		else
 			file_err(im, rc, path);
-		if (rc == 0)
-			rc = tcfs_ns_setattr(im->s, dir.ino, TCFS_SET_MTIME, 0,
-					     mtime_ns(st));
+		if (rc == 0) {
+			struct tcfs_attrs a = { .mtime_ns = mtime_ns(st) };
+
+			rc = tcfs_ns_setattr(im->s, dir.ino, TCFS_SET_MTIME,
+					     &a);
+		}
 		/* Entries report their own errors; this catches the commit. */
 		commit = tcfs_store_end(im->s, rc);
 		if (rc == 0 && commit < 0)

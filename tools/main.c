@@ -30,6 +30,7 @@ static const struct {
 	{ "gc", cmd_gc, "delete blobs that no file references" },
 	{ "config", cmd_config, "show or set the store's settings" },
 	{ "remote", cmd_remote, "the fleet tier: status, push, pull (Redis)" },
+	{ "trust", cmd_trust, "make users' own kernels shared (shared mounts)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

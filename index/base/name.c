@@ -1,5 +1,6 @@
 /* name: what a cache name is, from the name alone. */
 #include "index/base/name.h"
+#include <stdlib.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -119,4 +120,22 @@ int tcfs_name_cmp_commit_order(const void *a, const void *b)
 	int gy = tcfs_name_artifact(y) == TCFS_ART_GROUP;
 
 	return gx != gy ? gx - gy : strcmp(x, y);
+}
+
+int tcfs_name_private(const char *name, uint32_t *uid)
+{
+	const size_t plen = strlen(TCFS_NAME_PRIVATE_PREFIX);
+	char *end;
+	unsigned long v;
+
+	if (strncmp(name, TCFS_NAME_PRIVATE_PREFIX, plen) != 0 ||
+	    name[plen] < '0' || name[plen] > '9')
+		return 0;
+	errno = 0;
+	v = strtoul(name + plen, &end, 10);
+	if (*end || errno || v > UINT32_MAX)
+		return 0;
+	if (uid)
+		*uid = (uint32_t)v;
+	return 1;
 }

@@ -5,6 +5,7 @@
 #define TCFS_NAME_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define TCFS_NAME_MAX 255
 
@@ -17,6 +18,12 @@ int tcfs_name_is_key(const char *name);
  * "FILE.tmp.pid_*" files (3.0, 3.1), and at the top Inductor's "tmp.*"
  * dirs.  at_top says whether the name is directly under the cache root. */
 int tcfs_name_is_temp(const char *name, int at_top);
+
+/* A user's own dir beside the shared key dirs of a cache root, on a
+ * cache many users share (fs/users.c): ".tcfs-private-UID".  1 and *uid
+ * (optional) for such a name, else 0. */
+#define TCFS_NAME_PRIVATE_PREFIX ".tcfs-private-"
+int tcfs_name_private(const char *name, uint32_t *uid);
 
 /* For "__grp__NAME.json" writes NAME into kname and returns 1; returns 0 for
  * any other name. */

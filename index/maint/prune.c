@@ -75,6 +75,7 @@ static int pick_one(void *ctx, const struct tcfs_kernel_use *u)
 	w->total_bytes = k->total_bytes;
 	w->ir_bytes = k->ir_bytes;
 	w->last_used_ns = last;
+	w->uid = k->uid;
 	return 0;
 }
 
@@ -134,6 +135,7 @@ static int group_without_ir(struct tcfs_store *s, const struct tcfs_node *dir,
 			    struct tcfs_prune_done *done)
 {
 	struct tcfs_cas *cas = tcfs_store_cas(s);
+	struct tcfs_owner own = { g->uid, g->gid };	/* as before */
 	struct tcfs_content c;
 	char *tmpl = NULL, *raw = NULL;
 	size_t tlen = 0, rlen = 0;
@@ -158,7 +160,7 @@ static int group_without_ir(struct tcfs_store *s, const struct tcfs_node *dir,
 		rc = tcfs_ns_unlink(s, dir->ino, g->name);
 	if (rc == 0)
 		rc = tcfs_ns_create(s, dir->ino, g->name, g->mode, g->mtime_ns,
-				    &c, NULL);
+				    &c, &own, NULL);
 	if (rc == 0)
 		rc = push(&done->nodes, &done->nnodes, &done->ncap,
 			  sizeof(g->ino), &g->ino);

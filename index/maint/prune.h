@@ -36,6 +36,7 @@ struct tcfs_prune_victim {
 	char backend[32], arch[32];
 	uint64_t total_bytes, ir_bytes;
 	int64_t last_used_ns;	/* last hit, else created */
+	int64_t uid;		/* its kernel's writer (kernel.h) */
 };
 
 /* The kernels sel picks, least recently used first, one per key dir.

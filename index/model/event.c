@@ -35,6 +35,19 @@ static const char sql_counter_get[] =
 	"SELECT value FROM counters WHERE name = ?";
 static const char sql_trim_count[] =
 	"DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?";
+/* count(*) alone counts the index's cells, not its rows; min and max
+ * read the two ends of events_uid: one user's log is trimmed by id. */
+static const char sql_users_span[] =
+	"SELECT count(*), (SELECT min(uid) FROM events),"
+	" (SELECT max(uid) FROM events) FROM events";
+static const char sql_user_counts[] =
+	"SELECT uid, count(*) FROM events GROUP BY uid";
+/* A user's events but the newest ?2 (?2 > 0). */
+static const char sql_trim_user[] =
+	"DELETE FROM events WHERE uid = ?1 AND id <"
+	" (SELECT id FROM events WHERE uid = ?1 ORDER BY id DESC"
+	"  LIMIT 1 OFFSET ?2 - 1)";
+static const char sql_trim_user_all[] = "DELETE FROM events WHERE uid = ?";
 static const char sql_trim_age[] = "DELETE FROM events WHERE time < ?";
 
 /* A kernel probe's kernel is in the cache now: a miss followed by the
@@ -157,6 +170,110 @@ static int fold(struct tcfs_db *db, int64_t max_events)
 	return rc < 0 ? rc : 0;
 }
 
+/* One user's events in the log, and how many of them it keeps. */
+struct user_count {
+	int64_t uid;
+	int64_t n, keep;
+};
+
+static int fill_user(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct user_count *u = elem;
+
+	(void)ctx;
+	u->uid = sqlite3_column_int64(st, 0);
+	u->n = sqlite3_column_int64(st, 1);
+	u->keep = u->n;
+	return 0;
+}
+
+/* Fewest first; ties by uid, so a trim is the same whatever the order
+ * the rows came in. */
+static int by_count(const void *a, const void *b)
+{
+	const struct user_count *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+/* How many of its events each user of u[] (fewest first) keeps: all of
+ * them while each user left could keep as many, then the rest share what
+ * is left equally (the first few one more).  So the largest users lose
+ * their oldest events first, a quiet user keeps its own, and exactly
+ * max_events stay. */
+static void share_out(struct user_count *u, size_t n, int64_t max_events)
+{
+	int64_t left = max_events;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t rest = (int64_t)(n - i), share = left / rest;
+
+		if (u[i].n <= share) {
+			left -= u[i].n;
+			continue;
+		}
+		for (size_t j = i; j < n; j++)
+			u[j].keep = share + ((int64_t)(j - i) < left % rest);
+		return;
+	}
+}
+
+/* Trims the log of several users to max_events: one scan of events_uid
+ * for the counts, then one range of it per user over its share.  Returns
+ * how many events went. */
+static int trim_users(struct tcfs_db *db, int64_t max_events)
+{
+	struct user_count *u = NULL;
+	size_t n = 0;
+	int rc = tcfs_db_collect(db, sizeof(*u), fill_user, NULL, &u, &n,
+				 sql_user_counts, "");
+	int gone = 0;
+
+	if (rc >= 0 && n) {
+		qsort(u, n, sizeof(*u), by_count);
+		share_out(u, n, max_events);
+	}
+	for (size_t i = 0; rc >= 0 && i < n; i++) {
+		if (u[i].keep >= u[i].n)
+			continue;
+		if (u[i].keep > 0)
+			rc = tcfs_db_exec(db, sql_trim_user, "ii", u[i].uid,
+					  u[i].keep);
+		else
+			rc = tcfs_db_exec(db, sql_trim_user_all, "i",
+					  u[i].uid);
+		if (rc >= 0)
+			gone += rc;
+	}
+	free(u);
+	return rc < 0 ? rc : gone;
+}
+
+/* Keeps at most max_events events, each user's newest (event.h): a
+ * user's flood pushes out its own history first.  While one user fills
+ * the log, its oldest ids go, as cheap as ever.  Returns how many went.
+ * Called in a transaction. */
+static int trim_count(struct tcfs_db *db, int64_t max_events)
+{
+	sqlite3_stmt *st;
+	int64_t total = 0, lo = 0, hi = 0;
+	int rc = tcfs_db_row(db, &st, sql_users_span, "");
+
+	if (rc == 1) {
+		total = sqlite3_column_int64(st, 0);
+		lo = sqlite3_column_int64(st, 1);
+		hi = sqlite3_column_int64(st, 2);
+		tcfs_db_reset(st);
+	}
+	if (rc < 0 || total <= max_events)
+		return rc < 0 ? rc : 0;
+	if (lo == hi)
+		return tcfs_db_exec(db, sql_trim_count, "i", max_events);
+	return trim_users(db, max_events);
+}
+
 int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
@@ -170,7 +287,7 @@ int tcfs_event_trim(struct tcfs_store *s, uint64_t *trimmed)
 		rc = tcfs_db_begin(db);
 	if (rc < 0)
 		return rc;
-	rc = tcfs_db_exec(db, sql_trim_count, "i", max_events);
+	rc = trim_count(db, max_events);
 	if (rc >= 0) {
 		n = rc;
 		rc = tcfs_db_exec(db, sql_trim_age, "i",

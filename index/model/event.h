@@ -3,14 +3,17 @@
  * mount, hit or miss (table events), and the statistics drawn from it.
  *
  * The log is bounded: it keeps at most log-max-events events, none older
- * than log-max-age (config.h), while every probe is also counted per
- * kernel and key (table probe_counts), so the totals of tcfs stats and the
- * time of each kernel's last hit outlive the events.  Those counts are
- * bounded too, as anyone who can reach the mount may probe names that are
- * never there: beyond log-max-events rows per user, and four times that
- * for all users together (one person may probe through many uids), the
- * oldest rows of names that never hit and are no kernel now are folded
- * into one row per kind (key and name ""), which only the totals count.  Rows of kernels
+ * than log-max-age (config.h).  Past log-max-events the users with the
+ * most events lose their oldest first, each down to an equal share of
+ * what the others leave, so one user's flood cannot push out another's
+ * history.  Meanwhile every probe is also counted per kernel and key
+ * (table probe_counts), so the totals of tcfs stats and the time of each
+ * kernel's last hit outlive the events.  Those counts are bounded too, as
+ * anyone who can reach the mount may probe names that are never there:
+ * beyond log-max-events rows per user, and four times that for all users
+ * together (one person may probe through many uids), the oldest rows of
+ * names that never hit and are no kernel now are folded into one row per
+ * kind (key and name ""), which only the totals count.  Rows of kernels
  * that are there (hits; misses that became kernels) stay.  The mount may
  * drop events when the disk is full; it counts those.
  */

@@ -43,9 +43,10 @@ static const char sql_upsert[] =
 	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"     \
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
-	" k.created, k.origin"
+	" k.created, k.origin, g.uid,"                                       \
+	" (SELECT r.name FROM nodes r WHERE r.ino = d.parent)"
 /* Columns of KERNEL_ROW: what a query adds comes after them. */
-#define KERNEL_COLS 17
+#define KERNEL_COLS 19
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -327,6 +328,7 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 {
 	const char *meta = tcfs_db_text(st, 4, NULL);
+	uint32_t own;
 
 	memset(k, 0, sizeof(*k));
 	k->grp_ino = (uint64_t)sqlite3_column_int64(st, 0);
@@ -354,7 +356,12 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, KERNEL_COLS - 1, NULL));
+		 tcfs_db_text(st, KERNEL_COLS - 3, NULL));
+	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 2);
+	/* A user's own kernel is in that user's own dir (fs/users.c). */
+	k->own_uid = -1;
+	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 1, NULL), &own))
+		k->own_uid = own;
 }
 
 /* ctx: the filter; a kernel it does not match is skipped. */
@@ -438,6 +445,31 @@ int tcfs_kernel_each_use(struct tcfs_store *s,
 	return rc < 0 ? rc : 0;
 }
 
+/* Each writer's kernels: one scan of kernels, one node lookup each. */
+static const char sql_users[] =
+	"SELECT g.uid, sum(k.total_bytes), count(*) FROM kernels k"
+	" JOIN nodes g ON g.ino = k.grp_ino GROUP BY g.uid ORDER BY g.uid";
+
+static int fill_user(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_kernel_user *u = elem;
+
+	(void)ctx;
+	u->uid = sqlite3_column_int64(st, 0);
+	u->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+	u->kernels = (uint64_t)sqlite3_column_int64(st, 2);
+	return 0;
+}
+
+int tcfs_kernel_users(struct tcfs_store *s, struct tcfs_kernel_user **out,
+		      size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_user,
+				 NULL, out, n, sql_users, "");
+
+	return rc < 0 ? rc : 0;
+}
+
 int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u)
 {
 	return u->last_hit_ns ? u->last_hit_ns : u->k.created_ns;
@@ -475,9 +507,13 @@ static const char sql_targets[] =
 	" JOIN nodes d ON d.ino = g.parent WHERE " cond " GROUP BY d.ino)"   \
 	" WHERE ?1 IS NULL OR (key = ?1 AND nth = ?2)"                       \
 	" ORDER BY key, nth LIMIT ?3 OFFSET ?4"
-static const char sql_keys[] = KEYS_WHERE("k.name = ?5");
-static const char sql_keys_of[] =
-	KEYS_WHERE("k.name = ?5 AND k.backend = ?6 AND k.arch = ?7");
+/* Users' own kernels (fs/users.c) are no one else's to browse. */
+#define KEYS_SHARED                                                          \
+	" AND NOT EXISTS (SELECT 1 FROM nodes r WHERE r.ino = d.parent"     \
+	" AND r.name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*')"
+static const char sql_keys[] = KEYS_WHERE("k.name = ?5" KEYS_SHARED);
+static const char sql_keys_of[] = KEYS_WHERE(
+	"k.name = ?5 AND k.backend = ?6 AND k.arch = ?7" KEYS_SHARED);
 
 /* SQLite's LIMIT is signed: "no limit" is its largest value. */
 static int64_t page(size_t limit)

@@ -43,6 +43,10 @@ struct tcfs_kernel {
 	uint64_t ir_bytes;	/* .ttir .ttgir .llir .ptx .amdgcn */
 	int64_t created_ns;	/* when the group file landed */
 	char origin[16];	/* TCFS_ORIGIN_* (store.h); "" if unknown */
+	int64_t own_uid;	/* -1: shared; else the user whose own it
+				 * is (on a cache many users share) */
+	int64_t uid;		/* who wrote its group file (ns.h's owner):
+				 * -1 whoever mounts the store */
 };
 
 /* NULL fields match anything.  name is a glob (fnmatch); arch matches
@@ -111,6 +115,18 @@ int tcfs_kernel_each_use(struct tcfs_store *s,
 			 int (*cb)(void *ctx, const struct tcfs_kernel_use *u),
 			 void *ctx);
 
+/* The kernels each user wrote (their group files' owners), and the bytes
+ * of their key dirs: the figures a user's share of the size limit
+ * (config user-max-size) is held to. */
+struct tcfs_kernel_user {
+	int64_t uid;		/* -1: whoever mounts the store */
+	uint64_t bytes;		/* total_bytes of its kernels */
+	uint64_t kernels;
+};
+/* Every user with a kernel, by uid.  *out is owned by the caller
+ * (free()). */
+int tcfs_kernel_users(struct tcfs_store *s, struct tcfs_kernel_user **out,
+		      size_t *n);
 /* When a kernel was last of use: its last hit, else (never hit) its
  * creation. */
 int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u);

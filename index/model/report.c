@@ -10,6 +10,7 @@
 #include "index/store/config.h"
 #include "index/model/event.h"
 #include "index/model/info.h"
+#include "index/model/kernel.h"
 #include "index/maint/prune.h"
 #include "index/base/json.h"
 #include "index/store/store.h"
@@ -76,6 +77,10 @@ struct stats {
 	struct tcfs_event_log log;
 	int64_t max_events, max_age;	/* the log's bounds (config.h) */
 	int64_t max_size;		/* config max-size, 0: none */
+	int64_t user_max_size;		/* config user-max-size, 0: none */
+	struct tcfs_kernel_user *user;	/* each writer's kernels, only
+					 * uid's own unless all users */
+	size_t nuser;
 	struct tcfs_prune_counters ev;	/* evictions (prune.h) */
 	const char *mount;		/* "" when not mounted */
 	/* The fleet tier's figures, as the mount last saved them (counters
@@ -98,6 +103,22 @@ static int load_remote(struct tcfs_store *s, struct stats *st)
 		rc = tcfs_counter_get(s, name, &st->rfig[i], NULL);
 	}
 	return rc;
+}
+
+/* Each writer's kernels; a user who is not root or the mount's owner sees
+ * only their own, as with processes. */
+static int load_users(struct tcfs_store *s, int64_t uid, struct stats *st)
+{
+	size_t kept = 0;
+	int rc = tcfs_kernel_users(s, &st->user, &st->nuser);
+
+	if (rc < 0 || uid == TCFS_EVENT_ALL_USERS)
+		return rc;
+	for (size_t i = 0; i < st->nuser; i++)
+		if (st->user[i].uid == uid)
+			st->user[kept++] = st->user[i];
+	st->nuser = kept;
+	return 0;
 }
 
 /* The counts since since; processes only uid's (event.h). */
@@ -129,6 +150,11 @@ static int load(struct tcfs_store *s, int64_t since, int64_t uid,
 	if (rc == 0)
 		rc = tcfs_config_get(s, TCFS_CONFIG_MAX_SIZE, &st->max_size,
 				     NULL);
+	if (rc == 0)
+		rc = tcfs_config_get(s, TCFS_CONFIG_USER_MAX_SIZE,
+				     &st->user_max_size, NULL);
+	if (rc == 0)
+		rc = load_users(s, uid, st);
 	if (rc == 0)
 		rc = tcfs_prune_counters(s, &st->ev);
 	if (rc == 0)
@@ -274,6 +300,53 @@ static void remote_json(const struct stats *st, cJSON *o)
 		cJSON_AddStringToObject(k, "breaker", breakers[st->breaker]);
 }
 
+/* users: [{uid, bytes, kernels}], uid null for the mount's owner. */
+static void users_json(const struct stats *st, cJSON *o)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "users");
+
+	for (size_t i = 0; a && i < st->nuser; i++) {
+		cJSON *u = cJSON_CreateObject();
+
+		if (st->user[i].uid >= 0)
+			cJSON_AddNumberToObject(u, "uid",
+						(double)st->user[i].uid);
+		else
+			cJSON_AddNullToObject(u, "uid");
+		cJSON_AddNumberToObject(u, "bytes", (double)st->user[i].bytes);
+		cJSON_AddNumberToObject(u, "kernels",
+					(double)st->user[i].kernels);
+		cJSON_AddItemToArray(a, u);
+	}
+}
+
+/* A line per writer, with a share in the store (config user-max-size;
+ * -o user_max_size is the mount's own). */
+static void print_users(const struct stats *st, FILE *out)
+{
+	char a[32], b[32];
+
+	if (!st->user_max_size)
+		return;
+	fprintf(out, "user share       %s of the kernels each user wrote "
+		"(root and the mount's owner: none)\n",
+		tcfs_report_bytes((uint64_t)st->user_max_size, a, sizeof(a)));
+	for (size_t i = 0; i < st->nuser; i++) {
+		const struct tcfs_kernel_user *u = &st->user[i];
+
+		if (u->uid < 0)
+			fprintf(out, "  the mount's owner: %s",
+				tcfs_report_bytes(u->bytes, a, sizeof(a)));
+		else
+			fprintf(out, "  uid %lld: %s of %s", (long long)u->uid,
+				tcfs_report_bytes(u->bytes, a, sizeof(a)),
+				tcfs_report_bytes((uint64_t)st->user_max_size,
+						  b, sizeof(b)));
+		fprintf(out, ", %llu kernels\n",
+			(unsigned long long)u->kernels);
+	}
+}
+
 static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k;
@@ -322,6 +395,8 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	cJSON_AddNumberToObject(k, "evicted_requested",
 				(double)st->ev.evicted_requested);
 	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
+	cJSON_AddNumberToObject(k, "user_max_size", (double)st->user_max_size);
+	users_json(st, o);
 	remote_json(st, o);
 	return tcfs_json_print(o, out);
 }
@@ -376,6 +451,7 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 		       "was nearly full (not in these counts)\n",
 		       (unsigned long long)st->log.dropped);
 	print_eviction(st, out);
+	print_users(st, out);
 	print_remote(st, out);
 	fprintf(out, "new kernels      %zu\n", st->nfresh);
 	for (size_t i = 0; i < st->nfresh; i++) {
@@ -403,6 +479,7 @@ static void stats_free(struct stats *st)
 	free(st->kernel);
 	free(st->proc);
 	free(st->fresh);
+	free(st->user);
 }
 
 int tcfs_report_stats(struct tcfs_store *s, int64_t since_ns,

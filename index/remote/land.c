@@ -103,7 +103,7 @@ static int land_files(struct tcfs_store *s, uint64_t dir,
 			continue;
 		}
 		rc = tcfs_ns_create(s, dir, f->f[i].name, 0644, tcfs_ns_now(),
-				    &c, NULL);
+				    &c, NULL, NULL);
 		if (rc == 0 && landed)
 			landed[(*nlanded)++] = f->f[i].name;
 	}
@@ -111,7 +111,7 @@ static int land_files(struct tcfs_store *s, uint64_t dir,
 		rc = put_group(s, f, &c);
 		if (rc == 0)
 			rc = tcfs_ns_create(s, dir, grp, 0644, tcfs_ns_now(),
-					    &c, NULL);
+					    &c, NULL, NULL);
 	}
 	return rc;
 }

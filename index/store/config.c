@@ -31,6 +31,11 @@ const struct tcfs_config_key tcfs_config_keys[] = {
 	{ TCFS_CONFIG_MAX_SIZE, TCFS_CONFIG_BYTES, 0, 0, INT64_C(1) << 60,
 	  "stored bytes past which the mount evicts the least recently hit "
 	  "kernels (0: no limit)" },
+	{ TCFS_CONFIG_USER_MAX_SIZE, TCFS_CONFIG_BYTES, 0, 0, INT64_C(1) << 60,
+	  "bytes of the kernels one user wrote past which the mount evicts "
+	  "that user's least recently hit first, and refuses that user's "
+	  "writes (EDQUOT) while all are in use (0: no share; root and the "
+	  "mount's owner have none)" },
 	{ TCFS_CONFIG_REMOTE, TCFS_CONFIG_TEXT, 0, 0, 0,
 	  "the fleet tier a mount asks on a local miss and publishes to, "
 	  "redis://[USER@]HOST[:PORT][/DB] (-o remote= overrides it)" },

@@ -16,6 +16,10 @@ struct tcfs_store;
 #define TCFS_CONFIG_LOG_MAX_AGE "log-max-age"
 /* Stored bytes past which the mount evicts kernels; 0: no limit. */
 #define TCFS_CONFIG_MAX_SIZE "max-size"
+/* Each user's share of it: the bytes of the kernels a user wrote past
+ * which that user's are evicted first; 0: no share.  Root and the mount's
+ * owner have none. */
+#define TCFS_CONFIG_USER_MAX_SIZE "user-max-size"
 
 /* The fleet tier (index/remote/config.h): the remote's URL and the
  * settings a mount takes from the store when -o remote names none.  Text,

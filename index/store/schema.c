@@ -253,6 +253,30 @@ static const char schema_v10[] =
 	"ALTER TABLE kernels ADD COLUMN origin TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE events ADD COLUMN remote INTEGER NOT NULL DEFAULT 0;";
 
+/*
+ * Version 11: owners.
+ *
+ * nodes.uid, nodes.gid: who owns a file, dir or symlink, as the process
+ * that made it through the mount was (or chown set).  -1 is whoever
+ * mounts the store, shown as the mount's owner: every row from before, and
+ * every row that a command writes without a mount (import, unpack, the
+ * fleet tier's fetch), as it has no other user to name.  A hard link's row
+ * keeps -1: the file's owner is on the file's row, as its mode is.
+ */
+static const char schema_v11[] =
+	"ALTER TABLE nodes ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;"
+	"ALTER TABLE nodes ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;";
+
+/*
+ * Version 12.
+ *
+ * events_uid: each user's events in order (the rowid, id, closes every
+ * index entry), so the log is trimmed per user (event.h) by ranges of
+ * this index, never by a scan of the table.
+ */
+static const char schema_v12[] =
+	"CREATE INDEX events_uid ON events(uid);";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -264,6 +288,8 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 8, schema_v8 },
 	{ 9, schema_v9 },
 	{ 10, schema_v10 },
+	{ 11, schema_v11 },
+	{ 12, schema_v12 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

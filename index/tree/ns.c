@@ -14,8 +14,8 @@
 
 static const char sql_insert[] =
 	"INSERT INTO nodes (parent, name, kind, mode, size, mtime, blob, fmt,"
-	" ctime, nlink, target, inode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-	" ?, ?)";
+	" ctime, nlink, target, inode, uid, gid) VALUES (?, ?, ?, ?, ?, ?, ?,"
+	" ?, ?, ?, ?, ?, ?, ?)";
 static const char sql_touch[] =
 	"UPDATE nodes SET mtime = ?1, ctime = ?1 WHERE ino = ?2";
 static const char sql_set_mtime[] =
@@ -27,6 +27,10 @@ static const char sql_content[] =
 	" WHERE ino = ?5";
 static const char sql_mode[] =
 	"UPDATE nodes SET mode = ?, ctime = ? WHERE ino = ?";
+static const char sql_uid[] =
+	"UPDATE nodes SET uid = ?, ctime = ? WHERE ino = ?";
+static const char sql_gid[] =
+	"UPDATE nodes SET gid = ?, ctime = ? WHERE ino = ?";
 static const char sql_nlink[] =
 	"UPDATE nodes SET nlink = nlink + ?, ctime = ? WHERE ino = ?";
 static const char sql_other_name[] =
@@ -90,6 +94,7 @@ struct row {
 	const struct tcfs_content *c;	/* a file's */
 	const char *target;		/* a symlink's */
 	uint64_t inode;			/* a hard link's file */
+	const struct tcfs_owner *own;	/* NULL: whoever mounts */
 };
 
 static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
@@ -116,11 +121,13 @@ static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 		rc = -EEXIST;
 		goto out;
 	}
-	rc = tcfs_db_exec(db, sql_insert, "ittdiihdidtn", (int64_t)parent,
+	rc = tcfs_db_exec(db, sql_insert, "ittdiihdidtnii", (int64_t)parent,
 			  name, kindstr, (int)(r->mode & 07777), (int64_t)size,
 			  r->mtime_ns, c ? &c->blob : NULL, c ? (int)c->fmt : 0,
 			  r->mtime_ns, r->kind == TCFS_DIR ? 2 : 1, r->target,
-			  r->inode ? (int64_t)r->inode : (int64_t)-1);
+			  r->inode ? (int64_t)r->inode : (int64_t)-1,
+			  r->own ? r->own->uid : (int64_t)TCFS_OWNER_MOUNT,
+			  r->own ? r->own->gid : (int64_t)TCFS_OWNER_MOUNT);
 	if (rc >= 0 && c)
 		rc = tcfs_durable_note(tcfs_store_durable(s), &c->blob);
 	if (rc >= 0 && r->kind == TCFS_DIR)
@@ -139,29 +146,32 @@ out:
 }
 
 int tcfs_ns_mkdir(struct tcfs_store *s, uint64_t parent, const char *name,
-		  unsigned mode, int64_t mtime_ns, struct tcfs_node *out)
+		  unsigned mode, int64_t mtime_ns,
+		  const struct tcfs_owner *own, struct tcfs_node *out)
 {
-	struct row r = { .kind = TCFS_DIR, .mode = mode, .mtime_ns = mtime_ns };
+	struct row r = { .kind = TCFS_DIR, .mode = mode, .mtime_ns = mtime_ns,
+			 .own = own };
 
 	return insert_node(s, parent, name, &r, out);
 }
 
 int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 		   unsigned mode, int64_t mtime_ns,
-		   const struct tcfs_content *c, struct tcfs_node *out)
+		   const struct tcfs_content *c, const struct tcfs_owner *own,
+		   struct tcfs_node *out)
 {
 	struct row r = { .kind = TCFS_FILE, .mode = mode, .mtime_ns = mtime_ns,
-			 .c = c };
+			 .c = c, .own = own };
 
 	return insert_node(s, parent, name, &r, out);
 }
 
 int tcfs_ns_symlink(struct tcfs_store *s, uint64_t parent, const char *name,
 		    const char *target, int64_t mtime_ns,
-		    struct tcfs_node *out)
+		    const struct tcfs_owner *own, struct tcfs_node *out)
 {
 	struct row r = { .kind = TCFS_SYMLINK, .mode = 0777,
-			 .mtime_ns = mtime_ns, .target = target };
+			 .mtime_ns = mtime_ns, .target = target, .own = own };
 	size_t len = strlen(target);
 
 	if (len == 0)
@@ -216,8 +226,23 @@ int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 	return tcfs_db_end(db, rc);
 }
 
+/* The owner half of tcfs_ns_setattr, in its transaction. */
+static int set_owner(struct tcfs_db *db, uint64_t ino, int mask,
+		     const struct tcfs_owner *own, int64_t now)
+{
+	int rc = 0;
+
+	if (mask & TCFS_SET_UID)
+		rc = tcfs_db_exec(db, sql_uid, "iii", own->uid, now,
+				  (int64_t)ino);
+	if (rc >= 0 && (mask & TCFS_SET_GID))
+		rc = tcfs_db_exec(db, sql_gid, "iii", own->gid, now,
+				  (int64_t)ino);
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
-		    unsigned mode, int64_t mtime_ns)
+		    const struct tcfs_attrs *a)
 {
 	struct tcfs_db *db = tcfs_store_db(s);
 	int64_t now = tcfs_ns_now();
@@ -228,11 +253,13 @@ int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
 		return rc;
 	rc = tcfs_ns_get(s, ino, &n);
 	if (rc == 0 && (mask & TCFS_SET_MODE))
-		rc = tcfs_db_exec(db, sql_mode, "dii", (int)(mode & 07777),
+		rc = tcfs_db_exec(db, sql_mode, "dii", (int)(a->mode & 07777),
 				  now, (int64_t)n.ino);
 	if (rc >= 0 && (mask & TCFS_SET_MTIME))
-		rc = tcfs_db_exec(db, sql_set_mtime, "iii", mtime_ns, now,
+		rc = tcfs_db_exec(db, sql_set_mtime, "iii", a->mtime_ns, now,
 				  (int64_t)n.ino);
+	if (rc >= 0)
+		rc = set_owner(db, n.ino, mask, &a->own, now);
 	return tcfs_db_end(db, rc < 0 ? rc : 0);
 }
 

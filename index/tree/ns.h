@@ -44,30 +44,50 @@ struct tcfs_content {
 	enum tcfs_fmt fmt;
 };
 
-/* out is optional in the three below. */
+/* Who owns a node.  TCFS_OWNER_MOUNT (-1) in either is whoever mounts
+ * the store (schema.c, version 11); a NULL owner is both. */
+#define TCFS_OWNER_MOUNT (-1)
+struct tcfs_owner {
+	int64_t uid;
+	int64_t gid;
+};
+
+/* out and own are optional in the three below. */
 int tcfs_ns_mkdir(struct tcfs_store *s, uint64_t parent, const char *name,
-		  unsigned mode, int64_t mtime_ns, struct tcfs_node *out);
+		  unsigned mode, int64_t mtime_ns,
+		  const struct tcfs_owner *own, struct tcfs_node *out);
 int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 		   unsigned mode, int64_t mtime_ns,
-		   const struct tcfs_content *c, struct tcfs_node *out);
+		   const struct tcfs_content *c, const struct tcfs_owner *own,
+		   struct tcfs_node *out);
 /* target: 1 to TCFS_SYMLINK_MAX bytes, no NUL (else -ENOENT,
  * -ENAMETOOLONG). */
 #define TCFS_SYMLINK_MAX 4095
 int tcfs_ns_symlink(struct tcfs_store *s, uint64_t parent, const char *name,
 		    const char *target, int64_t mtime_ns,
-		    struct tcfs_node *out);
-/* Another name for the file or symlink ino: -EPERM for a directory (as
- * ext4), -ENOENT for one that has no name left (in limbo). */
+		    const struct tcfs_owner *own, struct tcfs_node *out);
+/* Another name for the file or symlink ino, which keeps the file's owner:
+ * -EPERM for a directory (as ext4), -ENOENT for one that has no name left
+ * (in limbo). */
 int tcfs_ns_link(struct tcfs_store *s, uint64_t ino, uint64_t newparent,
 		 const char *newname, struct tcfs_node *out);
 /* New content for an existing file, keeping its inode number. */
 int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 			const struct tcfs_content *c, int64_t mtime_ns);
 
+/* What tcfs_ns_setattr sets, as mask says; a hard link's owner and mode
+ * are its file's.  Whether the caller may is the caller's to check. */
 #define TCFS_SET_MODE 1
 #define TCFS_SET_MTIME 2
+#define TCFS_SET_UID 4
+#define TCFS_SET_GID 8
+struct tcfs_attrs {
+	unsigned mode;
+	int64_t mtime_ns;
+	struct tcfs_owner own;
+};
 int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
-		    unsigned mode, int64_t mtime_ns);
+		    const struct tcfs_attrs *a);
 
 /* flags: 0 or RENAME_NOREPLACE or RENAME_EXCHANGE, as renameat2(2). */
 int tcfs_ns_rename(struct tcfs_store *s, uint64_t parent, const char *name,

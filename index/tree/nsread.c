@@ -14,7 +14,7 @@
 
 #define NODE_COLS                                                           \
 	"ino, parent, name, kind, mode, size, mtime, blob, fmt, ctime, nlink," \
-	" inode"
+	" inode, uid, gid"
 
 static const char sql_get[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE ino = ?";
@@ -31,6 +31,9 @@ static const char sql_list[] =
 static const char sql_temps[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE parent > 0"
 	" AND (name GLOB 'tmp.*' OR name GLOB '*.tmp.pid_*')";
+
+static const char sql_named[] =
+	"SELECT " NODE_COLS " FROM nodes WHERE parent > 0 AND name GLOB ?";
 
 int64_t tcfs_ns_now(void)
 {
@@ -74,6 +77,8 @@ static void node_from_row(sqlite3_stmt *st, struct tcfs_node *n)
 	n->fmt = sqlite3_column_int(st, 8) == 1 ? TCFS_FMT_GROUP : TCFS_FMT_RAW;
 	n->ctime_ns = sqlite3_column_int64(st, 9);
 	n->nlink = (uint32_t)sqlite3_column_int64(st, 10);
+	n->uid = sqlite3_column_int64(st, 12);
+	n->gid = sqlite3_column_int64(st, 13);
 }
 
 /* Runs a one-row node query, for the row as it is (a hard link's too);
@@ -200,6 +205,15 @@ int tcfs_ns_temps(struct tcfs_store *s, struct tcfs_node **out, size_t *n)
 {
 	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_node,
 				 NULL, out, n, sql_temps, "");
+
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_ns_named(struct tcfs_store *s, const char *glob,
+		  struct tcfs_node **out, size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_node,
+				 NULL, out, n, sql_named, "t", glob);
 
 	return rc < 0 ? rc : 0;
 }

@@ -55,6 +55,8 @@ struct tcfs_node {
 	char name[TCFS_NAME_MAX + 1];
 	enum tcfs_kind kind;
 	unsigned mode;		/* permission bits */
+	int64_t uid;		/* owner; -1: whoever mounts (schema.c) */
+	int64_t gid;
 	uint64_t size;		/* as written; see schema.c for group files;
 				 * a symlink's target length */
 	int64_t mtime_ns;
@@ -83,6 +85,10 @@ int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 		 size_t max, struct tcfs_node **out, size_t *n);
 /* "KEY/NAME" style path of a node below the root, for messages; len >= 1.
  * -ENAMETOOLONG when it does not fit. */
+/* Every entry whose name matches glob (SQLite's GLOB), wherever it is:
+ * *out owned by the caller (free()).  A full scan: for rare commands. */
+int tcfs_ns_named(struct tcfs_store *s, const char *glob,
+		  struct tcfs_node **out, size_t *n);
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
 /* Current time in nanoseconds, the unit of mtime_ns and ctime_ns. */
 int64_t tcfs_ns_now(void);

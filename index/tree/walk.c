@@ -86,7 +86,10 @@ static int walk_children_at(struct tcfs_walk *w, uint64_t dir,
 		for (size_t i = 0; i < n; i++) {
 			char sub[PATH_MAX];
 
-			if (is_group(&kids[i]) != pass)
+			/* Users' own kernels are theirs alone: out of
+			 * every export and image (fs/users.c). */
+			if (is_group(&kids[i]) != pass ||
+			    tcfs_name_private(kids[i].name, NULL))
 				continue;
 			if (w->filter == TCFS_GROUP_BINARY_ONLY &&
 			    kids[i].kind != TCFS_DIR &&

@@ -47,7 +47,7 @@ echo "# --- tcfs list"
 tcfs list --json --store "$S"
 check_eq "list --json: one row per kernel" "$KERNELS" "$(json_eval "$OUT" 'len(d)')"
 check_eq "... with every field" \
-	"arch backend created files hits key last_hit misses name num_stages num_warps origin root size target" \
+	"arch backend created files hits key last_hit misses name num_stages num_warps origin root size target visibility writer" \
 	"$(json_eval "$OUT" '" ".join(sorted(d[0]))')"
 check_eq "... each from its origin: the import" "import" \
 	"$(json_eval "$OUT" '" ".join(sorted(set(k["origin"] for k in d)))')"

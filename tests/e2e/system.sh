@@ -97,7 +97,7 @@ complete_words() {
 check_eq "completion: commands" "mount" "$(complete_words mou)"
 check_eq "completion: a command's options" "--repair" \
 	"$(complete_words fsck --rep)"
-check_eq "completion: config keys" "log-max-events log-max-age max-size remote remote-auth-file remote-key-file remote-publish remote-trust remote-modules remote-key-format remote-ttl" \
+check_eq "completion: config keys" "log-max-events log-max-age max-size user-max-size remote remote-auth-file remote-key-file remote-publish remote-trust remote-modules remote-key-format remote-ttl" \
 	"$(complete_words config '')"
 check_eq "completion: remote's actions" "status push pull" \
 	"$(complete_words remote '')"
@@ -148,6 +148,9 @@ else
 	check_rc "fstab: mount -T FSTAB MOUNTPOINT mounts, a file is written, tcfs umount" 0
 	check_grep "fstab: the mount is fuse.tcfs of the store, allow_other" \
 		"^fuse.tcfs $S1 .*allow_other" "$OUT"
+	# mount(8) hands dev,suid from "defaults": dropped, not refused.
+	check_grep "fstab: ... nosuid,nodev all the same" \
+		"^fuse.tcfs $S1 .*nosuid,nodev" "$OUT"
 	check "fstab: the file landed in the store" store_has "$S1" "$T_TMP/payload"
 
 	# mount -a, with options mount(8) keeps to itself and one of tcfs's.

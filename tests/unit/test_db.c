@@ -61,18 +61,18 @@ static void commit_alone(const char *dir)
 	db = tcfs_store_db(s);
 	tcfs_store_defer(s, on_lost, &lost);
 	tcfs_db_commit_alone_when(db, tight, NULL);
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "F", 0755, 1, &m), 0,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "F", 0755, 1, NULL, &m), 0,
 	       "mkdir F, deferred");
 	tap_eq(seen_by_reader(dir, "F"), 0, "not committed yet");
 	tight_now = 1;
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "G", 0755, 1, &m), 0,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "G", 0755, 1, NULL, &m), 0,
 	       "tight: mkdir G");
 	tap_eq(seen_by_reader(dir, "F"), 1, "F was committed before G began");
 	tap_eq(seen_by_reader(dir, "G"), 1, "and G is committed at its end");
 	tap_ok(tcfs_db_exec(db, "PRAGMA defer_foreign_keys = ON", "") >= 0,
 	       "defer foreign key checks to COMMIT");
 	tap_eq(tcfs_store_begin(s), 0, "tight: a change whose COMMIT fails");
-	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "H", 0755, 1, &m);
+	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "H", 0755, 1, NULL, &m);
 	tcfs_db_exec(db, "INSERT INTO kernels (grp_ino, name, meta,"
 		     " total_bytes, binary_bytes, ir_bytes, created)"
 		     " VALUES (999999, 'x', 'ok', 0, 0, 0, 0)", "");
@@ -82,7 +82,7 @@ static void commit_alone(const char *dir)
 	       "its mkdir is undone");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "G", &m), 0, "G stays");
 	tight_now = 0;
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "I", 0755, 1, &m), 0,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "I", 0755, 1, NULL, &m), 0,
 	       "with room again, mkdir I is deferred");
 	tap_eq(seen_by_reader(dir, "I"), 0, "not committed yet");
 	tcfs_store_close(s);
@@ -104,13 +104,13 @@ int main(void)
 	db = tcfs_store_db(s);
 	tcfs_store_defer(s, on_lost, &lost);
 
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "A", 0755, 1, &n), 0, "mkdir A");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "A", 0755, 1, NULL, &n), 0, "mkdir A");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "A", &m), 0,
 	       "the writer sees A at once");
 	tap_eq(seen_by_reader(dir, "A"), 0, "another connection does not yet");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "A", 0755, 1, &m), -EEXIST,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "A", 0755, 1, NULL, &m), -EEXIST,
 	       "a failing operation in the batch: EEXIST");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "B", 0755, 1, &m), 0,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "B", 0755, 1, NULL, &m), 0,
 	       "mkdir B after it");
 	tap_eq(tcfs_store_sync(s), 0, "sync");
 	tap_eq(seen_by_reader(dir, "A"), 1, "then A is committed");
@@ -119,7 +119,7 @@ int main(void)
 
 	/* A sync from inside a transaction waits for its end. */
 	tap_eq(tcfs_store_begin(s), 0, "begin a transaction");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "C", 0755, 1, &m), 0, "mkdir C in it");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "C", 0755, 1, NULL, &m), 0, "mkdir C in it");
 	tap_eq(tcfs_store_sync(s), 0, "sync inside it");
 	tap_eq(seen_by_reader(dir, "C"), 0, "commits nothing yet");
 	tap_eq(tcfs_store_end(s, 0), 0, "end it");
@@ -130,7 +130,7 @@ int main(void)
 	 * foreign key checked at COMMIT stands in for a full disk. */
 	tap_ok(tcfs_db_exec(db, "PRAGMA defer_foreign_keys = ON", "") >= 0,
 	       "defer foreign key checks to COMMIT");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "D", 0755, 1, &n), 0, "mkdir D");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "D", 0755, 1, NULL, &n), 0, "mkdir D");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "D", &m), 0, "D is cached");
 	tap_eq(tcfs_db_exec(db, "INSERT INTO kernels (grp_ino, name, meta,"
 			    " total_bytes, binary_bytes, ir_bytes, created)"
@@ -144,7 +144,7 @@ int main(void)
 	       "the lost mkdir is gone, from the cache too");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "C", &m), 0,
 	       "what was committed before stays");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "E", 0755, 1, &m), 0,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "E", 0755, 1, NULL, &m), 0,
 	       "the next operation opens a new batch");
 	tcfs_store_close(s);
 	tap_eq(seen_by_reader(dir, "E"), 1, "closing the store commits it");

@@ -70,7 +70,7 @@ static struct tcfs_hash put_file(struct tcfs_store *s, uint64_t parent,
 
 	c.size = strlen(bytes);
 	if (tcfs_cas_put_buf(tcfs_store_cas(s), bytes, c.size, &c.blob, NULL) < 0 ||
-	    tcfs_ns_create(s, parent, name, 0644, 1, &c, NULL) < 0) {
+	    tcfs_ns_create(s, parent, name, 0644, 1, &c, NULL, NULL) < 0) {
 		printf("# put %s: %s\n", name, tcfs_err_msg());
 		exit(2);
 	}
@@ -118,8 +118,8 @@ int main(void)
 	s = open_store(1, TCFS_DURABLE_BATCH);
 	tap_ok(tcfs_store_durable(s) != NULL, "a batching writer has batch state");
 	tap_eq(noted(s), 0, "a new store has no notes");
-	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "key", 0755, 1, &key);
-	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "key2", 0755, 1, &key2);
+	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "key", 0755, 1, NULL, &key);
+	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "key2", 0755, 1, NULL, &key2);
 	tap_eq(noted(s), 0, "a directory notes nothing");
 	ha = put_file(s, key.ino, "a.bin", "alpha");
 	tap_eq(noted(s), 1, "a new file notes its blob");

@@ -36,14 +36,15 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/store", tmp);
 	tap_eq(tcfs_store_open(&w, &s), 0, "open a writer");
 	tap_ok(tcfs_store_nodecache(s) != NULL, "a writer has a node cache");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY", 0755, 1, &n), 0, "mkdir");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY", 0755, 1, NULL, &n), 0, "mkdir");
 	tap_ok(cached(s, TCFS_ROOT_INO, "KEY", &m) && m.ino == n.ino,
 	       "a node written is kept (read back by the write)");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY", &m), 0, "lookup");
 	tap_ok(cached(s, TCFS_ROOT_INO, "KEY", &m) && m.ino == n.ino,
 	       "a node read is kept");
 
-	tap_eq(tcfs_ns_setattr(s, n.ino, TCFS_SET_MODE, 0700, 2), 0,
+	tap_eq(tcfs_ns_setattr(s, n.ino, TCFS_SET_MODE,
+			       &(struct tcfs_attrs){ .mode = 0700 }), 0,
 	       "chmod through ns");
 	tap_ok(!cached(s, TCFS_ROOT_INO, "KEY", &m), "a change drops the node");
 	tap_eq(tcfs_ns_get(s, n.ino, &m), 0, "read again");
@@ -86,7 +87,7 @@ int main(void)
 	tap_eq(tcfs_store_end(s, 0), 0, "commit the transaction");
 
 	/* A failure that changed nothing restores nothing: the cache stays. */
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY2", 0755, 3, &m), -EEXIST,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "KEY2", 0755, 3, NULL, &m), -EEXIST,
 	       "mkdir of an existing name: EEXIST (rolled back)");
 	tap_ok(cached(s, TCFS_ROOT_INO, "KEY2", &m),
 	       "a rollback that undid nothing keeps the cache");

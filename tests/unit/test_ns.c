@@ -30,7 +30,7 @@ static uint64_t mkfile(uint64_t dir, const char *name, const char *bytes)
 	struct tcfs_content c = content(bytes);
 	struct tcfs_node n = { 0 };
 
-	tcfs_ns_create(s, dir, name, 0644, tcfs_ns_now(), &c, &n);
+	tcfs_ns_create(s, dir, name, 0644, tcfs_ns_now(), &c, NULL, &n);
 	return n.ino;
 }
 
@@ -38,7 +38,7 @@ static uint64_t mkdir_(uint64_t dir, const char *name)
 {
 	struct tcfs_node n = { 0 };
 
-	tcfs_ns_mkdir(s, dir, name, 0755, tcfs_ns_now(), &n);
+	tcfs_ns_mkdir(s, dir, name, 0755, tcfs_ns_now(), NULL, &n);
 	return n.ino;
 }
 
@@ -58,14 +58,14 @@ static void test_basics(void)
 
 	d = mkdir_(TCFS_ROOT_INO, "d");
 	tap_ok(d > TCFS_ROOT_INO, "mkdir");
-	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "d", 0755, 0, NULL), -EEXIST,
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "d", 0755, 0, NULL, NULL), -EEXIST,
 	       "mkdir of an existing dir: EEXIST");
 	f = mkfile(d, "f", "hello");
-	tap_eq(tcfs_ns_create(s, d, "f", 0644, 0, &c, NULL), -EEXIST,
+	tap_eq(tcfs_ns_create(s, d, "f", 0644, 0, &c, NULL, NULL), -EEXIST,
 	       "create of an existing name: EEXIST");
-	tap_eq(tcfs_ns_mkdir(s, f, "sub", 0755, 0, NULL), -ENOTDIR,
+	tap_eq(tcfs_ns_mkdir(s, f, "sub", 0755, 0, NULL, NULL), -ENOTDIR,
 	       "mkdir under a file: ENOTDIR");
-	tap_eq(tcfs_ns_mkdir(s, 999999, "sub", 0755, 0, NULL), -ENOENT,
+	tap_eq(tcfs_ns_mkdir(s, 999999, "sub", 0755, 0, NULL, NULL), -ENOENT,
 	       "mkdir under a missing dir: ENOENT");
 	tap_ok(tcfs_ns_lookup(s, d, "f", &n) == 0 && n.ino == f &&
 		       n.kind == TCFS_FILE && n.size == 5 && n.mode == 0644,
@@ -74,16 +74,16 @@ static void test_basics(void)
 
 	memset(big, 'n', sizeof(big));
 	big[256] = '\0';
-	tap_eq(tcfs_ns_create(s, d, big, 0644, 0, &c, NULL), -ENAMETOOLONG,
+	tap_eq(tcfs_ns_create(s, d, big, 0644, 0, &c, NULL, NULL), -ENAMETOOLONG,
 	       "create with a 256-byte name: ENAMETOOLONG");
-	tap_eq(tcfs_ns_mkdir(s, d, big, 0755, 0, NULL), -ENAMETOOLONG,
+	tap_eq(tcfs_ns_mkdir(s, d, big, 0755, 0, NULL, NULL), -ENAMETOOLONG,
 	       "mkdir with a 256-byte name: ENAMETOOLONG");
 	tap_eq(tcfs_ns_lookup(s, d, big, &n), -ENAMETOOLONG,
 	       "lookup of a 256-byte name: ENAMETOOLONG");
 	tap_eq(tcfs_ns_rename(s, d, "f", d, big, 0), -ENAMETOOLONG,
 	       "rename to a 256-byte name: ENAMETOOLONG");
 	big[255] = '\0';
-	tap_eq(tcfs_ns_create(s, d, big, 0644, 0, &c, &n), 0,
+	tap_eq(tcfs_ns_create(s, d, big, 0644, 0, &c, NULL, &n), 0,
 	       "a 255-byte name is fine");
 	tap_ok(strlen(n.name) == 255, "and comes back whole");
 
@@ -348,7 +348,7 @@ static void *churn(void *arg)
 
 		snprintf(tmp, sizeof(tmp), "t%d.%d", w->id, i);
 		snprintf(name, sizeof(name), "f%d", i % 5);
-		if (tcfs_ns_create(s, dir, tmp, 0644, 0, &c, NULL) < 0)
+		if (tcfs_ns_create(s, dir, tmp, 0644, 0, &c, NULL, NULL) < 0)
 			w->errors++;
 		if (tcfs_ns_rename(s, dir, tmp, dir, name, 0) < 0)
 			w->errors++;
@@ -385,7 +385,7 @@ static void test_symlinks(void)
 	uint64_t d = mkdir_(TCFS_ROOT_INO, "sl");
 	struct tcfs_node n;
 
-	tap_eq(tcfs_ns_symlink(s, d, "l", "../target", 5, &n), 0, "symlink");
+	tap_eq(tcfs_ns_symlink(s, d, "l", "../target", 5, NULL, &n), 0, "symlink");
 	tap_ok(n.kind == TCFS_SYMLINK && n.size == 9 && n.nlink == 1 &&
 		       n.mode == 0777,
 	       "a symlink: its size is its target's length");
@@ -395,13 +395,13 @@ static void test_symlinks(void)
 	       "readlink into too small a buffer: ENAMETOOLONG");
 	tap_eq(tcfs_ns_readlink(s, d, buf, sizeof(buf)), -EINVAL,
 	       "readlink of a dir: EINVAL");
-	tap_eq(tcfs_ns_symlink(s, d, "l", "x", 5, NULL), -EEXIST,
+	tap_eq(tcfs_ns_symlink(s, d, "l", "x", 5, NULL, NULL), -EEXIST,
 	       "symlink over a name: EEXIST");
-	tap_eq(tcfs_ns_symlink(s, d, "e", "", 5, NULL), -ENOENT,
+	tap_eq(tcfs_ns_symlink(s, d, "e", "", 5, NULL, NULL), -ENOENT,
 	       "an empty target: ENOENT");
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	tap_eq(tcfs_ns_symlink(s, d, "b", big, 5, NULL), -ENAMETOOLONG,
+	tap_eq(tcfs_ns_symlink(s, d, "b", big, 5, NULL, NULL), -ENAMETOOLONG,
 	       "a 4096-byte target: ENAMETOOLONG");
 	tap_eq(tcfs_ns_set_content(s, n.ino, &(struct tcfs_content){ 0 }, 5),
 	       -EINVAL, "a symlink takes no content");
@@ -461,6 +461,43 @@ static void test_hard_links(void)
 	tap_eq(tcfs_ns_get(s, f, &n), -ENOENT, "the file too");
 }
 
+/* A node keeps the owner it was made with, or -1 (whoever mounts) when
+ * none is named; a hard link shows its file's, and a chown of either
+ * name changes the file's. */
+static void test_owners(void)
+{
+	struct tcfs_owner u = { 1000, 100 };
+	struct tcfs_attrs a = { .own = { 0, 7 } };
+	struct tcfs_content c = content("own");
+	uint64_t d = mkdir_(TCFS_ROOT_INO, "own");
+	struct tcfs_node n, f, l;
+
+	tap_ok(tcfs_ns_get(s, d, &n) == 0 && n.uid == -1 && n.gid == -1,
+	       "a node made with no owner: whoever mounts");
+	tap_eq(tcfs_ns_create(s, d, "f", 0644, 1, &c, &u, &f), 0, "create");
+	tap_ok(f.uid == 1000 && f.gid == 100, "with its owner");
+	tap_ok(tcfs_ns_mkdir(s, d, "sub", 0755, 1, &u, &n) == 0 &&
+		       n.uid == 1000 && n.gid == 100,
+	       "mkdir with its owner");
+	tap_ok(tcfs_ns_symlink(s, d, "l", "f", 1, &u, &n) == 0 &&
+		       n.uid == 1000 && n.gid == 100,
+	       "symlink with its owner");
+	tap_ok(tcfs_ns_link(s, f.ino, d, "h", &l) == 0 && l.uid == 1000 &&
+		       l.gid == 100,
+	       "a hard link shows its file's owner");
+	tap_eq(tcfs_ns_setattr(s, f.ino, TCFS_SET_GID, &a), 0, "chgrp");
+	tap_ok(tcfs_ns_lookup(s, d, "h", &l) == 0 && l.uid == 1000 &&
+		       l.gid == 7,
+	       "the group changes, the owner stays, through either name");
+	tap_eq(tcfs_ns_setattr(s, f.ino, TCFS_SET_UID, &a), 0, "chown");
+	tap_ok(tcfs_ns_lookup(s, d, "f", &n) == 0 && n.uid == 0 &&
+		       n.gid == 7 && n.ctime_ns > f.ctime_ns,
+	       "the owner changes, and so does ctime");
+	tap_eq(tcfs_ns_unlink(s, d, "f"), 0, "the file's first name goes");
+	tap_ok(tcfs_ns_lookup(s, d, "h", &l) == 0 && l.uid == 0 && l.gid == 7,
+	       "the file keeps its owner under its other name");
+}
+
 static void test_counts(void)
 {
 	uint64_t d = mkdir_(TCFS_ROOT_INO, "nl"), a, f;
@@ -500,7 +537,9 @@ static void test_counts(void)
 	f = mkfile(d, "h", "y");
 	tcfs_ns_get(s, f, &n);
 	before = n.ctime_ns;
-	tap_eq(tcfs_ns_setattr(s, f, TCFS_SET_MODE, 0600, 0), 0, "chmod");
+	tap_eq(tcfs_ns_setattr(s, f, TCFS_SET_MODE,
+			       &(struct tcfs_attrs){ .mode = 0600 }), 0,
+	       "chmod");
 	tap_ok(tcfs_ns_get(s, f, &n) == 0 && n.ctime_ns > before &&
 		       n.mode == 0600,
 	       "changes ctime");
@@ -529,6 +568,7 @@ int main(void)
 	test_symlinks();
 	test_hard_links();
 	test_counts();
+	test_owners();
 	tcfs_store_close(s);
 	tap_rmtree(dir);
 	return tap_done();

@@ -71,6 +71,38 @@ static int at_version(struct tcfs_db *db, int version)
 }
 
 /* Version 7 rebuilds nodes: rows, kernels, inode numbers and counts. */
+/* Version 11 gives nodes owners: every row from before is -1, whoever
+ * mounts, as is a row written without naming one. */
+static void test_v11(const char *dir)
+{
+	char path[512];
+	struct tcfs_db *db;
+
+	snprintf(path, sizeof(path), "%s/v10.db", dir);
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 10), 0, "made again at version 10");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO nodes (ino, parent, name, kind, mode,"
+			    " mtime, ctime, blob) VALUES"
+			    " (2, 1, 'K', 'd', 493, 5, 5, NULL),"
+			    " (3, 2, 'f', 'f', 420, 6, 6, 'h1');",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "with a dir and a file");
+	tap_eq(tcfs_schema_upgrade(db), 0, "an index at version 10 upgrades");
+	tap_eq(user_version(db), tcfs_schema_version(), "to this version");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes"
+			  " WHERE uid = -1 AND gid = -1"),
+	       3, "every row, the root's too, is owned by whoever mounts");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO nodes (parent, name, kind, mode, mtime,"
+			    " ctime) VALUES (1, 'L', 'd', 493, 7, 7);",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "a row that names no owner");
+	tap_eq(count_rows(db, "SELECT uid + gid FROM nodes WHERE name = 'L'"),
+	       -2, "is whoever mounts' too");
+	tcfs_db_close(db);
+}
+
 static void test_v7(const char *dir)
 {
 	char path[512];
@@ -230,6 +262,7 @@ int main(void)
 	       0, "a readdir page sorts nothing");
 	tcfs_db_close(db);
 	test_v7(dir);
+	test_v11(dir);
 
 	/* Some other program's database. */
 	snprintf(path, sizeof(path), "%s/other.db", dir);

@@ -91,13 +91,13 @@ int main(void)
 
 	/* A batch is one transaction: all or nothing. */
 	tap_eq(tcfs_store_begin(a), 0, "begin a batch");
-	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "one", 0755, 0, NULL);
-	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "two", 0755, 0, NULL);
+	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "one", 0755, 0, NULL, NULL);
+	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "two", 0755, 0, NULL, NULL);
 	tap_eq(tcfs_store_end(a, -EIO), -EIO, "end it with a failure");
 	tap_eq(tcfs_ns_lookup(a, TCFS_ROOT_INO, "one", &n), -ENOENT,
 	       "nothing of the failed batch is left");
 	tcfs_store_begin(a);
-	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "one", 0755, 0, NULL);
+	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "one", 0755, 0, NULL, NULL);
 	tap_eq(tcfs_store_end(a, 0), 0, "a good batch commits");
 	tap_eq(tcfs_ns_lookup(a, TCFS_ROOT_INO, "one", &n), 0,
 	       "and its entry is there");
@@ -128,7 +128,7 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/index.db", dir);
 	chmod(path, 0644);
 	tap_eq(open_as(dir, 0, 1, 1, &a), 0, "a writer opens an index made 0644");
-	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "three", 0755, 0, NULL);
+	tcfs_ns_mkdir(a, TCFS_ROOT_INO, "three", 0755, 0, NULL, NULL);
 	check_private(dir, "index.db", "the writer made it 0600 again");
 	check_private(dir, "index.db-wal", "its WAL is 0600");
 	check_private(dir, "index.db-shm", "its shm is 0600");
