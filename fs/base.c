@@ -16,6 +16,7 @@
 void fs_name_of(struct fs_name *nm, const char *s)
 {
 	nm->s = s;
+	nm->apart = 0;	/* users.c's route says otherwise */
 	nm->temp = tcfs_name_is_temp(s, 0);
 	nm->art = tcfs_name_artifact(s);
 	nm->landing = tcfs_name_landing(s);

@@ -184,6 +184,8 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	if (!s)
 		return -ENOMEM;
 	s->dirfd = s->lockfd = -1;
+	/* Before recovery, which may write kernel rows. */
+	s->origin = TCFS_ORIGIN_HERE;
 	s->path = strdup(o->dir);
 	if (!s->path) {
 		rc = -ENOMEM;
@@ -208,7 +210,6 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 	if (rc < 0)
 		goto fail;
 	s->keep_unlinked = o->keep_unlinked;
-	s->origin = TCFS_ORIGIN_HERE;
 	*out = s;
 	return 0;
 fail:
