@@ -17,8 +17,10 @@
  *     kernels removed while mounted), which call each other; group.c
  *     (group files rendered), redirect.c (-o redirect: a kernel's
  *     metadata and binary named in a dir of the user's), damage.c (a bad
- *     blob found as it is read), probe.c (hit/miss per probe)
+ *     blob found as it is read), probe.c (hit/miss per probe), remote.c
+ *     (the fleet tier: asked on a local miss, fed what lands)
  *   base.c (names classified, what a kind shows, fs_changed),
+ *     users.c (many users: trusted writers, each user's own key dirs),
  *     inode.c (the kernel's lookup counts), events.c (the log writer),
  *     thread.c (the mount's own threads); ino.h (the inode numbers)
  */

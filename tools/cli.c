@@ -314,3 +314,15 @@ int cli_user_uid(const char *name, int64_t *uid)
 	*uid = p->pw_uid;
 	return 0;
 }
+
+const char *cli_opt_user(void *value, const char *arg)
+{
+	int64_t *uid = value;
+	uint64_t n;
+
+	if (cli_parse_count(arg, &n) == 0 && n <= UINT32_MAX) {
+		*uid = (int64_t)n;
+		return NULL;
+	}
+	return cli_user_uid(arg, uid) == 0 ? NULL : "no such user";
+}

@@ -103,6 +103,8 @@ int64_t cli_parse_since(const char *arg);
 
 /* A user's uid by name: 0, or -ENOENT. */
 int cli_user_uid(const char *name, int64_t *uid);
+/* opt_fn for --user: a user's name or a uid, into an int64_t. */
+const char *cli_opt_user(void *value, const char *arg);
 
 /* A count: decimal digits only.  0, or -EINVAL. */
 int cli_parse_count(const char *arg, uint64_t *out);

@@ -39,6 +39,8 @@ struct export {
 	enum tcfs_group_filter filter;	/* --binary-only: no IR */
 	int dirfd[EXPORT_DEPTH_MAX];	/* DEST, then each dir entered */
 	int depth;
+	int64_t user;		/* --user: with that user's own kernels;
+				 * -1: the shared ones only */
 };
 
 static const struct opt_cmd cmd = {
@@ -196,16 +198,58 @@ static void export_top(struct export *ex, int destfd, const struct tcfs_node *n)
 	ex->keydirs += n->kind == TCFS_DIR;
 }
 
+/* With --user U, the dir of U's own key dirs at the root (fs/users.c),
+ * exported as if they were at the root: the cache as U sees it. */
+static uint64_t own_dir(struct export *ex)
+{
+	char name[sizeof(TCFS_NAME_PRIVATE_PREFIX) + 24];
+	struct tcfs_node d;
+
+	if (ex->user < 0)
+		return 0;
+	snprintf(name, sizeof(name), TCFS_NAME_PRIVATE_PREFIX "%lld",
+		 (long long)ex->user);
+	return tcfs_ns_lookup(ex->s, TCFS_ROOT_INO, name, &d) == 0 ? d.ino : 0;
+}
+
+/* The root's entries, with U's own key dirs in place of shared ones of
+ * the same name. */
+static int root_entries(struct export *ex, uint64_t own,
+			struct tcfs_node **out, size_t *n)
+{
+	struct tcfs_node *mine = NULL, *all, x;
+	size_t nmine = 0, used = 0;
+	int rc = tcfs_ns_list(ex->s, TCFS_ROOT_INO, 0, 0, out, n);
+
+	if (rc < 0 || !own)
+		return rc;
+	rc = tcfs_ns_list(ex->s, own, 0, 0, &mine, &nmine);
+	all = rc < 0 ? NULL : realloc(*out, (*n + nmine + 1) * sizeof(**out));
+	if (!all) {
+		free(mine);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	for (size_t i = 0; i < *n; i++)
+		if (tcfs_ns_lookup(ex->s, own, all[i].name, &x) != 0)
+			all[used++] = all[i];
+	memcpy(all + used, mine, nmine * sizeof(*mine));
+	free(mine);
+	*out = all;
+	*n = used + nmine;
+	return 0;
+}
+
 /* The root entries to export: all of them, or the filtered kernels' dirs. */
 static int select_top(struct export *ex, const struct tcfs_kernel_filter *f,
 		      struct tcfs_node **out, size_t *n)
 {
+	uint64_t own = own_dir(ex);
 	struct tcfs_kernel *k;
 	size_t nk, used = 0;
 	int rc;
 
 	if (!f)
-		return tcfs_ns_list(ex->s, TCFS_ROOT_INO, 0, 0, out, n);
+		return root_entries(ex, own, out, n);
 	rc = tcfs_kernel_list(ex->s, f, &k, &nk);
 	if (rc < 0)
 		return rc;
@@ -223,7 +267,7 @@ static int select_top(struct export *ex, const struct tcfs_kernel_filter *f,
 		rc = tcfs_ns_get(ex->s, k[i].dir_ino, &d);
 		if (rc < 0)
 			break;
-		if (d.parent == TCFS_ROOT_INO)
+		if (d.parent == TCFS_ROOT_INO || (own && d.parent == own))
 			(*out)[used++] = d;
 	}
 	free(k);
@@ -261,9 +305,10 @@ static int print_summary(const struct export *ex, int json)
 
 /* Exports what f selects (all when NULL) into dest. */
 static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
-	       enum tcfs_group_filter filter, int quiet, const char *dest)
+	       enum tcfs_group_filter filter, int quiet, const char *dest,
+	       int64_t user)
 {
-	struct export ex = { .filter = filter };
+	struct export ex = { .filter = filter, .user = user };
 	struct tcfs_node *top = NULL;
 	size_t ntop = 0;
 	int destfd, rc;
@@ -302,9 +347,14 @@ int cmd_export(int argc, char **argv)
 	const struct tcfs_kernel_filter *sel;
 	int quiet = 0, binary_only = 0, flat = 0, rc;
 	enum tcfs_group_filter filter;
+	int64_t user = -1;
 	char **args;
 	struct opt opts[] = {
 		CLI_OPTS_FILTER(&f),
+		OPT_FN('u', "user", "USER", &user, cli_opt_user,
+		       "on a cache many users share: that user's own kernels "
+		       "too, in place of shared ones of the same key (by "
+		       "default only the shared ones)"),
 		OPT_FLAG(0, "binary-only", &binary_only, "leave IR files (.ttir "
 			 ".ttgir .llir .ptx .amdgcn) out, and out of the group "
 			 "files"),
@@ -323,7 +373,9 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	filter = binary_only ? TCFS_GROUP_BINARY_ONLY : TCFS_GROUP_ALL;
 	sel = f.name || f.backend || f.arch ? &f : NULL;
+	if (flat && user >= 0)
+		return cli_usage_err("export", "--flat takes no --user");
 	if (flat)
 		return export_flat_run(&co, sel, filter, quiet, args[0]);
-	return run(&co, sel, filter, quiet, args[0]);
+	return run(&co, sel, filter, quiet, args[0], user);
 }

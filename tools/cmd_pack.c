@@ -57,6 +57,7 @@ struct pack {
 	/* the selection */
 	struct unit *units;
 	size_t nunits, units_cap;
+	int64_t user;		/* --user: that user's own kernels too */
 };
 
 static const struct opt_cmd cmd = {
@@ -209,6 +210,8 @@ static int add_unit_ino(struct pack *p, uint64_t ino)
 
 	if (rc == 0)
 		rc = tcfs_ns_path(p->s, ino, path, sizeof(path));
+	/* A user's own key dir (--user) goes where its user reaches it. */
+	tcfs_name_path_as_user(path);
 	return rc < 0 ? rc : add_unit(p, &n, path);
 }
 
@@ -253,8 +256,15 @@ static int select_tree(struct pack *p, uint64_t dir, const char *path)
 		char sub[PATH_MAX];
 		int key = 1;
 
-		if (tcfs_name_private(kids[i].name, NULL))
-			continue;	/* a user's own: theirs alone */
+		uint32_t uid;
+
+		/* A user's own kernels are theirs alone, unless --user
+		 * asks for them: then where that user reaches them. */
+		if (tcfs_name_private(kids[i].name, &uid)) {
+			if ((int64_t)uid == p->user)
+				rc = select_tree(p, kids[i].ino, path);
+			continue;
+		}
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "/" : "",
 			 kids[i].name);
 		if (p->has_base && kids[i].kind == TCFS_DIR)
@@ -278,8 +288,9 @@ static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
 {
 	struct pick *k = ctx;
 
-	/* A user's own kernel is theirs alone (fs/users.c). */
-	if (u->k.own_uid >= 0 ||
+	/* A user's own kernel is theirs alone (fs/users.c), unless asked
+	 * for by --user. */
+	if ((u->k.own_uid >= 0 && u->k.own_uid != k->p->user) ||
 	    (k->since >= 0 && u->last_hit_ns < k->since &&
 	     !strset_has(&k->missed, u->k.key)))
 		return 0;
@@ -720,7 +731,7 @@ int cmd_pack(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_kernel_filter f = { 0 };
-	struct pack p = { 0 };
+	struct pack p = { .user = -1 };
 	struct oci_ref ref;
 	const char *base = NULL;
 	int64_t since = -1;
@@ -738,6 +749,9 @@ int cmd_pack(int argc, char **argv)
 			   "docker-archive:FILE"),
 		OPT_FLAG(0, "binary-only", &binary_only, "leave IR files out, "
 			 "and out of the group files"),
+		OPT_FN('u', "user", "USER", &p.user, cli_opt_user,
+		       "on a cache many users share: that user's own kernels "
+		       "too (by default only the shared ones)"),
 		CLI_OPT_QUIET(&quiet),
 		CLI_OPTS_COMMON(&co, "print the summary as JSON"),
 		OPT_END(),

@@ -31,19 +31,6 @@ static const struct opt_cmd cmd = {
 	"error.\n",
 };
 
-/* -u, --user: a uid, or a user's name. */
-static const char *parse_user(void *value, const char *arg)
-{
-	int64_t *uid = value;
-	uint64_t n;
-
-	if (cli_parse_count(arg, &n) == 0 && n <= UINT32_MAX) {
-		*uid = (int64_t)n;
-		return NULL;
-	}
-	return cli_user_uid(arg, uid) == 0 ? NULL : "no such user";
-}
-
 static int promote(const struct cli_common *co, const char *key, int64_t uid)
 {
 	char mount[PATH_MAX], store[PATH_MAX];
@@ -92,7 +79,7 @@ int cmd_trust(int argc, char **argv)
 	char **args;
 	int n, rc;
 	struct opt opts[] = {
-		OPT_FN('u', "user", "USER", &uid, parse_user,
+		OPT_FN('u', "user", "USER", &uid, cli_opt_user,
 		       "the kernels of this user (a name or a uid)"),
 		CLI_OPTS_COMMON(&co, "print {promoted}: the key dirs made "
 				"shared"),

@@ -139,3 +139,24 @@ int tcfs_name_private(const char *name, uint32_t *uid)
 		*uid = (uint32_t)v;
 	return 1;
 }
+
+void tcfs_name_path_as_user(char *path)
+{
+	char *r = path, *w = path;
+
+	while (*r) {
+		char *end = strchr(r, '/');
+		size_t len = end ? (size_t)(end - r) : strlen(r);
+		char part[TCFS_NAME_MAX + 1];
+
+		snprintf(part, sizeof(part), "%.*s", (int)len, r);
+		if (!tcfs_name_private(part, NULL)) {
+			if (w != path)
+				*w++ = '/';
+			memmove(w, r, len);
+			w += len;
+		}
+		r += len + (end != NULL);
+	}
+	*w = '\0';
+}

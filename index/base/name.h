@@ -24,6 +24,9 @@ int tcfs_name_is_temp(const char *name, int at_top);
  * (optional) for such a name, else 0. */
 #define TCFS_NAME_PRIVATE_PREFIX ".tcfs-private-"
 int tcfs_name_private(const char *name, uint32_t *uid);
+/* Takes out of path (a/b/c, in place) every component that is a user's
+ * own dir: the path as that user reaches it. */
+void tcfs_name_path_as_user(char *path);
 
 /* For "__grp__NAME.json" writes NAME into kname and returns 1; returns 0 for
  * any other name. */

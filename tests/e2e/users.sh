@@ -173,3 +173,17 @@ echo "# --- a mount without allow_other is as before"
 mkdir -p "$T_TMP/mnt2"
 run "$TCFS" mount --store "$T_TMP/s2" -o trust=root "$T_TMP/mnt2"
 check_rc "-o trust without allow_other: a usage error" 2
+
+echo "# --- a user's own kernels out, with --user"
+tcfs export --store "$S" --user "$UB" "$T_TMP/export-b"
+check_rc "export --user B" 0
+check_eq "export --user B: B's own key dirs, at the top as B sees them" \
+	"$(ls "$SRC" | grep -cE '^[A-Z2-7]{52}$')" \
+	"$(ls "$T_TMP/export-b" | grep -cE '^[A-Z2-7]{52}$')"
+check_eq "... and no user's own dir" "" "$(ls -a "$T_TMP/export-b" | grep tcfs-private)"
+tcfs pack --store "$S" --user "$UB" --json "$T_TMP/img-b"
+check_rc "pack --user B" 0
+tcfs pack --store "$S" --json "$T_TMP/img-shared"
+check_rc "pack (shared only)" 0
+check "pack: the image has no user's own dir" sh -c \
+	"! tar -tf \$(ls -S '$T_TMP/img-shared/blobs/sha256/'* | head -1) 2>/dev/null | grep -q tcfs-private"
