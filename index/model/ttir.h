@@ -19,7 +19,7 @@
 
 /* TTIR larger than this is not compared (the fixtures' largest is 26 KB;
  * the biggest Inductor kernels a few hundred KB). */
-#define TCFS_TTIR_MAX (1u << 20)
+#define TCFS_TTIR_MAX (512u << 10)
 /* At most this many arguments and this many constants are reported. */
 #define TCFS_TTIR_SHOW_MAX 32
 /* An argument's type or a constant longer than this is cut, with "...". */
