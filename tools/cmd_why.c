@@ -1,6 +1,6 @@
 /*
- * tcfs why: why a kernel missed, from its metadata against its nearest
- * cached sibling's (index/model/why.h).
+ * tcfs why: why a kernel missed, from its metadata and TTIR against its
+ * nearest sibling cached before it (index/model/why.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,25 +10,105 @@
 #include "cmds.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "index/model/ttir.h"
 #include "index/model/why.h"
+
+/* TCFS_TTIR_MAX, as --help says it. */
+#define TTIR_MAX_TEXT "512 KiB"
+_Static_assert(TCFS_TTIR_MAX == 512u << 10, "TTIR_MAX_TEXT says 512 KiB");
 
 static const struct opt_cmd cmd = {
 	"why", "KEY", 1, 1, "give one KEY",
 	"Why the kernel at KEY was compiled when others of its name were\n"
-	"cached: compares its metadata (NAME.json) with every cached kernel of\n"
-	"the same name and target, picks the nearest (the fewest differing\n"
+	"cached: compares its metadata (NAME.json) with every kernel of the\n"
+	"same name and target cached before it missed (kernels cached after\n"
+	"could not have been hit), picks the nearest (the fewest differing\n"
 	"top-level fields) and shows the fields that differ, but \"hash\".\n"
-	"None differing means the source, the signature or Triton itself\n"
-	"changed, which the metadata does not record.  A kernel whose\n"
-	"NAME.json is missing or not JSON has no nearest.\n",
+	"The first of its name and target has no nearest.  Then it compares\n"
+	"the two kernels' TTIR (NAME.source, at most " TTIR_MAX_TEXT " each): the\n"
+	"arguments of the kernel function whose type or attributes changed\n"
+	"(by loc name, else #position: a dtype, tt.divisibility) and the\n"
+	"arith.constants that changed (a BLOCK size).  The same metadata and\n"
+	"TTIR mean Triton, its options or the environment changed.  A\n"
+	"kernel whose NAME.json is missing or not JSON has no nearest.\n",
 	NULL,
 	"Exit status: 0 success, 1 no kernel at KEY or the store could not be\n"
 	"read, 2 usage error.\n",
 };
 
+/* One change of the TTIR: "NAME|#INDEX  FROM -> TO" (null: "(none)"). */
+static void print_change(const char *what, const cJSON *c)
+{
+	const cJSON *nm = cJSON_GetObjectItem(c, "name");
+	const cJSON *ix = cJSON_GetObjectItem(c, "index");
+	const char *from = cJSON_GetStringValue(cJSON_GetObjectItem(c, "from"));
+	const char *to = cJSON_GetStringValue(cJSON_GetObjectItem(c, "to"));
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+
+	printf("  %s", what);
+	if (cJSON_IsString(nm))
+		printf(" %s", tcfs_utf8_printable(nm->valuestring, a, sizeof(a)));
+	else if (cJSON_IsNumber(ix))
+		printf(" #%d", ix->valueint);
+	printf("  %s -> ", from ? tcfs_utf8_printable(from, a, sizeof(a))
+			       : "(none)");
+	printf("%s\n", to ? tcfs_utf8_printable(to, b, sizeof(b)) : "(none)");
+}
+
+/* What the two NAME.source say (why.h), after the metadata's lines. */
+static void print_source(const struct tcfs_why *w)
+{
+	const cJSON *d = w->source_differences;
+	const cJSON *args = cJSON_GetObjectItem(d, "arguments");
+	const cJSON *consts = cJSON_GetObjectItem(d, "constants");
+	char a[TCFS_UTF8_SHOW_MAX];
+	const char *src = tcfs_utf8_printable(w->k.name, a, sizeof(a));
+
+	if (w->source == TCFS_WHY_SOURCE_SAME)
+		printf("source   the same (%s.source): Triton, its options or "
+		       "the environment changed\n", src);
+	else if (w->source == TCFS_WHY_SOURCE_DIFFERS &&
+		 !cJSON_GetArraySize(args) && !cJSON_GetArraySize(consts))
+		printf("source   differs (%s.source), but not in its signature "
+		       "or constants: in its body\n", src);
+	else if (w->source == TCFS_WHY_SOURCE_DIFFERS)
+		printf("source   differs (%s.source) in\n", src);
+	else if (w->source != TCFS_WHY_SOURCE_NONE)
+		printf("source   not compared: %s.source is %s\n", src,
+		       w->source == TCFS_WHY_SOURCE_MISSING ? "missing"
+		       : w->source == TCFS_WHY_SOURCE_TOO_BIG
+			       ? "over " TTIR_MAX_TEXT
+			       : "not TTIR whose kernel signature parses");
+	for (const cJSON *c = args ? args->child : NULL; c; c = c->next)
+		print_change("argument", c);
+	for (const cJSON *c = consts ? consts->child : NULL; c; c = c->next)
+		print_change("constant", c);
+}
+
+/* The metadata's differences, one line each. */
+static void print_fields(const struct tcfs_why *w)
+{
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+
+	printf("differs in\n");
+	for (const cJSON *f = w->differences->child; f; f = f->next) {
+		char *was = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 0));
+		char *now = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 1));
+
+		printf("  %-20s ", tcfs_utf8_printable(f->string, a, sizeof(a)));
+		printf("%s -> %s\n",
+		       tcfs_utf8_printable(was ? was : "?", a, sizeof(a)),
+		       tcfs_utf8_printable(now ? now : "?", b, sizeof(b)));
+		free(was);
+		free(now);
+	}
+}
+
 static void print_text(const struct tcfs_why *w)
 {
-	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX], t[80];
+	char a[TCFS_UTF8_SHOW_MAX], t[80];
+	int compared = w->source == TCFS_WHY_SOURCE_SAME ||
+		       w->source == TCFS_WHY_SOURCE_DIFFERS;
 
 	/* The metadata's own strings: bytes from the cache, made printable
 	 * like every name tcfs shows. */
@@ -43,28 +123,19 @@ static void print_text(const struct tcfs_why *w)
 		return;
 	}
 	if (!w->nearest[0]) {
-		printf("nearest  none: no other kernel of this name and "
-		       "target is cached\n");
+		printf("nearest  none: the first of its name and target (none "
+		       "was cached before it missed)\n");
 		return;
 	}
 	printf("nearest  %s\n", tcfs_utf8_printable(w->nearest, a, sizeof(a)));
-	if (!w->differences->child) {
+	if (w->differences->child)
+		print_fields(w);
+	else if (compared)
+		printf("the metadata is the same\n");
+	else
 		printf("the metadata is the same: the source, the signature or "
 		       "Triton itself changed\n");
-		return;
-	}
-	printf("differs in\n");
-	for (const cJSON *f = w->differences->child; f; f = f->next) {
-		char *was = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 0));
-		char *now = cJSON_PrintUnformatted(cJSON_GetArrayItem(f, 1));
-
-		printf("  %-20s ", tcfs_utf8_printable(f->string, a, sizeof(a)));
-		printf("%s -> %s\n",
-		       tcfs_utf8_printable(was ? was : "?", a, sizeof(a)),
-		       tcfs_utf8_printable(now ? now : "?", b, sizeof(b)));
-		free(was);
-		free(now);
-	}
+	print_source(w);
 }
 
 static int print_json(const struct tcfs_why *w)
@@ -82,6 +153,16 @@ static int print_json(const struct tcfs_why *w)
 		cJSON_AddNullToObject(o, "nearest");
 	cJSON_AddItemToObject(o, "differences",
 			      cJSON_Duplicate(w->differences, 1));
+	if (tcfs_why_source_name(w->source))
+		cJSON_AddStringToObject(o, "source",
+					tcfs_why_source_name(w->source));
+	else
+		cJSON_AddNullToObject(o, "source");
+	if (w->source_differences)
+		cJSON_AddItemToObject(o, "source_differences",
+				      cJSON_Duplicate(w->source_differences, 1));
+	else
+		cJSON_AddNullToObject(o, "source_differences");
 	return cli_print_json(o);
 }
 
@@ -95,7 +176,11 @@ int cmd_why(int argc, char **argv)
 	struct opt opts[] = {
 		CLI_OPTS_COMMON(&co, "print {key, name, target, nearest: KEY or "
 				"null, differences: {FIELD: [nearest's value, "
-				"this kernel's value]}}"),
+				"this kernel's value]}, source: \"same\", "
+				"\"differs\", \"missing\", \"too big\", \"not "
+				"TTIR\" or null, source_differences: "
+				"{arguments: [{name or index, from, to}], "
+				"constants: [{from, to}]} or null}"),
 		OPT_END(),
 	};
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "index/store/config.h"
@@ -182,6 +183,59 @@ static cJSON *hit_miss(uint64_t hits, uint64_t misses)
 	return o;
 }
 
+/* One change of a why's source_differences (why.h): an argument by its
+ * name (or #index), a constant as FROM -> TO. */
+static void source_change(const cJSON *c, int argument, FILE *out)
+{
+	const cJSON *nm = cJSON_GetObjectItem(c, "name");
+	const cJSON *ix = cJSON_GetObjectItem(c, "index");
+	const char *from = cJSON_GetStringValue(cJSON_GetObjectItem(c, "from"));
+	const char *to = cJSON_GetStringValue(cJSON_GetObjectItem(c, "to"));
+	char a[TCFS_UTF8_SHOW_MAX];
+
+	if (argument && cJSON_IsString(nm))
+		fputs(tcfs_utf8_printable(nm->valuestring, a, sizeof(a)), out);
+	else if (argument)
+		fprintf(out, "#%d", cJSON_IsNumber(ix) ? ix->valueint : -1);
+	else
+		fprintf(out, "%s -> ", from ? tcfs_utf8_printable(from, a,
+								  sizeof(a))
+					    : "(none)");
+	if (!argument)
+		fputs(to ? tcfs_utf8_printable(to, a, sizeof(a)) : "(none)",
+		      out);
+}
+
+/* The changes of one kind, the first four, after sep. */
+static void source_changes(const cJSON *all, const char *sep, FILE *out)
+{
+	int n = 0, argument = strcmp(all->string, "arguments") == 0;
+
+	for (const cJSON *c = all->child; c; c = c->next, n++) {
+		fputs(n ? ", " : sep, out);
+		if (n == 4) {
+			fprintf(out, "%d more", cJSON_GetArraySize(all) - n);
+			break;
+		}
+		source_change(c, argument, out);
+	}
+}
+
+/* What the two kernels' TTIR said, after what their metadata did. */
+static void source_line(const struct tcfs_why *w, FILE *out)
+{
+	const cJSON *d = w->source_differences;
+	const cJSON *args = cJSON_GetObjectItem(d, "arguments");
+	const cJSON *consts = cJSON_GetObjectItem(d, "constants");
+
+	if (w->source != TCFS_WHY_SOURCE_DIFFERS || !args || !consts)
+		return;
+	if (!args->child && !consts->child)
+		fputs("; source: its body", out);
+	source_changes(args, "; source: ", out);
+	source_changes(consts, args->child ? "; " : "; source: ", out);
+}
+
 /* The rest of a new kernel's line: what sets it apart (why.h). */
 static void why_line(struct tcfs_store *s, const char *key, FILE *out)
 {
@@ -194,24 +248,31 @@ static void why_line(struct tcfs_store *s, const char *key, FILE *out)
 		return;
 	}
 	if (w.k.meta != TCFS_META_OK)
-		fprintf(out, "  (its metadata is missing or not JSON)\n");
+		fprintf(out, "  (its metadata is missing or not JSON)");
 	else if (!w.nearest[0])
-		fprintf(out, "  (the first of its name and target)\n");
-	else if (!w.differences->child)
-		fprintf(out, "  same metadata as %s: the source, the signature "
-			     "or Triton changed\n", w.nearest);
-	else
+		fprintf(out, "  (the first of its name and target)");
+	else if (w.differences->child)
 		fprintf(out, "  differs from %s in ", w.nearest);
+	else if (w.source == TCFS_WHY_SOURCE_SAME)
+		fprintf(out, "  same metadata and source as %s: Triton, its "
+			     "options or the environment changed", w.nearest);
+	else if (w.source == TCFS_WHY_SOURCE_DIFFERS)
+		fprintf(out, "  same metadata as %s", w.nearest);
+	else
+		fprintf(out, "  same metadata as %s: the source, the signature "
+			     "or Triton changed", w.nearest);
 	for (const cJSON *d = w.differences->child; w.nearest[0] && d;
 	     d = d->next, sep = ", ")
 		fprintf(out, "%s%s", sep,
 			tcfs_utf8_printable(d->string, f, sizeof(f)));
-	if (w.nearest[0] && w.differences->child)
-		fputc('\n', out);
+	if (w.nearest[0])
+		source_line(&w, out);
+	fputc('\n', out);
 	tcfs_why_free(&w);
 }
 
-/* {KEY: {nearest, differences}} for the new kernels (why.h). */
+/* {KEY: {nearest, differences, source, source_differences}} for the new
+ * kernels (why.h). */
 static cJSON *why_json(struct tcfs_store *s, const struct stats *st)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -230,6 +291,16 @@ static cJSON *why_json(struct tcfs_store *s, const struct stats *st)
 		if (one)
 			cJSON_AddItemToObject(one, "differences",
 					      cJSON_Duplicate(w.differences, 1));
+		if (one && tcfs_why_source_name(w.source))
+			cJSON_AddStringToObject(one, "source",
+						tcfs_why_source_name(w.source));
+		else if (one)
+			cJSON_AddNullToObject(one, "source");
+		if (one && w.source_differences)
+			cJSON_AddItemToObject(one, "source_differences",
+					      cJSON_Duplicate(w.source_differences, 1));
+		else if (one)
+			cJSON_AddNullToObject(one, "source_differences");
 		tcfs_why_free(&w);
 	}
 	return o;

@@ -268,3 +268,98 @@ PY
 else
 	skip "stats says why each new kernel missed" "no /dev/fuse"
 fi
+
+echo "# --- tcfs why: only what was cached before, and the TTIR's differences"
+# Four add_kernels of the small fixture, all num_warps 4 but O2PK (8):
+# PFF5 f32 BLOCK 1024, PLNG f16 1024, O2PK f32 512, JFZN bf16 2048.  PFF5
+# alone keeps its mtime (cached on 2026-11-21); the others come later,
+# as copies under new keys (sorting after PFF5's), one import each.
+SMALL=$(fixture_top triton-3.6-h200-small.tgz cA)
+S2=$T_TMP/store2
+OLD=PFF5SGOEPUOPOHLGSXG4DIWUDAUGIFBEMFP7U326OLNBKOHG4WZA
+F16=ZHALF${OLD:5}
+B512=ZBLOCK${OLD:6}
+# copy_kernel SRC_KEY DST_DIR NEW_KEY: the kernel's files under a new
+# key, written now, its group file naming them there.
+copy_kernel() {
+	python3 - "$SMALL/$1" "$2/$3" <<'PY'
+import json, os, shutil, sys
+src, dst = sys.argv[1:]
+os.makedirs(dst, exist_ok=True)
+for f in os.listdir(src):
+    if not f.startswith("__grp__"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+kids = json.load(open(os.path.join(src, "__grp__add_kernel.json")))["child_paths"]
+g = os.path.join(dst, "__grp__add_kernel.json")
+with open(g + ".tmp", "w") as f:	# last, whole, as Triton puts it
+    json.dump({"child_paths": {c: os.path.join(dst, c) for c in kids}}, f)
+os.replace(g + ".tmp", g)
+PY
+}
+mkdir -p "$T_TMP/old" && cp -a "$SMALL/$OLD" "$T_TMP/old/"
+copy_kernel PLNGX5LGP6HAECZLBZL37RMFN6XBSZ3OQRSYHU2YNCFUPBE5P5MQ "$T_TMP/new1" "$F16"
+copy_kernel O2PKWMUP6TRONRDRBBLU2UTAC53WZ33DEASPVSIDGUVYNJD4MB6A "$T_TMP/new2" "$B512"
+tcfs import --store "$S2" "$T_TMP/old" && tcfs import --store "$S2" "$T_TMP/new1" &&
+	tcfs import --store "$S2" "$T_TMP/new2"
+check_rc "import an add_kernel, then two more, later" 0
+tcfs why --json --store "$S2" "$OLD"
+check_eq "why of the oldest: no nearest, though later ones of its name are cached" \
+	"None None" "$(json_eval "$OUT" '"%s %s" % (d["nearest"], d["source"])')"
+tcfs why --store "$S2" "$OLD"
+check_grep "... (text) the first of its name and target" "nearest  none: the first of its name and target" "$OUT"
+tcfs why --json --store "$S2" "$F16"
+check_eq "why of the f16 one: nearest the f32 one, the same metadata" "$OLD {}" \
+	"$(json_eval "$OUT" '"%s %s" % (d["nearest"], d["differences"])')"
+check_eq "... its source differs in the pointers' types, by argument name" \
+	"differs x_ptr,y_ptr,out_ptr !tt.ptr<f32> {tt.divisibility = 16 : i32} !tt.ptr<f16> {tt.divisibility = 16 : i32} []" \
+	"$(json_eval "$OUT" '"%s %s %s %s %s" % (d["source"], ",".join(a["name"] for a in d["source_differences"]["arguments"]), d["source_differences"]["arguments"][0]["from"], d["source_differences"]["arguments"][0]["to"], d["source_differences"]["constants"])')"
+tcfs why --store "$S2" "$F16"
+check_grep_fixed "... (text) one line per argument" \
+	"x_ptr  !tt.ptr<f32> {tt.divisibility = 16 : i32} -> !tt.ptr<f16> {tt.divisibility = 16 : i32}" "$OUT"
+tcfs why --json --store "$S2" "$B512"
+check_eq "why of the BLOCK 512 one: num_warps, and the constant 1024 -> 512" \
+	"$OLD num_warps [] 1024 : i32 512 : i32 1" \
+	"$(json_eval "$OUT" '"%s %s %s %s %s %d" % (d["nearest"], ",".join(d["differences"]), d["source_differences"]["arguments"], d["source_differences"]["constants"][0]["from"], d["source_differences"]["constants"][0]["to"], len(d["source_differences"]["constants"]))')"
+tcfs why --store "$S2" "$B512"
+check_grep_fixed "... (text) the constant" "constant  1024 : i32 -> 512 : i32" "$OUT"
+# A TTIR too big to compare, and one that is not TTIR, in place of F16's.
+for kind in big garbage; do
+	K=Z${kind^^}${OLD:$((1 + ${#kind}))}
+	copy_kernel PLNGX5LGP6HAECZLBZL37RMFN6XBSZ3OQRSYHU2YNCFUPBE5P5MQ "$T_TMP/$kind" "$K"
+	if [ $kind = big ]; then
+		head -c 600000 /dev/zero | tr '\0' ' ' >>"$T_TMP/$kind/$K/add_kernel.source"
+	else
+		printf 'tt.func public @add_kernel(%%x: <<<\n' >"$T_TMP/$kind/$K/add_kernel.source"
+	fi
+	tcfs import --store "$S2" "$T_TMP/$kind" >/dev/null
+	tcfs why --json --store "$S2" "$K"
+	check_eq "why with a $kind NAME.source: not compared, saying why" \
+		"$([ $kind = big ] && echo 'too big' || echo 'not TTIR') None" \
+		"$(json_eval "$OUT" '"%s %s" % (d["source"], d["source_differences"])')"
+done
+
+if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
+	# JFZN (bf16, BLOCK 2048) compiled through the mount as Triton does:
+	# a miss, then its files.
+	NEWK=ZJFZN${OLD:5}
+	M2=$T_TMP/mnt2
+	mkdir -p "$M2"
+	at_exit "fusermount3 -uz '$M2'"
+	tcfs mount --store "$S2" "$M2"
+	check_rc "mount the second store" 0
+	mkdir "$M2/$NEWK"
+	test -e "$M2/$NEWK/__grp__add_kernel.json"
+	check "a probe of a kernel not there: a miss" test $? = 1
+	copy_kernel JFZN62W5PAZ7VPVPXQQSSNULCOTK77V4NFGPSUN77INFOOBG2ITA "$M2" "$NEWK"
+	tcfs stats --json --store "$S2"
+	check_eq "stats --json: the new kernel's source_differences" \
+		"$OLD x_ptr,y_ptr,out_ptr 1024 : i32>2048 : i32" \
+		"$(json_eval "$OUT" "(lambda w: '%s %s %s' % (w['nearest'], ','.join(a['name'] for a in w['source_differences']['arguments']), ','.join(c['from'] + '>' + c['to'] for c in w['source_differences']['constants'])))(d['new_kernels_why']['$NEWK'])")"
+	tcfs stats --store "$S2"
+	check_grep_fixed "stats: its line says what its source changed" \
+		"  - $NEWK  add_kernel  same metadata as $OLD; source: x_ptr, y_ptr, out_ptr; 1024 : i32 -> 2048 : i32" "$OUT"
+	tcfs umount "$M2"
+	check_rc "unmount the second store" 0
+else
+	skip "stats says what a new kernel's source changed" "no /dev/fuse"
+fi

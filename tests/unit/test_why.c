@@ -1,0 +1,215 @@
+/* why: two kernels' TTIR (NAME.source) compared by the signature of the
+ * kernel function and the constants it was specialised for, on text
+ * shaped as Triton 3.6 writes it (tests/fixtures) and on text that is
+ * not. */
+#include <errno.h>
+
+#include "index/model/ttir.h"
+#include "tap.h"
+
+/* add_kernel as Triton 3.6 caches it, cut short: arguments named by
+ * their locations, a BLOCK of 1024, and a helper function before it. */
+#define HEAD "#loc = loc(\"/w/gen.py\":17:0)\nmodule {\n"
+#define HELPER                                                               \
+	"  tt.func private @\"triton.language.standard.cdiv__i32__(1,)"     \
+	"cconstexpr_128_\"(%x: i32 loc(\"x\"(#loc57))) -> i32 attributes "   \
+	"{noinline = false} {\n    tt.return %x : i32 loc(#loc)\n  } "       \
+	"loc(#loc)\n"
+#define SIG(T, DIV)                                                          \
+	"  tt.func public @add_kernel(%x_ptr: !tt.ptr<" T "> "               \
+	"{tt.divisibility = 16 : i32} loc(\"x_ptr\"(#loc)), %y_ptr: "        \
+	"!tt.ptr<" T "> {tt.divisibility = 16 : i32} loc(\"y_ptr\"(#loc)), " \
+	"%n: i32" DIV " loc(\"n\"(#loc))) attributes {noinline = false} {\n"
+#define BODY(B)                                                              \
+	"    %pid = tt.get_program_id x : i32 loc(#loc18)\n"                 \
+	"    %offs = arith.constant " B " : i32 loc(#loc19)\n"               \
+	"    %offs_0 = arith.constant " B " : i32 loc(#loc19)\n"             \
+	"    %offs_4 = arith.constant 2147483647 : i64 loc(#loc19)\n"        \
+	"    %offs_17 = arith.constant dense<2147483647> : tensor<" B        \
+	"xi64> loc(#loc21)\n"                                                \
+	"    %offs_19 = arith.constant dense<-2147483648> : tensor<" B       \
+	"xi64> loc(#loc21)\n"                                                \
+	"    tt.return loc(#loc13)\n  } loc(#loc)\n} loc(#loc)\n"            \
+	"#loc18 = loc(\"pid\"(#loc1))\n"
+#define DIV16 " {tt.divisibility = 16 : i32}"
+#define TTIR(T, DIV, B) HEAD HELPER SIG(T, DIV) BODY(B)
+
+static const char f32[] = TTIR("f32", DIV16, "1024");
+
+static cJSON *diff(const char *a, const char *b, int *rc)
+{
+	cJSON *o = NULL;
+
+	*rc = tcfs_ttir_diff(a, strlen(a), b, strlen(b), "add_kernel", &o);
+	return o;
+}
+
+/* The changes of one kind, as "NAME|INDEX:FROM->TO;..." (null: -). */
+static const char *show(const cJSON *o, const char *kind)
+{
+	static char buf[4096];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (const cJSON *e = cJSON_GetObjectItem(o, kind)->child; e;
+	     e = e->next) {
+		const cJSON *nm = cJSON_GetObjectItem(e, "name");
+		const cJSON *ix = cJSON_GetObjectItem(e, "index");
+		const char *from = cJSON_GetStringValue(
+			cJSON_GetObjectItem(e, "from"));
+		const char *to = cJSON_GetStringValue(
+			cJSON_GetObjectItem(e, "to"));
+
+		if (nm)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s:",
+					      cJSON_GetStringValue(nm));
+		else if (ix)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%d:",
+					      ix->valueint);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s->%s;",
+				      from ? from : "-", to ? to : "-");
+		if (n >= sizeof(buf))
+			break;
+	}
+	return buf;
+}
+
+static void expect(const char *a, const char *b, const char *args,
+		   const char *consts, const char *what)
+{
+	int rc;
+	cJSON *o = diff(a, b, &rc);
+
+	tap_eq(rc, 0, "%s: compared", what);
+	if (!o)
+		return;
+	if (!tap_ok(strcmp(show(o, "arguments"), args) == 0,
+		    "%s: arguments %s", what, args))
+		printf("#   got %s\n", show(o, "arguments"));
+	if (!tap_ok(strcmp(show(o, "constants"), consts) == 0,
+		    "%s: constants %s", what, consts))
+		printf("#   got %s\n", show(o, "constants"));
+	cJSON_Delete(o);
+}
+
+static void refused(const char *a, const char *b, int want, const char *what)
+{
+	int rc;
+	cJSON *o = diff(a, b, &rc);
+
+	tap_eq(rc, want, "%s: refused", what);
+	tap_ok(o == NULL, "%s: nothing returned", what);
+	cJSON_Delete(o);
+}
+
+static void signatures(void)
+{
+	expect(f32, f32, "", "", "the same text");
+	expect(f32, TTIR("f16", DIV16, "1024"),
+	       "x_ptr:!tt.ptr<f32> {tt.divisibility = 16 : i32}->"
+	       "!tt.ptr<f16> {tt.divisibility = 16 : i32};"
+	       "y_ptr:!tt.ptr<f32> {tt.divisibility = 16 : i32}->"
+	       "!tt.ptr<f16> {tt.divisibility = 16 : i32};",
+	       "", "pointers to f32, then to f16");
+	expect(f32, TTIR("f32", "", "1024"),
+	       "n:i32 {tt.divisibility = 16 : i32}->i32;", "",
+	       "n no longer divisible by 16");
+	expect(TTIR("f32", "", "1024"), f32,
+	       "n:i32->i32 {tt.divisibility = 16 : i32};", "",
+	       "n now divisible by 16");
+	expect(HEAD "tt.func public @k(%arg0: i32, %arg1: f32) {\n",
+	       HEAD "tt.func public @k(%arg0: i64, %arg1: f32, %arg2: i1) {\n",
+	       "0:i32->i64;2:-->i1;", "",
+	       "arguments with no loc name: by place, one added");
+	expect(HEAD "tt.func public @k(%a: i32 loc(\"a\"(#l)), %b: i32 "
+		    "loc(\"b\"(#l))) {\n",
+	       HEAD "tt.func public @k(%b: i32 loc(\"b\"(#l))) {\n",
+	       "a:i32->-;", "", "an argument gone, named");
+	expect(HEAD "tt.func public @k() {\n", HEAD "tt.func public @k() {\n",
+	       "", "", "no arguments");
+}
+
+/* 16 constants of i32: x00 to x33. */
+#define C4(x)                                                                \
+	"arith.constant " x "0 : i32\narith.constant " x "1 : i32\n"         \
+	"arith.constant " x "2 : i32\narith.constant " x "3 : i32\n"
+#define C16(x) C4(x "0") C4(x "1") C4(x "2") C4(x "3")
+
+static void constants(void)
+{
+	static const char many_a[] = HEAD "tt.func public @k() {\n"
+		C16("1") C16("2") C16("3");
+	static const char many_b[] = HEAD "tt.func public @k() {\n"
+		C16("4") C16("5") C16("6");
+	int rc;
+	cJSON *o;
+
+	expect(f32, TTIR("f32", DIV16, "512"), "", "1024 : i32->512 : i32;",
+	       "BLOCK 1024, then 512: once, tensors of its shape left out");
+	expect(f32, HEAD HELPER SIG("f32", DIV16) BODY("1024")
+		     "    %z = arith.constant 0.000000e+00 : f32\n",
+	       "", "-->0.000000e+00 : f32;", "a constant added");
+	expect(HEAD "tt.func public @k() {\n arith.constant dense<1.0> : "
+		    "tensor<4xf32>\n",
+	       HEAD "tt.func public @k() {\n arith.constant dense<2.0> : "
+		    "tensor<4xf32>\n",
+	       "", "dense<1.0> : tensor<4xf32>->dense<2.0> : tensor<4xf32>;",
+	       "a tensor constant of another value");
+	o = diff(many_a, many_b, &rc);
+	tap_ok(rc == 0 && o && cJSON_GetArraySize(cJSON_GetObjectItem(
+				       o, "constants")) == TCFS_TTIR_SHOW_MAX,
+	       "48 changed constants: %d reported", TCFS_TTIR_SHOW_MAX);
+	cJSON_Delete(o);
+}
+
+/* Text that is not TTIR as Triton writes it, or is cut short. */
+static void hostile(void)
+{
+	static char big[TCFS_TTIR_MAX + 2];
+	char nul[] = HEAD "tt.func public @k(%a: i\0 32) {\n";
+	char deep[600] = HEAD "tt.func public @k(%a: ";
+	char *cut;
+	int rc, bad = 0;
+	cJSON *o;
+
+	refused("", f32, -EINVAL, "an empty text");
+	refused(f32, "module {\n}\n", -EINVAL, "no tt.func");
+	refused(f32, HEAD "tt.func public @k(%a: !tt.ptr<f32 {x}) {\n",
+		-EINVAL, "brackets that do not pair");
+	refused(f32, HEAD "tt.func public @k(%a: i32 loc(\"a\n\")) {\n",
+		-EINVAL, "a string cut by a line");
+	refused(f32, HEAD "tt.func public @k(%a i32) {\n", -EINVAL,
+		"an argument with no type");
+	refused(f32, HEAD "tt.func public @k(a: i32) {\n", -EINVAL,
+		"an argument with no %");
+	refused(f32, HEAD "tt.funcpublic @k(%a: i32) {\n", -EINVAL,
+		"tt.func run into its next word");
+	for (size_t i = strlen(deep); i < sizeof(deep) - 2; i++)
+		deep[i] = '<';
+	refused(f32, deep, -EINVAL, "brackets nested 500 deep");
+	memset(big, ' ', sizeof(big) - 1);
+	refused(f32, big, -EFBIG, "a text over TCFS_TTIR_MAX");
+	rc = tcfs_ttir_diff(f32, strlen(f32), nul, sizeof(nul) - 1, "k", &o);
+	tap_ok(rc == 0 && o && strstr(show(o, "arguments"), "i? 32"),
+	       "a NUL in a type: compared, shown as ?");
+	cJSON_Delete(o);
+	/* Every prefix of a real text: compared or refused, never read past
+	 * its end (ASan). */
+	for (size_t n = 0; n < sizeof(f32) - 1; n++) {
+		cut = malloc(n + !n);	/* exactly n: ASan sees a read past */
+		memcpy(cut, f32, n);
+		rc = tcfs_ttir_diff(f32, strlen(f32), cut, n, "add_kernel", &o);
+		bad += rc != 0 && rc != -EINVAL;
+		cJSON_Delete(o);
+		free(cut);
+	}
+	tap_eq(bad, 0, "every prefix of a kernel's TTIR: compared or EINVAL");
+}
+
+int main(void)
+{
+	signatures();
+	constants();
+	hostile();
+	return tap_done();
+}
