@@ -65,6 +65,13 @@ void progress_tick(struct progress *p, uint64_t done, uint64_t total)
 		progress_show(p, "%s", p->unit);
 }
 
+void progress_step(struct progress *p, const char *unit)
+{
+	p->unit = unit;
+	p->last_ns = 0;	/* a new step shows at once */
+	progress_tick(p, 0, 0);
+}
+
 static void lib_tick(void *ctx, const char *step, uint64_t done,
 		     uint64_t total)
 {

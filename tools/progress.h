@@ -38,6 +38,9 @@ void progress_show(struct progress *p, const char *fmt, ...)
  * known), or "WHAT: UNIT" with both 0 (a step just begun). */
 void progress_tick(struct progress *p, uint64_t done, uint64_t total);
 
+/* A new step: unit becomes what p counts, drawn at once as "WHAT: UNIT". */
+void progress_step(struct progress *p, const char *unit);
+
 /* A struct tcfs_progress that ticks p, its step becoming p's unit. */
 struct tcfs_progress progress_lib(struct progress *p);
 
