@@ -19,6 +19,7 @@
 #include "index/model/report.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "progress.h"
 
 /* "tcfs CMD: MESSAGE" with the message made printable: it names files
  * from caches that anyone may have written. */
@@ -29,6 +30,7 @@ __attribute__((format(printf, 2, 0))) static void err_line(const char *cmd,
 	char msg[4096], shown[4 * sizeof(msg)];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	progress_clear_line();	/* the message takes the line */
 	fprintf(stderr, "tcfs %s: %s\n", cmd,
 		tcfs_utf8_printable(msg, shown, sizeof(shown)));
 }

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "export_flat.h"
+#include "progress.h"
 #include "index/blob/cas.h"
 #include "index/base/err.h"
 #include "index/model/group.h"
@@ -309,6 +310,7 @@ static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
 	       int64_t user)
 {
 	struct export ex = { .filter = filter, .user = user };
+	struct progress prog;
 	struct tcfs_node *top = NULL;
 	size_t ntop = 0;
 	int destfd, rc;
@@ -327,11 +329,15 @@ static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
 		close(destfd);
 		return CLI_FAIL;
 	}
+	progress_init(&prog, "exporting", "key dirs", quiet);
 	rc = select_top(&ex, f, &top, &ntop);
 	if (rc < 0)
 		cli_lib_err("export", rc, tcfs_store_path(ex.s));
-	for (size_t i = 0; rc == 0 && i < ntop; i++)
+	for (size_t i = 0; rc == 0 && i < ntop; i++) {
+		progress_tick(&prog, i, ntop);
 		export_top(&ex, destfd, &top[i]);
+	}
+	progress_end(&prog);
 	free(top);
 	close(destfd);
 	if (rc == 0 && !quiet && print_summary(&ex, co->json) != CLI_OK)

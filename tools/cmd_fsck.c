@@ -8,6 +8,7 @@
 #include "index/maint/fsck.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "progress.h"
 
 static const struct opt_cmd cmd = {
 	"fsck", "", 0, 0, "",
@@ -39,6 +40,7 @@ static const char *const problem_names[] = {
 
 struct fsck_out {
 	cJSON *reports;		/* --json: collected; else printed */
+	int quiet;		/* -q: no summary */
 };
 
 static void on_problem(void *ctx, const struct tcfs_fsck_report *r)
@@ -49,6 +51,7 @@ static void on_problem(void *ctx, const struct tcfs_fsck_report *r)
 	if (!o->reports) {
 		char path[4 * 4096], detail[1024];
 
+		progress_clear_line();
 		printf("%s: %s: %s\n", problem_names[r->what],
 		       tcfs_utf8_printable(r->path, path, sizeof(path)),
 		       tcfs_utf8_printable(r->detail, detail, sizeof(detail)));
@@ -81,6 +84,8 @@ static int print_result(const struct tcfs_fsck_result *res,
 		o->reports = NULL;
 		return cli_print_json(j);
 	}
+	if (o->quiet)
+		return CLI_OK;
 	printf("checked %llu blobs and %llu files: %llu problems, "
 	       "%llu repaired\n",
 	       (unsigned long long)res->blobs, (unsigned long long)res->files,
@@ -97,13 +102,17 @@ int cmd_fsck(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_fsck_result res;
-	struct fsck_out out = { NULL };
+	struct fsck_out out = { NULL, 0 };
+	struct tcfs_progress lib;
+	struct progress prog;
 	struct tcfs_store *s;
 	int repair = 0, rc;
 	char **args;
 	struct opt opts[] = {
 		OPT_FLAG('r', "repair", &repair, "repair (takes the store's "
 			 "writer lock)"),
+		OPT_FLAG('q', "quiet", &out.quiet, "print only the problems "
+			 "found: no progress, no summary"),
 		CLI_OPT_WAIT(&co),
 		CLI_OPTS_COMMON(&co, "print {problems, repaired, blobs, files, "
 				"orphans, orphan_bytes, reports: [{problem, path, "
@@ -117,7 +126,10 @@ int cmd_fsck(int argc, char **argv)
 		return CLI_FAIL;
 	if (co.json)
 		out.reports = cJSON_CreateArray();
-	rc = tcfs_fsck_run(s, repair, on_problem, &out, &res);
+	progress_init(&prog, "checking", "", out.quiet);
+	lib = progress_lib(&prog);
+	rc = tcfs_fsck_run(s, repair, on_problem, &out, &lib, &res);
+	progress_end(&prog);
 	if (rc < 0) {
 		cli_lib_err("fsck", rc, tcfs_store_path(s));
 		cJSON_Delete(out.reports);

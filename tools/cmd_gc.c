@@ -7,6 +7,7 @@
 #include "cmds.h"
 #include "index/maint/gc.h"
 #include "index/store/store.h"
+#include "progress.h"
 
 static const struct opt_cmd cmd = {
 	"gc", "", 0, 0, "",
@@ -23,9 +24,11 @@ static void on_orphan(void *ctx, const char *relpath, uint64_t size)
 {
 	char b[16];
 
-	if (*(int *)ctx)
-		printf("orphan objects/%s (%s)\n", relpath,
-		       cli_human(size, b, sizeof(b)));
+	if (!*(int *)ctx)
+		return;
+	progress_clear_line();
+	printf("orphan objects/%s (%s)\n", relpath,
+	       cli_human(size, b, sizeof(b)));
 }
 
 static int print_result(const struct tcfs_gc_result *res, int dry, int json)
@@ -57,12 +60,15 @@ int cmd_gc(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_gc_result res;
+	struct tcfs_progress lib;
+	struct progress prog;
 	struct tcfs_store *s;
-	int dry = 0, verbose = 0, rc;
+	int dry = 0, verbose = 0, quiet = 0, rc;
 	char **args;
 	struct opt opts[] = {
 		OPT_FLAG(0, "dry-run", &dry, "only say what would be deleted"),
 		OPT_FLAG('v', "verbose", &verbose, "name every deleted blob"),
+		CLI_OPT_QUIET(&quiet),
 		CLI_OPT_WAIT(&co),
 		CLI_OPTS_COMMON(&co, "print {dry_run, removed, freed_bytes, "
 				"kept, kept_bytes}"),
@@ -73,13 +79,16 @@ int cmd_gc(int argc, char **argv)
 		return rc;
 	if (cli_open_store("gc", &co.store, 0, 1, &s) != CLI_OK)
 		return CLI_FAIL;
-	verbose = verbose && !co.json;
-	rc = tcfs_gc_run(s, dry, on_orphan, &verbose, &res);
+	verbose = verbose && !co.json && !quiet;
+	progress_init(&prog, "collecting", "blobs checked", quiet);
+	lib = progress_lib(&prog);
+	rc = tcfs_gc_run(s, dry, on_orphan, &verbose, &lib, &res);
+	progress_end(&prog);
 	if (rc < 0) {
 		cli_lib_err("gc", rc, tcfs_store_path(s));
 		tcfs_store_close(s);
 		return CLI_FAIL;
 	}
 	tcfs_store_close(s);
-	return print_result(&res, dry, co.json);
+	return quiet ? CLI_OK : print_result(&res, dry, co.json);
 }

@@ -5,11 +5,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cmds.h"
 #include "import.h"
+#include "progress.h"
 #include "index/store/store.h"
 
 static const struct opt_cmd cmd = {
@@ -79,6 +79,7 @@ int cmd_import(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct import_opts o = { .cmd = "import" };
+	struct progress prog;
 	struct tcfs_store *s;
 	struct import im;
 	int n, rc = CLI_OK, err = 0;
@@ -101,7 +102,8 @@ int cmd_import(int argc, char **argv)
 		return rc;
 	if (cli_open_store("import", &co.store, 1, 1, &s) != CLI_OK)
 		return CLI_FAIL;
-	o.progress = !o.quiet && !co.json && isatty(STDERR_FILENO);
+	progress_init(&prog, "importing", "kernels", o.quiet);
+	o.progress = &prog;
 	err = import_begin(&im, s, &o);
 	for (int i = 0; err == 0 && i < n && !im.fatal; i++)
 		if (import_source(&im, args[i]) < 0)

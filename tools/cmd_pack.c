@@ -29,6 +29,7 @@
 #include "oci/mcv.h"
 #include "oci/oci.h"
 #include "oci/strset.h"
+#include "progress.h"
 
 /* What the base image of --base is allowed to expand to while read. */
 #define BASE_MAX (64ull << 30)
@@ -58,6 +59,7 @@ struct pack {
 	struct unit *units;
 	size_t nunits, units_cap;
 	int64_t user;		/* --user: that user's own kernels too */
+	struct progress prog;
 };
 
 static const struct opt_cmd cmd = {
@@ -153,6 +155,10 @@ static int sink_file(void *ctx, const char *path, const char *keydir,
 	free(r);
 	p->files += rc == 0;
 	p->kernels += rc == 0 && tcfs_name_artifact(n->name) == TCFS_ART_GROUP;
+	if (progress_due(&p->prog))
+		progress_show(&p->prog, "%llu kernels, %llu files",
+			      (unsigned long long)p->kernels,
+			      (unsigned long long)p->files);
 	return rc;
 }
 
@@ -643,6 +649,7 @@ static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
 		if (rc == 0)
 			tcfs_walk(&w, &p->units[i].n, p->units[i].path);
 	}
+	progress_step(&p->prog, "writing the image");
 	if (rc == 0 && p->failed)
 		rc = tcfs_err_set(-EIO, "%llu entries could not be read",
 				  (unsigned long long)p->failed);
@@ -708,6 +715,7 @@ static int write_image(struct pack *p, const struct oci_ref *ref, int quiet,
 	rc = oci_out_open(ref, cli_tmp_dir(), &o);
 	if (rc == 0)
 		rc = pack_image(p, &o, &m, &layer, &bytes);
+	progress_end(&p->prog);
 	if (rc == 0 && !quiet)
 		rc = print_summary(p, ref->path, o.ref.tag, &m, &layer, bytes,
 				   json) == CLI_OK ? 0 : -ENOMEM;
@@ -763,6 +771,7 @@ int cmd_pack(int argc, char **argv)
 		return cli_usage_err("pack", "%s", tcfs_err_msg());
 	if (cli_open_store("pack", &co.store, 0, 0, &p.s) != CLI_OK)
 		return CLI_FAIL;
+	progress_init(&p.prog, "packing", "files", quiet);
 	p.filter = binary_only ? TCFS_GROUP_BINARY_ONLY : TCFS_GROUP_ALL;
 	filtered = f.name || f.backend || f.arch;
 	rc = select_units(&p, &f, filtered, since, base);

@@ -15,6 +15,7 @@
 #include "index/maint/prune.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "progress.h"
 
 static const struct opt_cmd cmd = {
 	"prune", "", 0, 0, "",
@@ -31,19 +32,39 @@ static const struct opt_cmd cmd = {
 	"Exit status: 0 success, 1 failure, 2 usage error.\n",
 };
 
+/* Counts the kernels tcfs_prune_run has done with. */
+struct ticks {
+	struct progress *prog;
+	uint64_t done, total;
+};
+
+static void tick(void *ctx)
+{
+	struct ticks *t = ctx;
+
+	progress_tick(t->prog, ++t->done, t->total);
+}
+
 /* The report, offline: what the daemon answers when mounted. */
 static cJSON *run_here(struct tcfs_store *s,
 		       const struct tcfs_prune_select *sel,
-		       enum tcfs_prune_how how, int dry)
+		       enum tcfs_prune_how how, int dry, struct progress *prog)
 {
 	struct tcfs_prune_victim *v = NULL;
 	struct tcfs_prune_report r = { 0 };
+	struct ticks t = { prog, 0, 0 };
+	struct tcfs_prune_hooks hooks = { .release = tick, .ctx = &t };
 	cJSON *out = NULL;
 	size_t n = 0;
-	int rc = tcfs_prune_pick(s, sel, &v, &n);
+	int rc;
 
+	progress_step(prog, "choosing the kernels");
+	rc = tcfs_prune_pick(s, sel, &v, &n);
+	prog->unit = "kernels";
+	t.total = n;
 	if (rc == 0)
-		rc = tcfs_prune_run(s, v, n, how, dry, NULL, &r);
+		rc = tcfs_prune_run(s, v, n, how, dry, &hooks, &r);
+	progress_end(prog);
 	if (rc == 0 && !dry)
 		rc = tcfs_store_sync(s);
 	if (rc == 0)
@@ -59,7 +80,7 @@ static cJSON *run_here(struct tcfs_store *s,
 
 static cJSON *run_mounted(const char *store,
 			  const struct tcfs_prune_select *sel,
-			  enum tcfs_prune_how how)
+			  enum tcfs_prune_how how, struct progress *prog)
 {
 	cJSON *req = cJSON_CreateObject(), *resp = NULL;
 	const cJSON *err;
@@ -75,8 +96,12 @@ static cJSON *run_mounted(const char *store,
 	    (sel->unused_since_ns < 0 ||
 	     cJSON_AddNumberToObject(req, "unused_since",
 				     (double)sel->unused_since_ns)) &&
-	    cJSON_AddBoolToObject(req, "ir", how == TCFS_PRUNE_IR))
+	    cJSON_AddBoolToObject(req, "ir", how == TCFS_PRUNE_IR)) {
+		/* One request: the daemon says nothing until it is done. */
+		progress_step(prog, "waiting for the mount's daemon");
 		rc = tcfs_fs_ctl_call(store, req, &resp);
+		progress_end(prog);
+	}
 	cJSON_Delete(req);
 	if (rc < 0) {
 		cli_lib_err("prune", rc, store);
@@ -148,7 +173,7 @@ static void print_table(const cJSON *r, enum tcfs_prune_how how, int dry)
  * the mount committed) or through the mount.  The report, or NULL. */
 static cJSON *run(const struct cli_common *co,
 		  const struct tcfs_prune_select *sel, enum tcfs_prune_how how,
-		  int dry)
+		  int dry, struct progress *prog)
 {
 	char mount[PATH_MAX], store[PATH_MAX];
 	struct tcfs_store *s;
@@ -161,16 +186,16 @@ static cJSON *run(const struct cli_common *co,
 	cli_mount_sync(s, mount);
 	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
 	if (dry) {
-		report = run_here(s, sel, how, 1);
+		report = run_here(s, sel, how, 1, prog);
 		tcfs_store_close(s);
 		return report;
 	}
 	tcfs_store_close(s);
 	if (mount[0])
-		return run_mounted(store, sel, how);
+		return run_mounted(store, sel, how, prog);
 	if (cli_open_store("prune", &co->store, 0, 1, &s) != CLI_OK)
 		return NULL;
-	report = run_here(s, sel, how, 0);
+	report = run_here(s, sel, how, 0, prog);
 	tcfs_store_close(s);
 	return report;
 }
@@ -179,7 +204,8 @@ int cmd_prune(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_prune_select sel = { { NULL, NULL, NULL }, -1 };
-	int rc, dry = 0, ir = 0;
+	int rc, dry = 0, ir = 0, quiet = 0;
+	struct progress prog;
 	cJSON *report;
 	char **args;
 	struct opt opts[] = {
@@ -191,6 +217,7 @@ int cmd_prune(int argc, char **argv)
 		OPT_FLAG(0, "ir", &ir, "drop only the IR files (.ttir .ttgir "
 			 ".llir .ptx .amdgcn) of the kernels chosen"),
 		OPT_FLAG(0, "dry-run", &dry, "only say what would go"),
+		CLI_OPT_QUIET(&quiet),
 		CLI_OPT_WAIT(&co),
 		CLI_OPTS_COMMON(&co, "print {dry_run, ir, kernels: [{key, name, "
 				"target, bytes, last_used}], files, bytes, "
@@ -204,9 +231,15 @@ int cmd_prune(int argc, char **argv)
 	    !sel.filter.backend && !sel.filter.arch)
 		return cli_usage_err("prune", "say which kernels: --name, "
 				     "--backend, --arch, --unused-since or --ir");
-	report = run(&co, &sel, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry);
+	progress_init(&prog, "pruning", "kernels", quiet);
+	report = run(&co, &sel, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry,
+		     &prog);
 	if (!report)
 		return CLI_FAIL;
+	if (quiet) {
+		cJSON_Delete(report);
+		return CLI_OK;
+	}
 	if (co.json)
 		return cli_print_json(report);
 	print_table(report, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry);

@@ -9,11 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cmds.h"
+#include "progress.h"
 #include "fs/fs.h"
 #include "index/base/err.h"
 #include "index/model/kernel.h"
@@ -49,10 +48,10 @@ struct run {
 	struct cli_common co;
 	struct tcfs_kernel_filter f;
 	const char *opts;	/* -o, joined */
-	int quiet, progress;
+	int quiet;
+	struct progress prog;	/* push's or pull's */
 	struct tcfs_remote_cfg cfg;
 	struct tcfs_remote *r;
-	double last;		/* when progress was last shown */
 };
 
 /* -o may come again: the lists are joined, as mount(8) joins them. */
@@ -69,25 +68,6 @@ static const char *join_opts(void *value, const char *arg)
 		return "out of memory";
 	*o = j;		/* lives until the command exits */
 	return NULL;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void progress(struct run *u, const char *what, size_t done,
-		     size_t of, int final)
-{
-	if (!u->progress || (!final && now_s() - u->last < 0.1))
-		return;
-	u->last = now_s();
-	fprintf(stderr, "\r\033[K%s: %zu/%zu kernels", what, done, of);
-	if (final)
-		fputs("\r\033[K", stderr);
 }
 
 /* The remote: -o's, else the store's.  CLI_OK, or the exit status. */
@@ -213,9 +193,9 @@ static int push(struct run *u, struct tcfs_store *s)
 			failed++;
 			cli_lib_err("remote", one, ks[i].key);
 		}
-		progress(u, "push", i + 1, n, 0);
+		progress_tick(&u->prog, i + 1, n);
 	}
-	progress(u, "push", n, n, 1);
+	progress_end(&u->prog);
 	free(ks);
 	if (rc < 0) {
 		cli_lib_err("remote", rc, tcfs_store_path(s));
@@ -384,7 +364,7 @@ static int pull_mounted(struct run *u, const char *store,
 		t->failed += (size_t)cJSON_GetNumberValue(
 			cJSON_GetObjectItem(resp, "failed"));
 		cJSON_Delete(resp);
-		progress(u, "pull", i + 16 < n ? i + 16 : n, n, 0);
+		progress_tick(&u->prog, i + 16 < n ? i + 16 : n, n);
 	}
 	return CLI_OK;
 }
@@ -447,7 +427,7 @@ static int pull(struct run *u, struct tcfs_store *s)
 		 (rc = cli_open_store("remote", &so, 0, 1, &s)) == CLI_OK) {
 		for (size_t i = 0; i < fd.n; i++) {
 			count(&t, pull_here(u, s, &fd.v[i]), &fd.v[i]);
-			progress(u, "pull", i + 1, fd.n, 0);
+			progress_tick(&u->prog, i + 1, fd.n);
 		}
 		if (tcfs_store_sync(s) < 0) {
 			cli_lib_err("remote", -EIO, store);
@@ -455,7 +435,7 @@ static int pull(struct run *u, struct tcfs_store *s)
 		}
 		tcfs_store_close(s);
 	}
-	progress(u, "pull", fd.n, fd.n, 1);
+	progress_end(&u->prog);
 	free(fd.v);
 	return rc == CLI_OK ? pull_report(u, &t) : rc;
 }
@@ -488,7 +468,8 @@ int cmd_remote(int argc, char **argv)
 	if (which == 3)
 		return cli_usage_err("remote", "'%s': say status, push or pull",
 				     args[0]);
-	u.progress = !u.quiet && !u.co.json && isatty(STDERR_FILENO);
+	progress_init(&u.prog, which == 1 ? "pushing" : "pulling", "kernels",
+		      u.quiet);
 	/* pull may make the store; it becomes its writer later. */
 	if (cli_open_store("remote", &u.co.store, which == 2, 0, &s) != CLI_OK)
 		return CLI_FAIL;

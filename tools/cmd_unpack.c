@@ -34,6 +34,7 @@
 #include "oci/layer.h"
 #include "oci/mcv.h"
 #include "oci/oci.h"
+#include "progress.h"
 
 /* Unpacked bytes an image may expand to, by default: a hundred times
  * its compressed size (a cache compresses 3 to 10 times), at least 1 GiB.
@@ -55,6 +56,8 @@ struct unpack {
 	int quiet;		/* -q: no notes (what was skipped), errors
 				 * only */
 	int rc;			/* the first error of a tree walk */
+	struct progress prog;
+	char step[64];		/* what prog counts while staging */
 };
 
 static const struct opt_cmd cmd = {
@@ -126,7 +129,8 @@ static int stage_layer(struct unpack *u, size_t i, const char *where,
 	if (rc < 0)
 		rc = tcfs_err_prefix(rc, "%s", u->src);
 	if (rc == 0)
-		rc = layer_extract(fd, where, u->stage, i > 0, budget);
+		rc = layer_extract(fd, where, u->stage, i > 0, budget,
+				   &u->prog);
 	close(fd);
 	return rc;
 }
@@ -147,6 +151,9 @@ static int stage_layers(struct unpack *u, int64_t max)
 			 i + 1, u->img.layers[i].digest[0]
 					? u->img.layers[i].digest
 					: u->img.layer_path[i]);
+		snprintf(u->step, sizeof(u->step), "entries of layer %zu/%zu",
+			 i + 1, u->img.nlayers);
+		progress_step(&u->prog, u->step);
 		rc = stage_layer(u, i, where, &budget);
 	}
 	return rc;
@@ -410,7 +417,7 @@ static int land(struct unpack *u, struct cli_common *co, const char *mount,
 	/* Not quiet unless told: a file the import skips (a link leading
 	 * out) is said. */
 	struct import_opts o = { .cmd = "unpack", .quiet = u->quiet,
-				 .tree = 1, .atomic = 1,
+				 .progress = &u->prog, .tree = 1, .atomic = 1,
 				 .binary_only = u->binary_only };
 	struct tcfs_store *s;
 	struct import im;
@@ -419,7 +426,9 @@ static int land(struct unpack *u, struct cli_common *co, const char *mount,
 	if (mount[0]) {
 		struct land_stats st;
 
-		rc = land_tree(u->cache, mount, u->binary_only, &st);
+		rc = land_tree(u->cache, mount, u->binary_only, &st,
+			       &u->prog);
+		progress_end(&u->prog);
 		*kernels = st.kernels;
 		*files = st.files;
 		*kept = st.kept;
@@ -495,6 +504,7 @@ static int stage_image(struct unpack *u, const struct oci_ref *ref,
 	char manifest[PATH_MAX];
 	int rc;
 
+	progress_step(&u->prog, "reading the image");
 	rc = oci_image_open(ref, cli_tmp_dir(), max > 0 ? (uint64_t)max : 0,
 			    &u->img);
 	if (rc == 0 && gpu_check)
@@ -565,6 +575,7 @@ int cmd_unpack(int argc, char **argv)
 	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
 		return rc;
 	u.src = args[0];
+	progress_init(&u.prog, "unpacking", "", u.quiet);
 	if (oci_ref_parse(u.src, &ref) < 0)
 		return cli_usage_err("unpack", "%s", tcfs_err_msg());
 	rc = setup(&u, &co.store, store, mount, &g, gpus);
@@ -572,6 +583,7 @@ int cmd_unpack(int argc, char **argv)
 		rc = stage_image(&u, &ref, &g, gpus, mount, max, !no_gpu_check);
 	if (rc == 0)
 		rc = finish(&u, &co, store, mount, &g, gpus);
+	progress_end(&u.prog);
 	if (rc < 0) {
 		cli_lib_err("unpack", rc, u.src);
 		cli_err("unpack", "%s: nothing unpacked; the store is as it "

@@ -31,6 +31,7 @@
 #include "index/model/kernel.h"
 #include "index/tree/ns.h"
 #include "index/store/store.h"
+#include "progress.h"
 
 /* What a kernel's flat files are, by suffix of its name: binaries first,
  * the metadata last. */
@@ -232,11 +233,13 @@ static void flat_kernel(struct flat *fl, const struct tcfs_kernel *k,
 }
 
 /* Exports every kernel of ks (sorted by by_name_key). */
-static void flat_all(struct flat *fl, const struct tcfs_kernel *ks, size_t n)
+static void flat_all(struct flat *fl, const struct tcfs_kernel *ks, size_t n,
+		     struct progress *prog)
 {
 	for (size_t i = 0, end; i < n; i = end) {
 		size_t keys = 1;
 
+		progress_tick(prog, i, n);
 		/* The run of kernels named so, and how many keys it has. */
 		for (end = i + 1; end < n && !strcmp(ks[end].name, ks[i].name);
 		     end++)
@@ -279,6 +282,7 @@ int export_flat_run(const struct cli_common *co,
 		    enum tcfs_group_filter filter, int quiet, const char *dest)
 {
 	struct flat fl = { .destfd = -1 };
+	struct progress prog;
 	struct tcfs_kernel *ks = NULL;
 	size_t n = 0;
 	int rc, code = CLI_FAIL;
@@ -298,6 +302,7 @@ int export_flat_run(const struct cli_common *co,
 	}
 	if (cli_open_store("export", &co->store, 0, 0, &fl.s) != CLI_OK)
 		goto out;
+	progress_init(&prog, "exporting", "kernels", quiet);
 	rc = tcfs_kernel_list(fl.s, f, &ks, &n);
 	if (rc < 0) {
 		cli_lib_err("export", rc, tcfs_store_path(fl.s));
@@ -305,7 +310,8 @@ int export_flat_run(const struct cli_common *co,
 	}
 	if (n > 1)
 		qsort(ks, n, sizeof(*ks), by_name_key);
-	flat_all(&fl, ks, n);
+	flat_all(&fl, ks, n, &prog);
+	progress_end(&prog);
 	code = fl.failed ? CLI_FAIL : CLI_OK;
 	if (!quiet && print_summary(&fl, co->json) != CLI_OK)
 		code = CLI_FAIL;

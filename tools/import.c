@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "import.h"
+#include "progress.h"
 #include "index/blob/cas.h"
 #include "index/base/err.h"
 #include "index/model/group.h"
@@ -35,28 +35,16 @@
  * lands whole or not at all. */
 #define BATCH_DIRS 256
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void show_progress(struct import *im, int final)
+static void show_progress(struct import *im)
 {
 	char b[16];
-	double t = now_s();
 
-	if (!im->o.progress || (!final && t - im->last_progress < 0.1))
+	if (!im->o.progress || !progress_due(im->o.progress))
 		return;
-	im->last_progress = t;
-	fprintf(stderr, "\r\033[Kimporting: %llu kernels, %llu files, %s",
-		(unsigned long long)im->st.kernels,
-		(unsigned long long)im->st.files,
-		cli_human(im->st.bytes, b, sizeof(b)));
-	if (final)
-		fputs("\r\033[K", stderr);
+	progress_show(im->o.progress, "%llu kernels, %llu files, %s",
+		      (unsigned long long)im->st.kernels,
+		      (unsigned long long)im->st.files,
+		      cli_human(im->st.bytes, b, sizeof(b)));
 }
 
 /* An error about one source file: its path, then the library's message if
@@ -65,8 +53,6 @@ static void file_err(struct import *im, int rc, const char *path)
 {
 	const char *msg = tcfs_err_msg();
 
-	if (im->o.progress)
-		fputs("\r\033[K", stderr);
 	if (msg[0] && strncmp(msg, path, strlen(path)) != 0)
 		cli_err(im->o.cmd, "%s: %s", path, msg);
 	else
@@ -89,8 +75,6 @@ static void warn(struct import *im, const char *path, const char *why)
 {
 	if (im->o.quiet)
 		return;
-	if (im->o.progress)
-		fputs("\r\033[K", stderr);
 	cli_err(im->o.cmd, "%s: %s", path, why);
 }
 
@@ -342,7 +326,7 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 		rc = import_entry(im, fd, dir, names[i], key, sub, depth);
 		if (rc < 0)
 			file_err(im, rc, sub);
-		show_progress(im, 0);
+		show_progress(im);
 	}
 	tcfs_io_names_free(names, n);
 	return rc;
@@ -598,7 +582,8 @@ int import_begin(struct import *im, struct tcfs_store *s,
 
 int import_end(struct import *im, int rc)
 {
-	show_progress(im, 1);
+	if (im->o.progress)
+		progress_end(im->o.progress);
 	if (im->o.atomic) {
 		if (rc == 0 && (im->fatal || im->st.failed_dirs))
 			rc = -EIO;

@@ -11,6 +11,7 @@
 
 #include "index/base/hash.h"
 
+struct progress;
 struct tcfs_store;
 
 struct import_stats {
@@ -29,7 +30,8 @@ struct import_opts {
 	const char *cmd;	/* for messages: "import", "unpack" */
 	int quiet;		/* no notes, only errors */
 	int binary_only;	/* IR files stay out */
-	int progress;		/* a progress line on stderr */
+	/* Where the import's progress goes; NULL: nowhere.  Not owned. */
+	struct progress *progress;
 	/* The whole tree: caches at any depth (Inductor's, vLLM's) and the
 	 * files beside them, not only the key dirs at the top. */
 	int tree;
@@ -44,7 +46,6 @@ struct import {
 	const char *src;	/* as given, for messages */
 	int srcfd;		/* symlinks may not lead out of it */
 	char realsrc[PATH_MAX];	/* its absolute path */
-	double last_progress;
 	struct import_stats st;
 	int fatal;		/* the store cannot take more: stop */
 	size_t batch_dirs;	/* key dirs in the batch not yet committed */

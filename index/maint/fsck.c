@@ -33,6 +33,8 @@ struct fsck {
 	int repair;
 	void (*cb)(void *, const struct tcfs_fsck_report *);
 	void *ctx;
+	const struct tcfs_progress *prog;
+	uint64_t looked;	/* blobs looked for (check_missing) */
 	struct tcfs_fsck_result *res;
 	struct bad {
 		struct tcfs_hash h;
@@ -103,6 +105,7 @@ static int check_object(void *ctx, const struct tcfs_cas_entry *e)
 		return 0;
 	}
 	f->res->blobs++;
+	tcfs_progress_report(f->prog, "blobs verified", f->res->blobs, 0);
 	ref = tcfs_gc_referenced(f->s, e->h);
 	if (ref < 0)
 		return ref;
@@ -143,6 +146,8 @@ static int note_if_missing(void *ctx, sqlite3_stmt *st)
 	struct tcfs_hash h;
 	uint64_t size;
 
+	tcfs_progress_report(f->prog, "blobs named by files looked up", ++f->looked,
+			     0);
 	if (tcfs_db_hash(st, 0, &h) < 0 ||
 	    tcfs_cas_stat(tcfs_store_cas(f->s), &h, &size) != -ENOENT)
 		return 0;
@@ -263,14 +268,16 @@ static int count_files(struct fsck *f)
 
 int tcfs_fsck_run(struct tcfs_store *s, int repair,
 		  void (*cb)(void *ctx, const struct tcfs_fsck_report *r),
-		  void *ctx, struct tcfs_fsck_result *res)
+		  void *ctx, const struct tcfs_progress *prog,
+		  struct tcfs_fsck_result *res)
 {
-	struct fsck f = { s, repair, cb, ctx, res, NULL, 0, 0 };
+	struct fsck f = { s, repair, cb, ctx, prog, 0, res, NULL, 0, 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	/* Nothing below can be trusted on a damaged index, and repairing
 	 * through it could make things worse. */
+	tcfs_progress_report(prog, "index.db", 0, 0);
 	rc = check_index(&f);
 	if (rc == 0)
 		rc = count_files(&f);

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "index/base/progress.h"
+
 struct tcfs_hash;
 struct tcfs_store;
 
@@ -42,9 +44,11 @@ struct tcfs_fsck_result {
 };
 
 /* With repair the store must be open as the writer.  cb hears of every
- * problem as it is found (and, with repair, after it is mended). */
+ * problem as it is found (and, with repair, after it is mended); prog
+ * (optional) of each step, and of each blob verified. */
 int tcfs_fsck_run(struct tcfs_store *s, int repair,
 		  void (*cb)(void *ctx, const struct tcfs_fsck_report *r),
-		  void *ctx, struct tcfs_fsck_result *res);
+		  void *ctx, const struct tcfs_progress *prog,
+		  struct tcfs_fsck_result *res);
 
 #endif

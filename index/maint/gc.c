@@ -16,6 +16,7 @@ struct gc_walk {
 	int dry_run;
 	void (*cb)(void *, const char *, uint64_t);
 	void *ctx;
+	const struct tcfs_progress *prog;
 	struct tcfs_gc_result *res;
 };
 
@@ -51,6 +52,8 @@ static int gc_one(void *ctx, const struct tcfs_cas_entry *e)
 
 	if (!e->h)
 		return 0;	/* not a blob: fsck reports it */
+	tcfs_progress_report(w->prog, "blobs checked",
+			     w->res->kept + w->res->removed + 1, 0);
 	rc = tcfs_gc_referenced(w->s, e->h);
 	if (rc < 0)
 		return rc;
@@ -73,9 +76,10 @@ static int gc_one(void *ctx, const struct tcfs_cas_entry *e)
 
 int tcfs_gc_run(struct tcfs_store *s, int dry_run,
 		void (*cb)(void *ctx, const char *relpath, uint64_t size),
-		void *ctx, struct tcfs_gc_result *res)
+		void *ctx, const struct tcfs_progress *prog,
+		struct tcfs_gc_result *res)
 {
-	struct gc_walk w = { s, dry_run, cb, ctx, res };
+	struct gc_walk w = { s, dry_run, cb, ctx, prog, res };
 
 	memset(res, 0, sizeof(*res));
 	return tcfs_cas_foreach(tcfs_store_cas(s), gc_one, &w);

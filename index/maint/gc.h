@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "index/base/progress.h"
+
 struct tcfs_store;
 
 struct tcfs_gc_result {
@@ -17,10 +19,12 @@ struct tcfs_gc_result {
 
 /* The store must be open as the writer, so nothing can start referencing a
  * blob while gc decides it is an orphan.  With dry_run nothing is deleted.
- * cb (optional) hears of each orphan by its path under objects/. */
+ * cb (optional) hears of each orphan by its path under objects/; prog
+ * (optional) of each blob looked at, as "blobs checked". */
 int tcfs_gc_run(struct tcfs_store *s, int dry_run,
 		void (*cb)(void *ctx, const char *relpath, uint64_t size),
-		void *ctx, struct tcfs_gc_result *res);
+		void *ctx, const struct tcfs_progress *prog,
+		struct tcfs_gc_result *res);
 
 /* 1 when some file references blob h, 0 when none does, or -errno.  A
  * file removed but kept for the mount (limbo, ns.h) counts. */

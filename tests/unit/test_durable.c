@@ -193,7 +193,7 @@ int main(void)
 	tap_ok(access(path, F_OK) < 0 && errno == ENOENT,
 	       "the damaged blob is removed");
 	tap_eq(noted(s), 0, "the notes are forgotten");
-	tap_eq(tcfs_fsck_run(s, 0, NULL, NULL, &fr), 0, "fsck runs");
+	tap_eq(tcfs_fsck_run(s, 0, NULL, NULL, NULL, &fr), 0, "fsck runs");
 	tap_eq(fr.problems, 0, "and finds nothing wrong");
 	tcfs_store_close(s);
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
+#include "tools/progress.h"
 #include "index/base/err.h"
 #include "index/base/io.h"
 #include "index/base/name.h"
@@ -41,6 +42,7 @@ struct land {
 	int dstfd;		/* dst's: what is undone is reached beneath it */
 	int binary_only;	/* IR files stay behind */
 	struct land_stats *st;
+	struct progress *prog;	/* may be NULL */
 	struct made *made;
 	size_t nmade, cap;
 };
@@ -264,6 +266,18 @@ static int land_entry(struct land *l, int srcfd, int dstfd, const char *name,
 	return rc;
 }
 
+static void show_progress(struct land *l)
+{
+	char b[16];
+
+	if (!l->prog || !progress_due(l->prog))
+		return;
+	progress_show(l->prog, "%llu kernels, %llu files, %s",
+		      (unsigned long long)l->st->kernels,
+		      (unsigned long long)(l->st->files + l->st->kept),
+		      cli_human(l->st->bytes, b, sizeof(b)));
+}
+
 /* A staged dir's entries, in the order Triton writes a kernel: group
  * files last, so no reader sees one before its children. */
 static int land_dir(struct land *l, int srcfd, int dstfd, const char *rel,
@@ -283,15 +297,16 @@ static int land_dir(struct land *l, int srcfd, int dstfd, const char *rel,
 		rc = join(sub, rel, names[i]);
 		if (rc == 0)
 			rc = land_entry(l, srcfd, dstfd, names[i], sub, depth);
+		show_progress(l);
 	}
 	tcfs_io_names_free(names, n);
 	return rc;
 }
 
 int land_tree(const char *src, const char *dst, int binary_only,
-	      struct land_stats *st)
+	      struct land_stats *st, struct progress *prog)
 {
-	struct land l = { src, dst, -1, -1, binary_only, st, NULL, 0, 0 };
+	struct land l = { src, dst, -1, -1, binary_only, st, prog, NULL, 0, 0 };
 	int rc = 0;
 
 	*st = (struct land_stats){ 0 };

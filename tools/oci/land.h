@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+struct progress;
+
 struct land_stats {
 	uint64_t files;		/* written */
 	uint64_t kept;		/* already there: left as they were */
@@ -20,8 +22,9 @@ struct land_stats {
 /* Copies the tree at src into the mount at dst, with binary_only none of
  * the IR (index/base/name.h: TCFS_ART_IR; the group files must already list
  * none).  On an error everything it wrote is removed again, and the
- * error returned with a message. */
+ * error returned with a message.  prog (may be NULL) hears how far it
+ * got. */
 int land_tree(const char *src, const char *dst, int binary_only,
-	      struct land_stats *st);
+	      struct land_stats *st, struct progress *prog);
 
 #endif

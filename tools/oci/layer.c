@@ -17,6 +17,7 @@
 #include "layer.h"
 #include "strset.h"
 #include "untar.h"
+#include "tools/progress.h"
 
 /* ---- writing ---- */
 
@@ -435,12 +436,16 @@ static int vet(const char *where, struct archive_entry *e, struct strset *seen)
 struct vetting {
 	const char *where;
 	struct strset seen;	/* the entries so far */
+	struct progress *prog;	/* may be NULL */
+	uint64_t entries;
 };
 
 static int vet_layer(void *ctx, struct archive_entry *e)
 {
 	struct vetting *v = ctx;
 
+	if (v->prog)
+		progress_tick(v->prog, ++v->entries, 0);
 	return vet(v->where, e, &v->seen);
 }
 
@@ -508,9 +513,9 @@ static int whiteouts_apply(int fd, const char *where, int stagefd,
 }
 
 int layer_extract(int fd, const char *where, const char *dir, int lower,
-		  uint64_t *budget)
+		  uint64_t *budget, struct progress *prog)
 {
-	struct vetting v = { where, { NULL } };
+	struct vetting v = { where, { NULL }, prog, 0 };
 	struct untar u = { fd, where, dir, budget, 1, vet_layer, &v };
 	int stagefd, rc = 0;
 

@@ -12,6 +12,7 @@
 #include "oci.h"
 
 struct layer_writer;
+struct progress;
 
 /* Starts a layer in a temp file in dir.  Entries get fixed times and
  * owners, and the gzip stream no timestamp: the same entries make the
@@ -46,9 +47,10 @@ int layer_link_ok(const char *target);
  * Refused, before anything of the entry is written: absolute paths,
  * "..", names over 255 bytes, links other than layer_link_ok's, devices
  * and fifos, an entry twice, a whiteout through a link, a corrupt
- * stream; where says which layer, for messages. */
+ * stream; where says which layer, for messages.  prog (may be NULL)
+ * counts the entries. */
 int layer_extract(int fd, const char *where, const char *dir, int lower,
-		  uint64_t *budget);
+		  uint64_t *budget, struct progress *prog);
 
 /* Lists the regular files of a layer read from fd (a base image's,
  * already checked against its digest): fn sees each canonical path, with
