@@ -35,6 +35,10 @@ int fs_name_uncached(const struct fs_name *nm)
 	case TCFS_ART_GROUP:
 	case TCFS_ART_MODULE:
 	case TCFS_ART_AUTOTUNE:
+	case TCFS_ART_FXGRAPH:
+	case TCFS_ART_AOT:
+	case TCFS_ART_PYCODE:
+	case TCFS_ART_BEST_CONFIG:
 		return 1;
 	default:
 		return 0;

@@ -85,12 +85,49 @@ struct fs_probes {
 	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
 };
 
+/* Inductor's probes (torch.compile's caches above Triton's), by where
+ * its names sit (tests/fixtures/inductor-2.11-trace.txt): an FX graph is
+ * the dir fxgraph/XX/FKEY, XX its key's 2nd and 3rd characters; an
+ * AOTAutograd entry the dir aotautograd/AKEY; a compiled module XX/CKEY.py
+ * and autotune results XX/HASH.best_config, in a dir of two characters.
+ * Every one of them is looked up before it is read or written. */
+static enum tcfs_probe inductor_kind(struct tcfs_fs *fs,
+				     const struct tcfs_node *parent,
+				     const struct fs_name *nm)
+{
+	int two = strlen(parent->name) == 2;
+	struct tcfs_node up;
+
+	switch (nm->art) {
+	case TCFS_ART_FXGRAPH:
+		if (!two || strncmp(parent->name, nm->s + 1, 2) != 0 ||
+		    tcfs_ns_get(fs->store, parent->parent, &up) < 0 ||
+		    strcmp(up.name, "fxgraph") != 0)
+			return 0;
+		return TCFS_PROBE_FXGRAPH;
+	case TCFS_ART_AOT:
+		return strcmp(parent->name, "aotautograd") == 0 ? TCFS_PROBE_AOT
+							       : 0;
+	case TCFS_ART_PYCODE:
+		return two && strncmp(parent->name, nm->s + 1, 2) == 0
+			       ? TCFS_PROBE_PYCODE
+			       : 0;
+	case TCFS_ART_BEST_CONFIG:
+		return two ? TCFS_PROBE_BEST_CONFIG : 0;
+	default:
+		return 0;
+	}
+}
+
 enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 			      const struct tcfs_node *parent,
 			      const struct fs_name *nm)
 {
+	enum tcfs_probe ind = inductor_kind(fs, parent, nm);
 	int key;
 
+	if (ind)
+		return ind;
 	if (tcfs_kernel_key_dir_at(fs->store, parent->parent, parent->name,
 				   &key) < 0 || !key)
 		return 0;

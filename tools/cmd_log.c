@@ -39,8 +39,7 @@ static void print_event(const struct tcfs_event *e, int json)
 			cJSON_AddNullToObject(o, "uid");
 		cJSON_AddBoolToObject(o, "hit", e->hit);
 		cJSON_AddBoolToObject(o, "remote", e->remote);
-		cJSON_AddStringToObject(o, "kind", e->kind == TCFS_PROBE_MODULE
-							   ? "module" : "kernel");
+		cJSON_AddStringToObject(o, "kind", tcfs_probe_name(e->kind));
 		cJSON_AddStringToObject(o, "key", e->key);
 		cJSON_AddStringToObject(o, "name", e->name);
 		cJSON_AddStringToObject(o, "view", e->view);
@@ -57,7 +56,7 @@ static void print_event(const struct tcfs_event *e, int json)
 	       (int)(e->time_ns / 1000000 % 1000), e->pid,
 	       tcfs_utf8_printable(e->comm, comm, sizeof(comm)),
 	       e->hit ? "hit" : "miss",
-	       e->kind == TCFS_PROBE_MODULE ? "module" : "kernel",
+	       tcfs_probe_name(e->kind),
 	       tcfs_utf8_printable(e->key, key, sizeof(key)),
 	       tcfs_utf8_printable(e->name, name, sizeof(name)),
 	       e->view[0] ? "  via " : "", e->view,

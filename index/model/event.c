@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "index/store/config.h"
 #include "index/store/db.h"
@@ -104,9 +105,31 @@ static const char sql_clear_counts[] = "DELETE FROM probe_counts";
 static const char sql_clear_dropped[] =
 	"DELETE FROM counters WHERE name = 'events_dropped'";
 
+static const char *const probe_names[TCFS_PROBE_KINDS + 1] = {
+	[TCFS_PROBE_KERNEL] = "kernel",
+	[TCFS_PROBE_MODULE] = "module",
+	[TCFS_PROBE_FXGRAPH] = "fxgraph",
+	[TCFS_PROBE_AOT] = "aotautograd",
+	[TCFS_PROBE_PYCODE] = "pycode",
+	[TCFS_PROBE_BEST_CONFIG] = "best_config",
+};
+
+const char *tcfs_probe_name(enum tcfs_probe k)
+{
+	return k >= 1 && k <= TCFS_PROBE_KINDS ? probe_names[k] : "kernel";
+}
+
+enum tcfs_probe tcfs_probe_of(const char *name)
+{
+	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
+		if (strcmp(name, probe_names[k]) == 0)
+			return (enum tcfs_probe)k;
+	return TCFS_PROBE_KERNEL;
+}
+
 static const char *kind_name(enum tcfs_probe k)
 {
-	return k == TCFS_PROBE_MODULE ? "module" : "kernel";
+	return tcfs_probe_name(k);
 }
 
 static int add_one(struct tcfs_db *db, const struct tcfs_event *e)
@@ -334,8 +357,7 @@ static int fill_event(void *ctx, void *elem, sqlite3_stmt *st)
 	snprintf(e->comm, sizeof(e->comm), "%s", tcfs_db_text(st, 3, NULL));
 	snprintf(e->key, sizeof(e->key), "%s", tcfs_db_text(st, 4, NULL));
 	snprintf(e->name, sizeof(e->name), "%s", tcfs_db_text(st, 5, NULL));
-	e->kind = *tcfs_db_text(st, 6, NULL) == 'm' ? TCFS_PROBE_MODULE
-						     : TCFS_PROBE_KERNEL;
+	e->kind = tcfs_probe_of(tcfs_db_text(st, 6, NULL));
 	e->hit = sqlite3_column_int(st, 7);
 	e->remote = sqlite3_column_int(st, 10);
 	snprintf(e->view, sizeof(e->view), "%s", tcfs_db_text(st, 8, NULL));
@@ -377,9 +399,11 @@ static const char *const sql_count_since[] = {
 		"SELECT '', name, '', 0, sum(hit), sum(1 - hit), min(time)"
 		" FROM events WHERE time >= ? AND kind = 'kernel'"
 		" GROUP BY name ORDER BY name",
+	/* Triton's probes: Inductor's have their kinds' own lines. */
 	[TCFS_BY_PROCESS] =
 		"SELECT '', '', comm, pid, sum(hit), sum(1 - hit), min(time),"
 		" uid FROM events WHERE time >= ? AND (? < 0 OR uid = ?)"
+		" AND kind IN ('kernel', 'module')"
 		" GROUP BY pid, comm, uid ORDER BY min(id)",
 	[TCFS_BY_NEW] =
 		"SELECT key, name, '', 0, 0, count(*), min(time)"

@@ -30,7 +30,19 @@ struct tcfs_store;
 enum tcfs_probe {
 	TCFS_PROBE_KERNEL = 1,	/* KEY/__grp__NAME.json */
 	TCFS_PROBE_MODULE = 2,	/* KEY/NAME.so, KEY/FN.autotune.json */
+	/* Inductor's caches, above Triton's (torch.compile): */
+	TCFS_PROBE_FXGRAPH,	/* fxgraph/XX/FKEY: an FX graph */
+	TCFS_PROBE_AOT,		/* aotautograd/AKEY: an AOTAutograd entry */
+	TCFS_PROBE_PYCODE,	/* XX/CKEY.py: a compiled Python module */
+	TCFS_PROBE_BEST_CONFIG,	/* XX/HASH.best_config: autotune results */
 };
+#define TCFS_PROBE_KINDS 6
+
+/* A kind's name in the log, the counts and the reports ("kernel",
+ * "module", "fxgraph", "aotautograd", "pycode", "best_config"), and the
+ * kind of a name (TCFS_PROBE_KERNEL for one it does not know). */
+const char *tcfs_probe_name(enum tcfs_probe k);
+enum tcfs_probe tcfs_probe_of(const char *name);
 
 struct tcfs_event {
 	int64_t id;		/* set by the store */

@@ -75,6 +75,8 @@ struct stats {
 	size_t nkind, nkernel, nproc, nfresh;
 	uint64_t hits, misses;		/* kernel probes */
 	uint64_t mod_hits, mod_misses;	/* module probes */
+	/* Every kind's, by enum tcfs_probe (Inductor's above Triton's). */
+	uint64_t khits[TCFS_PROBE_KINDS + 1], kmisses[TCFS_PROBE_KINDS + 1];
 	struct tcfs_event_log log;
 	int64_t max_events, max_age;	/* the log's bounds (config.h) */
 	int64_t max_size;		/* config max-size, 0: none */
@@ -161,11 +163,15 @@ static int load(struct tcfs_store *s, int64_t since, int64_t uid,
 	if (rc == 0)
 		rc = load_remote(s, st);
 	for (size_t i = 0; rc == 0 && i < st->nkind; i++) {
-		int module = st->kind[i].name[0] == 'm';
+		enum tcfs_probe k = tcfs_probe_of(st->kind[i].name);
 
-		*(module ? &st->mod_hits : &st->hits) += st->kind[i].hits;
-		*(module ? &st->mod_misses : &st->misses) += st->kind[i].misses;
+		st->khits[k] += st->kind[i].hits;
+		st->kmisses[k] += st->kind[i].misses;
 	}
+	st->hits = st->khits[TCFS_PROBE_KERNEL];
+	st->misses = st->kmisses[TCFS_PROBE_KERNEL];
+	st->mod_hits = st->khits[TCFS_PROBE_MODULE];
+	st->mod_misses = st->kmisses[TCFS_PROBE_MODULE];
 	return rc;
 }
 
@@ -452,6 +458,10 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	}
 	cJSON_AddItemToObject(o, "modules", hit_miss(st->mod_hits,
 						     st->mod_misses));
+	k = cJSON_AddObjectToObject(o, "inductor");
+	for (int i = TCFS_PROBE_FXGRAPH; k && i <= TCFS_PROBE_KINDS; i++)
+		cJSON_AddItemToObject(k, tcfs_probe_name(i),
+				      hit_miss(st->khits[i], st->kmisses[i]));
 	k = cJSON_AddObjectToObject(o, "log");
 	cJSON_AddNumberToObject(k, "events", (double)st->log.events);
 	cJSON_AddNumberToObject(k, "oldest", (double)st->log.oldest_ns / 1e9);
@@ -484,11 +494,39 @@ static void print_proc(const struct tcfs_event_count *p, FILE *out)
 		(unsigned long long)p->hits, (unsigned long long)p->misses);
 }
 
+/* Inductor's kinds, each on a line of its own when it was probed. */
+static void print_inductor(const struct stats *st, FILE *out)
+{
+	static const char *const label[TCFS_PROBE_KINDS + 1] = {
+		[TCFS_PROBE_FXGRAPH] = "fx graphs",
+		[TCFS_PROBE_AOT] = "aotautograd",
+		[TCFS_PROBE_PYCODE] = "compiled .py",
+		[TCFS_PROBE_BEST_CONFIG] = "autotune",
+	};
+
+	for (int k = TCFS_PROBE_FXGRAPH; k <= TCFS_PROBE_KINDS; k++)
+		if (st->khits[k] + st->kmisses[k])
+			fprintf(out, "%-16s %llu hits, %llu misses (Inductor)\n",
+				label[k], (unsigned long long)st->khits[k],
+				(unsigned long long)st->kmisses[k]);
+}
+
 static void print_probes(const struct stats *st, FILE *out)
 {
-	/* No probe, no rate: 0.0% would read as a cold cache. */
+	uint64_t fx = st->khits[TCFS_PROBE_FXGRAPH];
+
+	/* No probe, no rate: 0.0% would read as a cold cache.  And an FX
+	 * graph hit brings its Triton kernels along without a probe of
+	 * Triton's cache: say so, rather than a rate of misses alone. */
 	if (st->hits + st->misses == 0)
-		fprintf(out, "kernel probes    no probes yet\n");
+		fprintf(out, "kernel probes    %s\n", fx ? "none: the kernels "
+			"came with the FX graph hits below" : "no probes yet");
+	else if (fx && st->hits == 0)
+		fprintf(out, "kernel probes    %llu misses (compiled); every run "
+			"after took its kernels from the FX graph cache (%llu "
+			"hits below), not from Triton's\n",
+			(unsigned long long)st->misses,
+			(unsigned long long)fx);
 	else
 		fprintf(out, "kernel probes    %llu hits, %llu misses, hit rate "
 			"%.1f%%\n", (unsigned long long)st->hits,
@@ -500,6 +538,7 @@ static void print_probes(const struct stats *st, FILE *out)
 	fprintf(out, "module probes    %llu hits, %llu misses\n",
 	       (unsigned long long)st->mod_hits,
 	       (unsigned long long)st->mod_misses);
+	print_inductor(st, out);
 }
 
 static void print_text(struct tcfs_store *s, const struct stats *st,
@@ -672,14 +711,13 @@ int tcfs_report_metrics(struct tcfs_store *s,
 		goto out;
 	head(out, "tcfs_probes_total", "counter",
 	     "Cache probes by kind (kernel: a group file, module: a .so or "
-	     ".autotune.json) and result.");
-	fprintf(out, "tcfs_probes_total{kind=\"kernel\",result=\"hit\"} %llu\n"
-		     "tcfs_probes_total{kind=\"kernel\",result=\"miss\"} %llu\n"
-		     "tcfs_probes_total{kind=\"module\",result=\"hit\"} %llu\n"
-		     "tcfs_probes_total{kind=\"module\",result=\"miss\"} %llu\n",
-		(unsigned long long)st.hits, (unsigned long long)st.misses,
-		(unsigned long long)st.mod_hits,
-		(unsigned long long)st.mod_misses);
+	     ".autotune.json; Inductor's: fxgraph, aotautograd, pycode, "
+	     "best_config) and result.");
+	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
+		fprintf(out, "tcfs_probes_total{kind=\"%s\",result=\"hit\"} %llu\n"
+			"tcfs_probes_total{kind=\"%s\",result=\"miss\"} %llu\n",
+			tcfs_probe_name(k), (unsigned long long)st.khits[k],
+			tcfs_probe_name(k), (unsigned long long)st.kmisses[k]);
 	counter(out, "tcfs_probe_events_dropped_total",
 		"Probe events not logged while the disk was nearly full.",
 		st.log.dropped);

@@ -277,6 +277,60 @@ static const char schema_v11[] =
 static const char schema_v12[] =
 	"CREATE INDEX events_uid ON events(uid);";
 
+/*
+ * Version 13: Inductor's probes (torch.compile's caches above Triton's:
+ * FX graphs, AOTAutograd entries, compiled modules, autotune results) are
+ * kinds of their own in events and probe_counts (event.h).  Both tables
+ * are rebuilt, as SQLite alters no CHECK; the list of kinds is the one of
+ * this version, as every step is a snapshot.
+ */
+#define KINDS_V13                                                           \
+	"('kernel', 'module', 'fxgraph', 'aotautograd', 'pycode',"          \
+	" 'best_config')"
+static const char schema_v13[] =
+	"CREATE TABLE events_v13 ("
+	"  id     INTEGER PRIMARY KEY,"
+	"  time   INTEGER NOT NULL,"
+	"  pid    INTEGER NOT NULL,"
+	"  comm   TEXT NOT NULL,"
+	"  key    TEXT NOT NULL,"
+	"  name   TEXT,"
+	"  kind   TEXT NOT NULL CHECK (kind IN " KINDS_V13 "),"
+	"  hit    INTEGER NOT NULL CHECK (hit IN (0, 1)),"
+	"  view   TEXT NOT NULL DEFAULT '',"
+	"  uid    INTEGER NOT NULL DEFAULT -1,"
+	"  remote INTEGER NOT NULL DEFAULT 0"
+	");"
+	"INSERT INTO events_v13 SELECT id, time, pid, comm, key, name, kind,"
+	"  hit, view, uid, remote FROM events;"
+	"DROP TABLE events;"
+	"ALTER TABLE events_v13 RENAME TO events;"
+	"CREATE INDEX events_time ON events(time);"
+	"CREATE INDEX events_uid ON events(uid);"
+	"CREATE TRIGGER evicted_requested AFTER INSERT ON events"
+	"  WHEN NEW.hit = 0 AND NEW.kind = 'kernel'"
+	"   AND EXISTS (SELECT 1 FROM evicted WHERE key = NEW.key)"
+	"  BEGIN"
+	"    INSERT INTO counters (name, value) VALUES ('evicted_requested', 1)"
+	"      ON CONFLICT (name) DO UPDATE SET value = value + 1;"
+	"  END;"
+	"CREATE TABLE probe_counts_v13 ("
+	"  key      TEXT NOT NULL,"
+	"  name     TEXT NOT NULL,"
+	"  kind     TEXT NOT NULL CHECK (kind IN " KINDS_V13 "),"
+	"  hits     INTEGER NOT NULL,"
+	"  misses   INTEGER NOT NULL,"
+	"  first    INTEGER NOT NULL,"
+	"  last     INTEGER NOT NULL,"
+	"  last_hit INTEGER NOT NULL,"
+	"  uid      INTEGER NOT NULL DEFAULT -1,"
+	"  PRIMARY KEY (key, name, kind)"
+	") WITHOUT ROWID;"
+	"INSERT INTO probe_counts_v13 SELECT key, name, kind, hits, misses,"
+	"  first, last, last_hit, uid FROM probe_counts;"
+	"DROP TABLE probe_counts;"
+	"ALTER TABLE probe_counts_v13 RENAME TO probe_counts;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -290,6 +344,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 10, schema_v10 },
 	{ 11, schema_v11 },
 	{ 12, schema_v12 },
+	{ 13, schema_v13 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

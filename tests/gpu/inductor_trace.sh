@@ -3,7 +3,8 @@
 # program (inductor_run.py) cold, then warm three times, each a fresh
 # process, its cache on a plain dir under strace (every file call on the
 # cache, -f), then the same through a tcfs mount, with tcfs stats after
-# each run.  Writes under OUT: trace-cold.txt, trace-warm.txt (the calls
+# each run; then Inductor's cache on a plain dir and TRITON_CACHE_DIR alone
+# on a mount.  Writes under OUT: trace-cold.txt, trace-warm.txt (the calls
 # on the cache dir, the dir written $CACHE), tree-*.txt (the cache's
 # layout after each run), runs.jsonl and stats-*.txt.
 #   tests/gpu/inductor_trace.sh [BUNDLE_DIR] [OUT_DIR]
@@ -42,7 +43,7 @@ run plain-warm1 "$work/plain" trace-warm.txt
 tcfs mount --store "$work/store" "$work/mnt" || exit 1
 run tcfs-cold "$work/mnt" trace-tcfs-cold.txt
 tcfs stats --store "$work/store" >"$out/stats-cold.txt" 2>&1
-for i in 1 2; do
+for i in 1 2 3; do
 	run "tcfs-warm$i" "$work/mnt"
 done
 tcfs stats --store "$work/store" >"$out/stats-warm.txt" 2>&1
@@ -50,6 +51,14 @@ tcfs stats --json --store "$work/store" >"$out/stats-warm.json" 2>&1
 tcfs log --json --store "$work/store" >"$out/log.jsonl" 2>&1
 tcfs list --json --store "$work/store" >"$out/list.json" 2>&1
 tcfs umount "$work/mnt"
+# Then Triton's cache alone on the mount (TRITON_CACHE_DIR), Inductor's
+# on a plain dir: Triton's probes, cold then warm.
+mkdir -p "$work/mnt2" "$work/plain2"
+tcfs mount --store "$work/store2" "$work/mnt2" || exit 1
+TRITON_CACHE_DIR=$work/mnt2 run triton-only-cold "$work/plain2"
+TRITON_CACHE_DIR=$work/mnt2 run triton-only-warm "$work/plain2"
+tcfs stats --store "$work/store2" >"$out/stats-triton-only.txt" 2>&1
+tcfs umount "$work/mnt2"
 cat "$out/runs.jsonl"
 tail -5 "$out/err.txt"
 wc -l "$out"/trace-*.txt
