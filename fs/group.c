@@ -69,6 +69,19 @@ void fs_groups_free(struct fs_groups *g)
 	free(g);
 }
 
+/* A user's own key dir (users.c) is where its user reaches it: at the
+ * cache root, as the shared ones.  The dir to name for up, a cache
+ * root. */
+static uint64_t as_user_sees(struct tcfs_fs *fs, uint64_t up)
+{
+	struct tcfs_node own;
+
+	if (fs->users && tcfs_ns_get(fs->store, up, &own) == 0 &&
+	    tcfs_name_private(own.name, NULL))
+		return own.parent;
+	return up;
+}
+
 int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n,
 	      struct fs_keydir *k)
 {
@@ -108,12 +121,8 @@ int fs_key_of(struct tcfs_fs *fs, const struct tcfs_node *n,
 		if (rc < 0)
 			return rc;
 	}
-	/* A user's own key dir (users.c) is where its user reaches it: at
-	 * the cache root, as the shared ones. */
-	if (fs->users && tcfs_ns_get(fs->store, up, &own) == 0 &&
-	    tcfs_name_private(own.name, NULL))
-		up = own.parent;
-	rc = tcfs_ns_path(fs->store, up, k->path, sizeof(k->path));
+	rc = tcfs_ns_path(fs->store, as_user_sees(fs, up), k->path,
+			  sizeof(k->path));
 	if (rc < 0)
 		return rc;
 	used = strlen(k->path);

@@ -424,6 +424,28 @@ static void print_users(const struct stats *st, FILE *out)
 	}
 }
 
+/* log and eviction: the probe log's bounds and what the size limits
+ * did. */
+static void log_json(const struct stats *st, cJSON *o)
+{
+	cJSON *k = cJSON_AddObjectToObject(o, "log");
+
+	cJSON_AddNumberToObject(k, "events", (double)st->log.events);
+	cJSON_AddNumberToObject(k, "oldest", (double)st->log.oldest_ns / 1e9);
+	cJSON_AddNumberToObject(k, "max_events", (double)st->max_events);
+	cJSON_AddNumberToObject(k, "max_age_seconds", (double)st->max_age);
+	cJSON_AddNumberToObject(k, "dropped", (double)st->log.dropped);
+	k = cJSON_AddObjectToObject(o, "eviction");
+	cJSON_AddNumberToObject(k, "max_size", (double)st->max_size);
+	cJSON_AddNumberToObject(k, "evictions", (double)st->ev.evictions);
+	cJSON_AddNumberToObject(k, "evicted_bytes",
+				(double)st->ev.evicted_bytes);
+	cJSON_AddNumberToObject(k, "evicted_requested",
+				(double)st->ev.evicted_requested);
+	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
+	cJSON_AddNumberToObject(k, "user_max_size", (double)st->user_max_size);
+}
+
 static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k;
@@ -462,21 +484,7 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	for (int i = TCFS_PROBE_FXGRAPH; k && i <= TCFS_PROBE_KINDS; i++)
 		cJSON_AddItemToObject(k, tcfs_probe_name(i),
 				      hit_miss(st->khits[i], st->kmisses[i]));
-	k = cJSON_AddObjectToObject(o, "log");
-	cJSON_AddNumberToObject(k, "events", (double)st->log.events);
-	cJSON_AddNumberToObject(k, "oldest", (double)st->log.oldest_ns / 1e9);
-	cJSON_AddNumberToObject(k, "max_events", (double)st->max_events);
-	cJSON_AddNumberToObject(k, "max_age_seconds", (double)st->max_age);
-	cJSON_AddNumberToObject(k, "dropped", (double)st->log.dropped);
-	k = cJSON_AddObjectToObject(o, "eviction");
-	cJSON_AddNumberToObject(k, "max_size", (double)st->max_size);
-	cJSON_AddNumberToObject(k, "evictions", (double)st->ev.evictions);
-	cJSON_AddNumberToObject(k, "evicted_bytes",
-				(double)st->ev.evicted_bytes);
-	cJSON_AddNumberToObject(k, "evicted_requested",
-				(double)st->ev.evicted_requested);
-	cJSON_AddBoolToObject(k, "limit_too_small", too_small(st));
-	cJSON_AddNumberToObject(k, "user_max_size", (double)st->user_max_size);
+	log_json(st, o);
 	users_json(st, o);
 	remote_json(st, o);
 	return tcfs_json_print(o, out);
