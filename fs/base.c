@@ -39,6 +39,7 @@ int fs_name_uncached(const struct fs_name *nm)
 	case TCFS_ART_AOT:
 	case TCFS_ART_PYCODE:
 	case TCFS_ART_BEST_CONFIG:
+	case TCFS_ART_VLLM:
 		return 1;
 	default:
 		return 0;

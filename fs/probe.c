@@ -90,7 +90,23 @@ struct fs_probes {
  * the dir fxgraph/XX/FKEY, XX its key's 2nd and 3rd characters; an
  * AOTAutograd entry the dir aotautograd/AKEY; a compiled module XX/CKEY.py
  * and autotune results XX/HASH.best_config, in a dir of two characters.
- * Every one of them is looked up before it is read or written. */
+ * And vLLM's compiled artifacts, artifact_compile_range_*, in a rank's
+ * dir (torch_compile_cache/HASH/rank_I_J/PREFIX/).  Every one of them is
+ * looked up before it is read or written. */
+/* Whether dir lies in a vLLM rank's dir: its own name, or its parent's,
+ * rank_I_J (vLLM keeps its artifacts under a prefix dir there). */
+static int rank_dir(struct tcfs_fs *fs, const struct tcfs_node *dir)
+{
+	struct tcfs_node up;
+	unsigned i, j;
+	char end;
+
+	if (sscanf(dir->name, "rank_%u_%u%c", &i, &j, &end) == 2)
+		return 1;
+	return tcfs_ns_get(fs->store, dir->parent, &up) == 0 &&
+	       sscanf(up.name, "rank_%u_%u%c", &i, &j, &end) == 2;
+}
+
 static enum tcfs_probe inductor_kind(struct tcfs_fs *fs,
 				     const struct tcfs_node *parent,
 				     const struct fs_name *nm)
@@ -114,6 +130,8 @@ static enum tcfs_probe inductor_kind(struct tcfs_fs *fs,
 			       : 0;
 	case TCFS_ART_BEST_CONFIG:
 		return two ? TCFS_PROBE_BEST_CONFIG : 0;
+	case TCFS_ART_VLLM:
+		return rank_dir(fs, parent) ? TCFS_PROBE_VLLM : 0;
 	default:
 		return 0;
 	}

@@ -107,6 +107,8 @@ enum tcfs_artifact tcfs_name_artifact(const char *name)
 		return TCFS_ART_PYCODE;
 	if (n > 12 && ends_with(name, n, ".best_config"))
 		return TCFS_ART_BEST_CONFIG;
+	if (strncmp(name, "artifact_compile_range_", 23) == 0)
+		return TCFS_ART_VLLM;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (ends_with(name, n, table[i].suffix))
 			return table[i].kind;

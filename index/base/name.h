@@ -49,6 +49,7 @@ enum tcfs_artifact {
 	TCFS_ART_AOT,		/* aotautograd/AKEY: AOTAutograd's */
 	TCFS_ART_PYCODE,	/* XX/CKEY.py: a compiled Python module */
 	TCFS_ART_BEST_CONFIG,	/* XX/HASH.best_config: an autotune result */
+	TCFS_ART_VLLM,		/* artifact_compile_range_*: vLLM's own */
 };
 
 enum tcfs_artifact tcfs_name_artifact(const char *name);

@@ -112,6 +112,7 @@ static const char *const probe_names[TCFS_PROBE_KINDS + 1] = {
 	[TCFS_PROBE_AOT] = "aotautograd",
 	[TCFS_PROBE_PYCODE] = "pycode",
 	[TCFS_PROBE_BEST_CONFIG] = "best_config",
+	[TCFS_PROBE_VLLM] = "vllm",
 };
 
 const char *tcfs_probe_name(enum tcfs_probe k)

@@ -35,11 +35,14 @@ enum tcfs_probe {
 	TCFS_PROBE_AOT,		/* aotautograd/AKEY: an AOTAutograd entry */
 	TCFS_PROBE_PYCODE,	/* XX/CKEY.py: a compiled Python module */
 	TCFS_PROBE_BEST_CONFIG,	/* XX/HASH.best_config: autotune results */
+	/* vLLM's, per rank (torch_compile_cache/HASH/rank_I_J/PREFIX/): */
+	TCFS_PROBE_VLLM,	/* artifact_compile_range_*: compiled graphs */
 };
-#define TCFS_PROBE_KINDS 6
+#define TCFS_PROBE_KINDS 7
 
 /* A kind's name in the log, the counts and the reports ("kernel",
- * "module", "fxgraph", "aotautograd", "pycode", "best_config"), and the
+ * "module", "fxgraph", "aotautograd", "pycode", "best_config", "vllm"),
+ * and the
  * kind of a name (TCFS_PROBE_KERNEL for one it does not know). */
 const char *tcfs_probe_name(enum tcfs_probe k);
 enum tcfs_probe tcfs_probe_of(const char *name);

@@ -481,9 +481,11 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	cJSON_AddItemToObject(o, "modules", hit_miss(st->mod_hits,
 						     st->mod_misses));
 	k = cJSON_AddObjectToObject(o, "inductor");
-	for (int i = TCFS_PROBE_FXGRAPH; k && i <= TCFS_PROBE_KINDS; i++)
+	for (int i = TCFS_PROBE_FXGRAPH; k && i <= TCFS_PROBE_BEST_CONFIG; i++)
 		cJSON_AddItemToObject(k, tcfs_probe_name(i),
 				      hit_miss(st->khits[i], st->kmisses[i]));
+	cJSON_AddItemToObject(o, "vllm", hit_miss(st->khits[TCFS_PROBE_VLLM],
+						  st->kmisses[TCFS_PROBE_VLLM]));
 	log_json(st, o);
 	users_json(st, o);
 	remote_json(st, o);
@@ -510,13 +512,15 @@ static void print_inductor(const struct stats *st, FILE *out)
 		[TCFS_PROBE_AOT] = "aotautograd",
 		[TCFS_PROBE_PYCODE] = "compiled .py",
 		[TCFS_PROBE_BEST_CONFIG] = "autotune",
+		[TCFS_PROBE_VLLM] = "vllm artifacts",
 	};
 
 	for (int k = TCFS_PROBE_FXGRAPH; k <= TCFS_PROBE_KINDS; k++)
 		if (st->khits[k] + st->kmisses[k])
-			fprintf(out, "%-16s %llu hits, %llu misses (Inductor)\n",
+			fprintf(out, "%-16s %llu hits, %llu misses (%s)\n",
 				label[k], (unsigned long long)st->khits[k],
-				(unsigned long long)st->kmisses[k]);
+				(unsigned long long)st->kmisses[k],
+				k == TCFS_PROBE_VLLM ? "vLLM" : "Inductor");
 }
 
 static void print_probes(const struct stats *st, FILE *out)
@@ -720,7 +724,7 @@ int tcfs_report_metrics(struct tcfs_store *s,
 	head(out, "tcfs_probes_total", "counter",
 	     "Cache probes by kind (kernel: a group file, module: a .so or "
 	     ".autotune.json; Inductor's: fxgraph, aotautograd, pycode, "
-	     "best_config) and result.");
+	     "best_config; vllm) and result.");
 	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
 		fprintf(out, "tcfs_probes_total{kind=\"%s\",result=\"hit\"} %llu\n"
 			"tcfs_probes_total{kind=\"%s\",result=\"miss\"} %llu\n",

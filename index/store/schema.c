@@ -279,14 +279,15 @@ static const char schema_v12[] =
 
 /*
  * Version 13: Inductor's probes (torch.compile's caches above Triton's:
- * FX graphs, AOTAutograd entries, compiled modules, autotune results) are
+ * FX graphs, AOTAutograd entries, compiled modules, autotune results) and
+ * vLLM's (its compiled artifacts, per rank) are
  * kinds of their own in events and probe_counts (event.h).  Both tables
  * are rebuilt, as SQLite alters no CHECK; the list of kinds is the one of
  * this version, as every step is a snapshot.
  */
 #define KINDS_V13                                                           \
 	"('kernel', 'module', 'fxgraph', 'aotautograd', 'pycode',"          \
-	" 'best_config')"
+	" 'best_config', 'vllm')"
 static const char schema_v13[] =
 	"CREATE TABLE events_v13 ("
 	"  id     INTEGER PRIMARY KEY,"

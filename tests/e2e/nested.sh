@@ -118,6 +118,9 @@ check_eq "vLLM, warm: every rank hits every kernel" "$((RANKS * KERNELS)) 0" \
 check_eq "vLLM, warm: every rank hits every module" "$((RANKS * MODULES)) 0" \
 	"$(seen vllm-warm module hits) $(seen vllm-warm module misses)"
 check_stats vllm-cold vllm-warm
+tcfs stats --json --store "$S"
+check_eq "vLLM's artifacts: probes of their own, a miss per rank cold, a hit warm" \
+	"$RANKS/$RANKS" "$(json_eval "$OUT" "'%d/%d' % (d['vllm']['hits'], d['vllm']['misses'])")"
 tcfs list --json --store "$S"
 check_eq "list: every kernel of every rank, with its rank's root" \
 	"$((RANKS * KERNELS)) $RANKS" \
