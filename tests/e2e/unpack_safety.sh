@@ -197,6 +197,8 @@ if [ "$have_fuse" = 1 ]; then
 				check_grep "... saying why" "by-name" "$T_TMP/unpack.err"
 			fi
 			check_eq "... no kernel is half there" 0 "$(whole_kernels "$M")"
+			check_eq "... no temp dir or file of unpack's left" "" \
+				"$(find "$M" -name 'tmp.pid_*' 2>/dev/null)"
 			check_eq "... every file a writer landed is still there" 0 \
 				"$(sort -u "$L" | while read -r f; do [ -f "$M/$f" ] || echo "$f"; done | wc -l)"
 			diag "$(sort -u "$L" | wc -l) files landed by the writers"

@@ -3,9 +3,10 @@
  *
  * Both trees are walked by descriptor, never through a symlink.  Triton's
  * own processes may be writing the same kernels through the mount at the
- * same time, so nothing here replaces what they land (a file is renamed
- * into place with RENAME_NOREPLACE, a dir that appears meanwhile is
- * entered), and a rollback removes only what this landing created,
+ * same time, so nothing here replaces what they land (a file, or a dir
+ * written whole in a temp dir, is renamed into place with
+ * RENAME_NOREPLACE; a dir that appears meanwhile is entered and filled
+ * file by file), and a rollback removes only what this landing created,
  * known by its inode number: never a path someone else filled since.
  */
 #include <errno.h>
@@ -45,6 +46,7 @@ struct land {
 	struct progress *prog;	/* may be NULL */
 	struct made *made;
 	size_t nmade, cap;
+	int direct;		/* writing in a private temp dir: no renames */
 };
 
 static int remember(struct land *l, const char *rel, const struct stat *st,
@@ -125,10 +127,31 @@ static int join(char *buf, const char *rel, const char *name)
 	return 0;
 }
 
-/* Writes the bytes of in to dstfd/name under Triton 3.0's temp name
- * (the mount skips it as a write in flight), then renames it into place
- * unless something is there by then.  1 when it was (nothing written), 0
- * when landed, or -errno with a message. */
+/* Writes buf as a new file dstfd/name, its inode into st; removed again
+ * on an error. */
+static int write_new(int dstfd, const char *name, mode_t mode,
+		     const char *buf, size_t len, struct stat *st)
+{
+	int out, rc;
+
+	out = openat(dstfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+					  O_CLOEXEC,
+		     mode & 0111 ? 0755 : 0644);
+	rc = out < 0 ? -errno : tcfs_io_write_all(out, buf, len);
+	if (rc == 0 && fstat(out, st) < 0)
+		rc = -errno;	/* the inode it keeps once renamed */
+	if (out >= 0 && close(out) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0 && out >= 0)
+		unlinkat(dstfd, name, 0);	/* O_EXCL: ours */
+	return rc;
+}
+
+/* Writes the bytes of in to dstfd/name: straight under its name in a
+ * private temp dir (l->direct), else under Triton 3.0's temp name (the
+ * mount skips it as a write in flight), renamed into place unless
+ * something is there by then.  1 when it was (nothing written), 0 when
+ * landed, or -errno with a message. */
 static int copy_file(struct land *l, int in, int dstfd, const char *name,
 		     const char *rel, mode_t mode)
 {
@@ -136,29 +159,24 @@ static int copy_file(struct land *l, int in, int dstfd, const char *name,
 	char *buf = NULL;
 	size_t len = 0;
 	struct stat st;
-	int out, rc;
+	int rc;
 
 	rc = tcfs_io_read_small(in, SIZE_MAX, &buf, &len);
-	if (rc == 0)
+	if (rc == 0 && !l->direct)
 		rc = tcfs_io_temp_name(rnd, sizeof(rnd));
 	if (rc < 0) {
 		free(buf);
 		return tcfs_err_errno(rc, "%s/%s", l->src, rel);
 	}
-	snprintf(tmp, sizeof(tmp), "%.*s.%s", NAME_MAX - 40, name, rnd);
-	out = openat(dstfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-					 O_CLOEXEC,
-		     mode & 0111 ? 0755 : 0644);
-	rc = out < 0 ? -errno : tcfs_io_write_all(out, buf, len);
+	snprintf(tmp, sizeof(tmp), "%.*s.%s", NAME_MAX - 40, name,
+		 l->direct ? "" : rnd);
+	rc = write_new(dstfd, l->direct ? name : tmp, mode, buf, len, &st);
 	free(buf);
-	if (rc == 0 && fstat(out, &st) < 0)
-		rc = -errno;	/* the inode it keeps once renamed */
-	if (out >= 0 && close(out) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && renameat2(dstfd, tmp, dstfd, name, RENAME_NOREPLACE) < 0)
+	if (rc == 0 && !l->direct &&
+	    renameat2(dstfd, tmp, dstfd, name, RENAME_NOREPLACE) < 0) {
 		rc = errno == EEXIST ? 1 : -errno;
-	if (rc != 0 && out >= 0)
 		unlinkat(dstfd, tmp, 0);
+	}
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/%s", l->dst, rel);
 	if (rc == 1)
@@ -197,14 +215,82 @@ static int open_source(struct land *l, int srcfd, const char *name,
 static int land_dir(struct land *l, int srcfd, int dstfd, const char *rel,
 		    int depth);
 
-/* A staged dir: made in the mount, or entered when it is there already
- * (a writer may have made it a moment ago). */
+/* Removes what land_whole made in its temp dir tmp of dstfd (entries
+ * mark + 1 on, named below rel) and the dir itself; forgets them all. */
+static void unmake_temp(struct land *l, int dstfd, const char *tmp,
+			int tofd, size_t mark, size_t rlen)
+{
+	while (l->nmade > mark + 1) {
+		const struct made *m = &l->made[--l->nmade];
+
+		unlinkat(tofd, m->rel + rlen + 1, m->dir ? AT_REMOVEDIR : 0);
+	}
+	l->nmade = mark;
+	unlinkat(dstfd, tmp, AT_REMOVEDIR);
+}
+
+/* A staged dir missing from the mount lands whole, as Inductor lands its
+ * key dirs: written in a private temp dir (a write in flight to the
+ * mount), then renamed into place, unless a writer made it meanwhile:
+ * one rename for the whole kernel, visible at once.  1 when the name was
+ * taken (nothing landed), 0 when landed, or -errno with a message. */
+static int land_whole(struct land *l, int srcfd, int dstfd, const char *name,
+		      const char *rel, int depth)
+{
+	struct land_stats before = *l->st;
+	size_t mark = l->nmade;
+	char tmp[64];
+	struct stat st;
+	int from = -1, to = -1, rc = tcfs_io_temp_name(tmp, sizeof(tmp));
+
+	if (rc == 0 && mkdirat(dstfd, tmp, 0755) < 0)
+		rc = -errno;
+	if (rc < 0)
+		return tcfs_err_errno(rc, "%s/%s", l->dst, rel);
+	to = openat(dstfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					O_CLOEXEC);
+	rc = to < 0 || fstat(to, &st) < 0 ? -errno : remember(l, rel, &st, 1);
+	if (rc == 0) {
+		from = openat(srcfd, name, O_RDONLY | O_DIRECTORY |
+						   O_NOFOLLOW | O_CLOEXEC);
+		rc = from < 0 ? -errno : 0;
+	}
+	if (rc < 0)
+		rc = tcfs_err_errno(rc, "%s/%s", l->src, rel);
+	l->direct = 1;
+	if (rc == 0)
+		rc = land_dir(l, from, to, rel, depth + 1);
+	l->direct = 0;
+	if (rc == 0 && renameat2(dstfd, tmp, dstfd, name,
+				 RENAME_NOREPLACE) < 0)
+		rc = errno == EEXIST ? 1 : tcfs_err_errno(-errno, "%s/%s",
+							  l->dst, rel);
+	if (rc != 0) {
+		unmake_temp(l, dstfd, tmp, to, mark, strlen(rel));
+		*l->st = before;
+	}
+	if (from >= 0)
+		close(from);
+	if (to >= 0)
+		close(to);
+	return rc;
+}
+
+/* A staged dir: landed whole when missing, else entered (a writer may
+ * have made it a moment ago) and filled file by file; in a temp dir of
+ * land_whole's, made. */
 static int land_subdir(struct land *l, int srcfd, int dstfd,
 		       const char *name, const char *rel, int depth)
 {
 	struct stat st;
 	int from, to, rc = 0;
 
+	if (!l->direct && fstatat(dstfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT) {
+		rc = land_whole(l, srcfd, dstfd, name, rel, depth);
+		if (rc <= 0)
+			return rc;
+	}
 	if (mkdirat(dstfd, name, 0755) == 0) {
 		rc = fstatat(dstfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0
 			     ? -errno
@@ -245,7 +331,8 @@ static int land_entry(struct land *l, int srcfd, int dstfd, const char *name,
 		return land_subdir(l, srcfd, dstfd, name, rel, depth);
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
 		return 0;	/* the layer's vetting let none in */
-	if (fstatat(dstfd, name, &there, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (!l->direct &&
+	    fstatat(dstfd, name, &there, AT_SYMLINK_NOFOLLOW) == 0) {
 		l->st->kept++;	/* there already: kept, as import keeps it */
 		return 0;
 	}
@@ -306,7 +393,8 @@ static int land_dir(struct land *l, int srcfd, int dstfd, const char *rel,
 int land_tree(const char *src, const char *dst, int binary_only,
 	      struct land_stats *st, struct progress *prog)
 {
-	struct land l = { src, dst, -1, -1, binary_only, st, prog, NULL, 0, 0 };
+	struct land l = { src, dst, -1, -1, binary_only, st, prog, NULL, 0, 0,
+			  0 };
 	int rc = 0;
 
 	*st = (struct land_stats){ 0 };

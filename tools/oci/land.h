@@ -1,8 +1,11 @@
 /*
  * land: a cache tree brought into a mounted store through its mount
- * point, written as Triton writes a kernel: each file under a temp name
- * renamed into place, a key dir's group files last, so no process using
- * the mount ever sees half a kernel.  What the mount then holds is in its
+ * point, written as Triton and Inductor write a kernel: a dir the mount
+ * lacks written whole in a temp dir renamed into place (one rename, not
+ * one a file: most of a landing's cost through FUSE); into a dir there
+ * already, each file under a temp name renamed into place, the group
+ * files last.  Either way no process using the mount ever sees half a
+ * kernel.  What the mount then holds is in its
  * views at once, and the daemon, the store's only writer, stays so.
  */
 #ifndef TCFS_TOOLS_LAND_H
