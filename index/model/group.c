@@ -1,5 +1,6 @@
 /* group: group files stored key-relative and rendered for a root. */
 #include "index/model/group.h"
+#include "index/base/text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,99 +10,8 @@
 #include <string.h>
 
 #include "index/base/name.h"
-#include "index/base/utf8.h"
 
 /* A growing output string; err sticks after the first failed allocation. */
-struct out {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void out_add(struct out *o, const char *s, size_t n)
-{
-	if (o->err)
-		return;
-	if (o->len + n + 1 > o->cap) {
-		size_t cap = o->cap ? o->cap : 256;
-		char *np;
-
-		while (cap < o->len + n + 1)
-			cap *= 2;
-		np = realloc(o->p, cap);
-		if (!np) {
-			o->err = -ENOMEM;
-			return;
-		}
-		o->p = np;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-	o->p[o->len] = '\0';
-}
-
-static void out_str(struct out *o, const char *s)
-{
-	out_add(o, s, strlen(s));
-}
-
-static void out_u(struct out *o, unsigned cp)
-{
-	static const char hex[] = "0123456789abcdef";
-	char e[6] = { '\\', 'u', hex[cp >> 12 & 15], hex[cp >> 8 & 15],
-		      hex[cp >> 4 & 15], hex[cp & 15] };
-
-	out_add(o, e, sizeof(e));
-}
-
-/* A JSON string exactly as Python's json.dumps (ensure_ascii) writes it:
- * everything outside printable ASCII as \uXXXX, astral characters as a
- * surrogate pair. */
-static void out_pystr(struct out *o, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	out_add(o, "\"", 1);
-	while (*p && !o->err) {
-		unsigned cp;
-		size_t n;
-
-		switch (*p) {
-		case '"': out_str(o, "\\\""); p++; continue;
-		case '\\': out_str(o, "\\\\"); p++; continue;
-		case '\n': out_str(o, "\\n"); p++; continue;
-		case '\r': out_str(o, "\\r"); p++; continue;
-		case '\t': out_str(o, "\\t"); p++; continue;
-		case '\b': out_str(o, "\\b"); p++; continue;
-		case '\f': out_str(o, "\\f"); p++; continue;
-		}
-		if (*p >= 0x20 && *p < 0x7f) {
-			out_add(o, (const char *)p, 1);
-			p++;
-			continue;
-		}
-		if (*p < 0x80) {
-			out_u(o, *p++);
-			continue;
-		}
-		n = tcfs_utf8_next(p, &cp);
-		if (!n) {
-			o->err = -EILSEQ;
-			return;
-		}
-		if (cp >= 0x10000) {
-			cp -= 0x10000;
-			out_u(o, 0xd800 | cp >> 10);
-			out_u(o, 0xdc00 | (cp & 0x3ff));
-		} else {
-			out_u(o, cp);
-		}
-		p += n;
-	}
-	out_add(o, "\"", 1);
-}
-
 /* The child_paths object of a group file, or NULL if it is not one. */
 static const cJSON *child_paths(const cJSON *doc)
 {
@@ -128,52 +38,52 @@ static int shown(const char *child, enum tcfs_group_filter f)
  * for the children f lets through; prefix may be NULL.  A child that
  * path (may be NULL) places elsewhere gets that path instead. */
 static int emit(const cJSON *cp, const char *prefix, enum tcfs_group_filter f,
-		tcfs_group_path_fn *path, void *ctx, struct out *o)
+		tcfs_group_path_fn *path, void *ctx, struct tcfs_text *o)
 {
-	struct out v = { 0 };
+	struct tcfs_text v = { 0 };
 	int first = 1;
 
-	out_str(o, "{\"child_paths\": {");
+	tcfs_text_str(o, "{\"child_paths\": {");
 	for (const cJSON *c = cp->child; c; c = c->next) {
 		const char *moved;
 
 		if (!shown(c->string, f))
 			continue;
 		if (!first)
-			out_str(o, ", ");
+			tcfs_text_str(o, ", ");
 		first = 0;
 		v.len = 0;
 		moved = path ? path(ctx, c->string) : NULL;
 		if (moved) {
-			out_str(&v, moved);
+			tcfs_text_str(&v, moved);
 		} else {
-			out_str(&v, prefix ? prefix : "");
-			out_str(&v, c->valuestring);
+			tcfs_text_str(&v, prefix ? prefix : "");
+			tcfs_text_str(&v, c->valuestring);
 		}
 		if (v.err) {
 			o->err = v.err;
 			break;
 		}
-		out_pystr(o, c->string);
-		out_str(o, ": ");
-		out_pystr(o, v.p ? v.p : "");
+		tcfs_text_pystr(o, c->string);
+		tcfs_text_str(o, ": ");
+		tcfs_text_pystr(o, v.p ? v.p : "");
 	}
 	free(v.p);
-	out_str(o, "}}");
+	tcfs_text_str(o, "}}");
 	return o->err;
 }
 
 /* "ROOT/KEY/" with ROOT's trailing slashes dropped, as os.path.join. */
-static int make_prefix(const char *root, const char *key, struct out *o)
+static int make_prefix(const char *root, const char *key, struct tcfs_text *o)
 {
 	size_t n = strlen(root);
 
 	while (n > 0 && root[n - 1] == '/')
 		n--;
-	out_add(o, root, n);
-	out_str(o, "/");
-	out_str(o, key);
-	out_str(o, "/");
+	tcfs_text_add(o, root, n);
+	tcfs_text_str(o, "/");
+	tcfs_text_str(o, key);
+	tcfs_text_str(o, "/");
 	return o->err;
 }
 
@@ -238,7 +148,7 @@ static int relativize(const char *bytes, size_t len, const char *key,
 		      enum tcfs_group_filter f, char **tmpl, size_t *tlen)
 {
 	cJSON *doc = cJSON_ParseWithLength(bytes, len);
-	struct out t = { 0 }, r = { 0 };
+	struct tcfs_text t = { 0 }, r = { 0 };
 	cJSON *cp = (cJSON *)child_paths(doc);
 	char *root = NULL;
 	int rc = 0;
@@ -328,7 +238,7 @@ int tcfs_group_render_with(const char *tmpl, size_t len, const char *root,
 {
 	cJSON *doc = cJSON_ParseWithLength(tmpl, len);
 	const cJSON *cp = child_paths(doc);
-	struct out pre = { 0 }, o = { 0 };
+	struct tcfs_text pre = { 0 }, o = { 0 };
 	int rc;
 
 	if (!cp) {
@@ -373,7 +283,7 @@ int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
 {
 	cJSON *doc = cJSON_ParseWithLength(bytes, len);
 	cJSON *cp = (cJSON *)child_paths(doc);
-	struct out t = { 0 };
+	struct tcfs_text t = { 0 };
 	char *root = NULL;
 	int rc = 0;
 
@@ -402,9 +312,9 @@ int tcfs_group_template_of(const char *bytes, size_t len, const char *key,
 
 int tcfs_group_root_ok(const char *root)
 {
-	struct out o = { 0 };
+	struct tcfs_text o = { 0 };
 
-	out_pystr(&o, root);
+	tcfs_text_pystr(&o, root);
 	free(o.p);
 	return o.err;
 }

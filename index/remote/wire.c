@@ -17,6 +17,8 @@
 #include "index/base/utf8.h"
 #include "index/remote/wire.h"
 
+#include "index/base/text.h"
+
 /* The largest size a sidecar may state: what a JSON number (a double)
  * holds exactly. */
 #define SIZE_MAX_JSON (UINT64_C(1) << 53)
@@ -45,107 +47,8 @@ int tcfs_wire_sidecar_file(const char *name_or_file, char *buf, size_t len)
 
 /* A growing text; err sticks at the first failure, so callers append
  * without checking and look once at the end. */
-struct out {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void out_add(struct out *o, const char *s, size_t n)
-{
-	if (o->err)
-		return;
-	if (o->len + n > TCFS_WIRE_JSON_MAX) {
-		o->err = -E2BIG;
-		return;
-	}
-	if (o->len + n + 1 > o->cap) {
-		size_t cap = o->cap ? o->cap : 256;
-		char *p;
-
-		while (cap < o->len + n + 1)
-			cap *= 2;
-		p = realloc(o->p, cap);
-		if (!p) {
-			o->err = -ENOMEM;
-			return;
-		}
-		o->p = p;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-	o->p[o->len] = '\0';
-}
-
-static void out_str(struct out *o, const char *s)
-{
-	out_add(o, s, strlen(s));
-}
-
-static void out_u(struct out *o, unsigned cp)
-{
-	static const char hex[] = "0123456789abcdef";
-	char e[6] = { '\\', 'u', hex[cp >> 12 & 15], hex[cp >> 8 & 15],
-		      hex[cp >> 4 & 15], hex[cp & 15] };
-
-	out_add(o, e, sizeof(e));
-}
-
-/* One character of a JSON string as Python's json.dumps (ensure_ascii)
- * writes it: the short escapes it knows, everything else outside ' '..'~'
- * as \uXXXX (lowercase), astral characters as a surrogate pair.
- * (model/group.c has the same rule; the remote tier knows nothing of the
- * store.)  Bytes that are not UTF-8 are -EILSEQ: no Python str is made of
- * them.  Returns the bytes of p it took. */
-static size_t out_pychar(struct out *o, const unsigned char *p)
-{
-	static const char *const esc[0x80] = {
-		['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n",
-		['\r'] = "\\r", ['\t'] = "\\t", ['\b'] = "\\b",
-		['\f'] = "\\f",
-	};
-	unsigned cp;
-	size_t n;
-
-	if (*p < 0x80 && esc[*p]) {
-		out_str(o, esc[*p]);
-		return 1;
-	}
-	if (*p < 0x80) {
-		if (*p >= 0x20 && *p < 0x7f)
-			out_add(o, (const char *)p, 1);
-		else
-			out_u(o, *p);
-		return 1;
-	}
-	n = tcfs_utf8_next(p, &cp);
-	if (n == 0) {
-		o->err = -EILSEQ;
-		return 1;
-	}
-	if (cp >= 0x10000) {
-		cp -= 0x10000;
-		out_u(o, 0xd800 | cp >> 10);
-		out_u(o, 0xdc00 | (cp & 0x3ff));
-	} else {
-		out_u(o, cp);
-	}
-	return n;
-}
-
-static void out_pystr(struct out *o, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	out_add(o, "\"", 1);
-	while (*p && !o->err)
-		p += out_pychar(o, p);
-	out_add(o, "\"", 1);
-}
-
 /* Hands o's text to the caller, or frees it on error. */
-static int out_take(struct out *o, const char *what, char **text,
+static int out_take(struct tcfs_text *o, const char *what, char **text,
 		    size_t *len)
 {
 	if (o->err) {
@@ -172,20 +75,20 @@ int tcfs_wire_group_render(const struct tcfs_wire_names *names, char **out,
 			   size_t *len)
 {
 	const char *sorted[TCFS_WIRE_FILES_MAX];
-	struct out o = { 0 };
+	struct tcfs_text o = { .max = TCFS_WIRE_JSON_MAX };
 
 	assert(names->n <= TCFS_WIRE_FILES_MAX);
 	for (size_t i = 0; i < names->n; i++)
 		sorted[i] = names->name[i];
 	/* Python sorts str by code point; strcmp orders UTF-8 alike. */
 	qsort(sorted, names->n, sizeof(*sorted), cmp_str);
-	out_str(&o, "{\"child_paths\": [");
+	tcfs_text_str(&o, "{\"child_paths\": [");
 	for (size_t i = 0; i < names->n; i++) {
 		if (i)
-			out_str(&o, ", ");
-		out_pystr(&o, sorted[i]);
+			tcfs_text_str(&o, ", ");
+		tcfs_text_pystr(&o, sorted[i]);
 	}
-	out_str(&o, "]}");
+	tcfs_text_str(&o, "]}");
 	return out_take(&o, "group file", out, len);
 }
 
@@ -404,36 +307,36 @@ static void sort_files(const struct tcfs_sidecar *sc,
 
 /* Appends "LEN:BYTES" to o: a length first, so no name, whatever bytes
  * it holds, can pass for another line of the text. */
-static void out_counted(struct out *o, const char *s)
+static void out_counted(struct tcfs_text *o, const char *s)
 {
 	char n[24];
 
 	snprintf(n, sizeof(n), "%zu:", strlen(s));
-	out_str(o, n);
-	out_str(o, s);
+	tcfs_text_str(o, n);
+	tcfs_text_str(o, s);
 }
 
 int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
 			     size_t *len)
 {
 	const struct tcfs_sidecar_file *sorted[TCFS_WIRE_FILES_MAX + 1];
-	struct out o = { 0 };
+	struct tcfs_text o = { .max = TCFS_WIRE_JSON_MAX };
 	char line[96], h[65];
 
 	sort_files(sc, sorted);
-	out_str(&o, "tcfs-sidecar-v1\nkey ");
+	tcfs_text_str(&o, "tcfs-sidecar-v1\nkey ");
 	out_counted(&o, sc->key);
-	out_str(&o, "\nname ");
+	tcfs_text_str(&o, "\nname ");
 	out_counted(&o, sc->name);
 	snprintf(line, sizeof(line), "\nkind %s\nfiles %zu\n",
 		 sc->group ? "group" : "file", sc->n);
-	out_str(&o, line);
+	tcfs_text_str(&o, line);
 	for (size_t i = 0; i < sc->n; i++) {
 		hex(sorted[i]->sha256, 32, h);
 		out_counted(&o, sorted[i]->name);
 		snprintf(line, sizeof(line), " %" PRIu64 " %s\n",
 			 sorted[i]->size, h);
-		out_str(&o, line);
+		tcfs_text_str(&o, line);
 	}
 	return out_take(&o, "sidecar", text, len);
 }
@@ -460,16 +363,16 @@ static int sign(const struct tcfs_sidecar *sc, const unsigned char *key,
 }
 
 /* One {"name": F, "size": N, "sha256": HEX} of the files list. */
-static void out_file(struct out *o, const struct tcfs_sidecar_file *f)
+static void out_file(struct tcfs_text *o, const struct tcfs_sidecar_file *f)
 {
 	char line[120], h[65];
 
 	hex(f->sha256, 32, h);
-	out_str(o, "{\"name\": ");
-	out_pystr(o, f->name);
+	tcfs_text_str(o, "{\"name\": ");
+	tcfs_text_pystr(o, f->name);
 	snprintf(line, sizeof(line), ", \"size\": %" PRIu64
 		 ", \"sha256\": \"%s\"}", f->size, h);
-	out_str(o, line);
+	tcfs_text_str(o, line);
 }
 
 int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
@@ -477,34 +380,34 @@ int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 			size_t *len)
 {
 	const struct tcfs_sidecar_file *sorted[TCFS_WIRE_FILES_MAX + 1];
-	struct out o = { 0 };
+	struct tcfs_text o = { .max = TCFS_WIRE_JSON_MAX };
 	unsigned char md[32];
 	char h[65];
 	int rc;
 
 	sort_files(sc, sorted);
-	out_str(&o, "{\"tcfs\": 1, \"key\": ");
-	out_pystr(&o, sc->key);
-	out_str(&o, ", \"name\": ");
-	out_pystr(&o, sc->name);
-	out_str(&o, sc->group ? ", \"kind\": \"group\", \"files\": ["
+	tcfs_text_str(&o, "{\"tcfs\": 1, \"key\": ");
+	tcfs_text_pystr(&o, sc->key);
+	tcfs_text_str(&o, ", \"name\": ");
+	tcfs_text_pystr(&o, sc->name);
+	tcfs_text_str(&o, sc->group ? ", \"kind\": \"group\", \"files\": ["
 			      : ", \"kind\": \"file\", \"files\": [");
 	for (size_t i = 0; i < sc->n; i++) {
 		if (i)
-			out_str(&o, ", ");
+			tcfs_text_str(&o, ", ");
 		out_file(&o, sorted[i]);
 	}
-	out_str(&o, "]");
+	tcfs_text_str(&o, "]");
 	if (klen > 0 && !o.err) {
 		rc = sign(sc, key, klen, md);
 		if (rc < 0)
 			o.err = rc;
 		hex(md, sizeof(md), h);
-		out_str(&o, ", \"hmac\": \"");
-		out_str(&o, h);
-		out_str(&o, "\"");
+		tcfs_text_str(&o, ", \"hmac\": \"");
+		tcfs_text_str(&o, h);
+		tcfs_text_str(&o, "\"");
 	}
-	out_str(&o, "}");
+	tcfs_text_str(&o, "}");
 	return out_take(&o, "sidecar", out, len);
 }
 
