@@ -342,7 +342,7 @@ static int left_out(fuse_req_t req, const struct fs_ino *i, uint64_t shadow,
 		return 1;
 	if (!fs->users)
 		return 0;
-	return fs_users_private_of(name, NULL) ||
+	return tcfs_name_private(name, NULL) ||
 	       (shadow && tcfs_name_is_key(name) &&
 		tcfs_ns_lookup(fs->store, shadow, name, &n) == 0);
 }

@@ -443,9 +443,6 @@ int fs_users_new(const char *trust, uid_t owner, struct fs_users **out);
 void fs_users_free(struct fs_users *u);
 /* Whether uid (of group gid) writes shared kernels. */
 int fs_trusted(struct tcfs_fs *fs, uid_t uid, gid_t gid);
-/* 1 when name is a user's own dir (.tcfs-private-UID), its uid in *uid
- * (optional). */
-int fs_users_private_of(const char *name, uid_t *uid);
 /* Where a request's name is, for its user: FS_FIND to reach an entry
  * (lookup, unlink, rmdir, a rename's source), FS_PLACE to make one
  * (mkdir, create, a rename's target...).  May move parent->row to the

@@ -69,7 +69,7 @@ struct fs_remote {
 	pthread_t thread;
 	int started;
 	/* What the store's counters have of stats (the events thread's). */
-	uint64_t saved[10];
+	uint64_t saved[TCFS_REMOTE_FIGS];
 	int breaker_saved;
 };
 
@@ -200,7 +200,7 @@ static int target_of(struct tcfs_fs *fs, const struct tcfs_node *dir,
 
 	*to = *dir;
 	if (!fs->users || tcfs_ns_get(fs->store, dir->parent, &own) < 0 ||
-	    !fs_users_private_of(own.name, NULL))
+	    !tcfs_name_private(own.name, NULL))
 		return 0;
 	rc = tcfs_ns_lookup(fs->store, own.parent, dir->name, to);
 	if (rc == -ENOENT)
@@ -318,7 +318,7 @@ static int shared(struct tcfs_fs *fs, uint64_t root)
 	struct tcfs_node r;
 
 	return !fs->users || tcfs_ns_get(fs->store, root, &r) < 0 ||
-	       !fs_users_private_of(r.name, NULL);
+	       !tcfs_name_private(r.name, NULL);
 }
 
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
@@ -433,43 +433,21 @@ void fs_remote_stop(struct tcfs_fs *fs)
 	free(rm);
 }
 
-/* The stats as the store's counters name them (report.h reads them). */
-static void stats_now(struct fs_remote *rm, uint64_t v[10])
-{
-	struct tcfs_remote_stats *st = tcfs_remote_stats(rm->r);
-
-	v[0] = atomic_load(&st->kernel_hits);
-	v[1] = atomic_load(&st->module_hits);
-	v[2] = atomic_load(&st->misses);
-	v[3] = atomic_load(&st->errors);
-	v[4] = atomic_load(&st->refused);
-	v[5] = atomic_load(&st->bytes_fetched);
-	v[6] = atomic_load(&st->published);
-	v[7] = atomic_load(&st->queue_drops);
-	v[8] = atomic_load(&st->skipped);
-	v[9] = atomic_load(&st->breaker_opens);
-}
-
 void fs_remote_tick(struct tcfs_fs *fs)
 {
-	static const char *const names[10] = {
-		"remote_kernel_hits", "remote_module_hits", "remote_misses",
-		"remote_errors", "remote_refused", "remote_bytes_fetched",
-		"remote_published", "remote_queue_drops", "remote_skipped",
-		"remote_breaker_opens",
-	};
 	struct fs_remote *rm = fs->remote;
-	uint64_t now[10], delta[10];
+	uint64_t now[TCFS_REMOTE_FIGS], delta[TCFS_REMOTE_FIGS];
 	int changed = 0, breaker;
 
 	if (!rm)
 		return;
-	stats_now(rm, now);
-	for (size_t i = 0; i < 10; i++) {
+	tcfs_remote_figs(rm->r, now);
+	for (size_t i = 0; i < TCFS_REMOTE_FIGS; i++) {
 		delta[i] = now[i] - rm->saved[i];
 		changed |= delta[i] != 0;
 	}
-	if (changed && tcfs_counters_add(fs->store, names, delta, 10) == 0)
+	if (changed && tcfs_counters_add(fs->store, tcfs_remote_fig_names,
+					 delta, TCFS_REMOTE_FIGS) == 0)
 		memcpy(rm->saved, now, sizeof(now));
 	/* Saved as it changes (-1 at the start), so stats can tell. */
 	breaker = (int)tcfs_remote_breaker(rm->r);

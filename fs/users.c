@@ -176,17 +176,6 @@ int fs_trusted(struct tcfs_fs *fs, uid_t uid, gid_t gid)
 	return yes;
 }
 
-int fs_users_private_of(const char *name, uid_t *uid)
-{
-	uint32_t v;
-
-	if (!tcfs_name_private(name, &v))
-		return 0;
-	if (uid)
-		*uid = (uid_t)v;
-	return 1;
-}
-
 /* The requester's own dir beside parent's key dirs: 0 and *dir, or
  * -ENOENT when it has none (make: then it is made, the requester's). */
 static int private_dir(fuse_req_t req, uint64_t parent, int make,
@@ -235,14 +224,14 @@ int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	uint64_t own;
 	struct tcfs_node n;
-	uid_t uid;
+	uint32_t uid;
 
 	if (!fs->users || parent->kind == FS_KIND_VIEW)
 		return 0;
-	if (fs_users_private_of(nm->s, &uid)) {
+	if (tcfs_name_private(nm->s, &uid)) {
 		nm->apart = 1;
 		/* Another user's own dir is not there; nobody makes one. */
-		return uid == ctx->uid && how == FS_FIND ? 0 : -ENOENT;
+		return uid == (uint32_t)ctx->uid && how == FS_FIND ? 0 : -ENOENT;
 	}
 	if (!key_at_root(fs, parent->row, nm))
 		return 0;
@@ -327,13 +316,13 @@ int fs_users_promote(struct tcfs_fs *fs, const char *key, int64_t uid,
 {
 	struct tcfs_node *owns = NULL, *kids = NULL;
 	size_t nown = 0, nkid = 0;
-	uid_t who;
+	uint32_t who;
 	int rc = tcfs_ns_named(fs->store, TCFS_NAME_PRIVATE_PREFIX "*", &owns,
 			       &nown);
 
 	*moved = 0;
 	for (size_t i = 0; rc == 0 && i < nown; i++) {
-		if (!fs_users_private_of(owns[i].name, &who) ||
+		if (!tcfs_name_private(owns[i].name, &who) ||
 		    (uid >= 0 && (int64_t)who != uid))
 			continue;
 		rc = tcfs_ns_list(fs->store, owns[i].ino, 0, 0, &kids, &nkid);

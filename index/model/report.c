@@ -17,6 +17,7 @@
 #include "index/store/store.h"
 #include "index/base/utf8.h"
 #include "index/model/why.h"
+#include "index/remote/remote.h"
 
 const char *tcfs_report_time(int64_t ns, char *buf, size_t len)
 {
@@ -48,11 +49,6 @@ const char *tcfs_report_bytes(uint64_t bytes, char *buf, size_t len)
 
 /* The fleet tier's figures: counter remote_NAME, JSON remote.NAME,
  * metric tcfs_remote_NAME_total. */
-static const char *const remote_figs[] = {
-	"kernel_hits", "module_hits", "misses", "errors", "refused",
-	"bytes_fetched", "published", "queue_drops", "skipped",
-	"breaker_opens",
-};
 static const char *const remote_help[] = {
 	"Kernels the fleet tier served on a local miss.",
 	"Modules and autotune results the fleet tier served on a local miss.",
@@ -65,9 +61,11 @@ static const char *const remote_help[] = {
 	"Misses the remote was not asked about: breaker open, or all busy.",
 	"Times the circuit breaker opened.",
 };
-_Static_assert(sizeof(remote_figs) == sizeof(remote_help),
-	       "one help line per figure");
-#define REMOTE_FIGS (sizeof(remote_figs) / sizeof(remote_figs[0]))
+_Static_assert(sizeof(remote_help) / sizeof(remote_help[0]) ==
+		       TCFS_REMOTE_FIGS, "one help line per figure");
+#define REMOTE_FIGS TCFS_REMOTE_FIGS
+/* A figure's name in JSON and metrics: its counter's, less "remote_". */
+#define FIG_NAME(i) (tcfs_remote_fig_names[i] + strlen("remote_"))
 static const char *const breakers[] = { "closed", "open", "half-open" };
 
 struct stats {
@@ -95,16 +93,14 @@ struct stats {
 
 static int load_remote(struct tcfs_store *s, struct stats *st)
 {
-	char name[64];
 	int rc = tcfs_counter_get(s, "remote_breaker", &st->breaker,
 				  &st->remote);
 
 	if (st->breaker < 0 || st->breaker > 2)
 		st->breaker = 0;
-	for (size_t i = 0; rc == 0 && i < REMOTE_FIGS; i++) {
-		snprintf(name, sizeof(name), "remote_%s", remote_figs[i]);
-		rc = tcfs_counter_get(s, name, &st->rfig[i], NULL);
-	}
+	for (size_t i = 0; rc == 0 && i < REMOTE_FIGS; i++)
+		rc = tcfs_counter_get(s, tcfs_remote_fig_names[i], &st->rfig[i],
+				      NULL);
 	return rc;
 }
 
@@ -372,7 +368,7 @@ static void remote_json(const struct stats *st, cJSON *o)
 	}
 	k = cJSON_AddObjectToObject(o, "remote");
 	for (size_t i = 0; k && i < REMOTE_FIGS; i++)
-		cJSON_AddNumberToObject(k, remote_figs[i], (double)st->rfig[i]);
+		cJSON_AddNumberToObject(k, FIG_NAME(i), (double)st->rfig[i]);
 	if (k)
 		cJSON_AddStringToObject(k, "breaker", breakers[st->breaker]);
 }
@@ -672,7 +668,7 @@ static void remote_metrics(const struct stats *st, FILE *out)
 
 	for (size_t i = 0; i < REMOTE_FIGS; i++) {
 		snprintf(name, sizeof(name), "tcfs_remote_%s_total",
-			 remote_figs[i]);
+			 FIG_NAME(i));
 		counter(out, name, remote_help[i], (uint64_t)st->rfig[i]);
 	}
 	gauge(out, "tcfs_remote_breaker_open",

@@ -60,8 +60,8 @@ static int put_group(struct tcfs_store *s, const struct tcfs_fetched *f,
 	return rc;
 }
 
-/* Whether name is in dir already: 1 with the same bytes, 0 absent,
- * -EEXIST with others. */
+/* Whether name is in dir already: 1 with bytes h, 0 absent, -EEXIST
+ * with others. */
 static int already(struct tcfs_store *s, uint64_t dir, const char *name,
 		   const struct tcfs_hash *h)
 {
@@ -72,7 +72,7 @@ static int already(struct tcfs_store *s, uint64_t dir, const char *name,
 		return 0;
 	if (rc < 0)
 		return rc;
-	if (n.kind == TCFS_FILE && h && tcfs_hash_equal(&n.blob, h))
+	if (n.kind == TCFS_FILE && tcfs_hash_equal(&n.blob, h))
 		return 1;
 	return tcfs_err_set(-EEXIST, "%s: here already, with other bytes: "
 			    "not replaced by the remote's", name);
@@ -86,11 +86,12 @@ static int land_files(struct tcfs_store *s, uint64_t dir,
 {
 	char grp[TCFS_NAME_MAX + 16];
 	struct tcfs_content c;
+	struct tcfs_node here;
 	enum tcfs_cas_put put;
 	int rc = 0, there;
 
 	snprintf(grp, sizeof(grp), "__grp__%s.json", f->name);
-	if (f->group && already(s, dir, grp, NULL) != 0)
+	if (f->group && tcfs_ns_lookup(s, dir, grp, &here) == 0)
 		return 0;	/* landed meanwhile: that one stays */
 	for (size_t i = 0; rc == 0 && i < f->n; i++) {
 		c = (struct tcfs_content){ .size = f->f[i].len,

@@ -335,3 +335,26 @@ int tcfs_remote_key(const struct tcfs_remote *r, const char *key,
 {
 	return tcfs_keyfmt_expand(r->cfg.key_format, key, filename, buf, len);
 }
+
+const char *const tcfs_remote_fig_names[TCFS_REMOTE_FIGS] = {
+	"remote_kernel_hits", "remote_module_hits", "remote_misses",
+	"remote_errors", "remote_refused", "remote_bytes_fetched",
+	"remote_published", "remote_queue_drops", "remote_skipped",
+	"remote_breaker_opens",
+};
+
+void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS])
+{
+	const struct tcfs_remote_stats *st = &r->stats;
+
+	v[0] = atomic_load(&st->kernel_hits);
+	v[1] = atomic_load(&st->module_hits);
+	v[2] = atomic_load(&st->misses);
+	v[3] = atomic_load(&st->errors);
+	v[4] = atomic_load(&st->refused);
+	v[5] = atomic_load(&st->bytes_fetched);
+	v[6] = atomic_load(&st->published);
+	v[7] = atomic_load(&st->queue_drops);
+	v[8] = atomic_load(&st->skipped);
+	v[9] = atomic_load(&st->breaker_opens);
+}

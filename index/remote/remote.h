@@ -83,6 +83,13 @@ struct tcfs_remote_stats {
 	atomic_ullong breaker_opens;
 };
 
+/* The figures as the store's counters name them ("remote_kernel_hits",
+ * ...: the stats' fields in order), where the mount saves them and tcfs
+ * stats reads them; and their values now, in that order. */
+#define TCFS_REMOTE_FIGS 10
+extern const char *const tcfs_remote_fig_names[TCFS_REMOTE_FIGS];
+void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS]);
+
 enum tcfs_breaker { TCFS_BREAKER_CLOSED, TCFS_BREAKER_OPEN,
 		    TCFS_BREAKER_HALF_OPEN };
 
