@@ -10,12 +10,16 @@
 #include "cmds.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "index/model/fxgraph.h"
+#include "index/model/fxwhy.h"
 #include "index/model/ttir.h"
 #include "index/model/why.h"
 
 /* TCFS_TTIR_MAX, as --help says it. */
 #define TTIR_MAX_TEXT "512 KiB"
 _Static_assert(TCFS_TTIR_MAX == 512u << 10, "TTIR_MAX_TEXT says 512 KiB");
+#define FXGRAPH_MAX_TEXT "128 MiB"
+_Static_assert(TCFS_FXGRAPH_MAX == 128u << 20, "FXGRAPH_MAX_TEXT: 128 MiB");
 
 static const struct opt_cmd cmd = {
 	"why", "KEY", 1, 1, "give one KEY",
@@ -30,10 +34,19 @@ static const struct opt_cmd cmd = {
 	"(by loc name, else #position: a dtype, tt.divisibility) and the\n"
 	"arith.constants that changed (a BLOCK size).  The same metadata and\n"
 	"TTIR mean Triton, its options or the environment changed.  A\n"
-	"kernel whose NAME.json is missing or not JSON has no nearest.\n",
+	"kernel whose NAME.json is missing or not JSON has no nearest.\n"
+	"\n"
+	"KEY may also be an FX graph of Inductor's cache (fxgraph/XX/FKEY:\n"
+	"FKEY).  Its entry (at most " FXGRAPH_MAX_TEXT ") records the inputs its key\n"
+	"hashed, one line each (PyTorch's _fx_graph_cache_debug_lines); it is\n"
+	"compared with every other graph's entry cached before it missed, and\n"
+	"the inputs that set it apart from the nearest are shown: of a value\n"
+	"like TensorMetadata(...) the fields that differ (a shape, a dtype),\n"
+	"of the graph's code its first line that differs.  Entries are read\n"
+	"as data, never unpickled.\n",
 	NULL,
-	"Exit status: 0 success, 1 no kernel at KEY or the store could not be\n"
-	"read, 2 usage error.\n",
+	"Exit status: 0 success, 1 no kernel or FX graph at KEY or the store\n"
+	"could not be read, 2 usage error.\n",
 };
 
 /* One change of the TTIR: "NAME|#INDEX  FROM -> TO" (null: "(none)"). */
@@ -166,6 +179,112 @@ static int print_json(const struct tcfs_why *w)
 	return cli_print_json(o);
 }
 
+/* The graph's entry, as a path below its cache root. */
+static void entry_path(const struct tcfs_fxwhy *w, char *out, size_t len)
+{
+	snprintf(out, len, "fxgraph/%s/%s/%s", w->dir, w->graph, w->entry);
+}
+
+static void print_graph_text(const struct tcfs_fxwhy *w)
+{
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+	char path[3 * TCFS_NAME_MAX + 16];
+	const cJSON *d;
+
+	entry_path(w, path, sizeof(path));
+	printf("fx graph %s\n", tcfs_utf8_printable(w->graph, a, sizeof(a)));
+	if (w->details == TCFS_FXWHY_NO_ENTRY) {
+		printf("entry    none: it missed and no entry was written (its "
+		       "compile failed or bypassed the cache)\n");
+		return;
+	}
+	printf("entry    %s\n", tcfs_utf8_printable(path, a, sizeof(a)));
+	if (w->details == TCFS_FXWHY_NO_LINES)
+		printf("inputs   none recorded: the PyTorch that wrote it keeps "
+		       "no _fx_graph_cache_debug_lines (2.11 does)\n");
+	else if (w->details == TCFS_FXWHY_TOO_BIG)
+		printf("inputs   not read: the entry is over " FXGRAPH_MAX_TEXT
+		       "\n");
+	else if (w->details == TCFS_FXWHY_UNREADABLE)
+		printf("inputs   not read: the entry is damaged or no pickle\n");
+	if (w->details != TCFS_FXWHY_OK)
+		return;
+	printf("inputs   %zu recorded\n", w->inputs);
+	if (!w->nearest[0]) {
+		printf("nearest  none: no other graph was cached before it "
+		       "missed (%zu compared)\n", w->compared);
+		return;
+	}
+	printf("nearest  %s (of %zu compared)\n",
+	       tcfs_utf8_printable(w->nearest, a, sizeof(a)), w->compared);
+	if (!cJSON_GetArraySize(w->differences))
+		printf("the recorded inputs are the same: something the key "
+		       "hashed but did not record changed\n");
+	else
+		printf("differs in\n");
+	cJSON_ArrayForEach(d, w->differences) {
+		const char *in = cJSON_GetStringValue(cJSON_GetObjectItem(d, "input"));
+		const char *from = cJSON_GetStringValue(cJSON_GetObjectItem(d, "from"));
+		const char *to = cJSON_GetStringValue(cJSON_GetObjectItem(d, "to"));
+
+		printf("  %s\n", tcfs_utf8_printable(in ? in : "?", a, sizeof(a)));
+		printf("    %s\n", from ? tcfs_utf8_printable(from, a, sizeof(a))
+				    : "(none)");
+		printf("    -> %s\n", to ? tcfs_utf8_printable(to, b, sizeof(b))
+				       : "(none)");
+	}
+}
+
+static int print_graph_json(const struct tcfs_fxwhy *w)
+{
+	cJSON *o = cJSON_CreateObject();
+	char path[3 * TCFS_NAME_MAX + 16];
+
+	entry_path(w, path, sizeof(path));
+	cJSON_AddStringToObject(o, "graph", w->graph);
+	if (w->entry[0])
+		cJSON_AddStringToObject(o, "entry", path);
+	else
+		cJSON_AddNullToObject(o, "entry");
+	cJSON_AddStringToObject(o, "details",
+				tcfs_fxwhy_details_name(w->details));
+	cJSON_AddNumberToObject(o, "inputs", (double)w->inputs);
+	cJSON_AddNumberToObject(o, "compared", (double)w->compared);
+	if (w->nearest[0])
+		cJSON_AddStringToObject(o, "nearest", w->nearest);
+	else
+		cJSON_AddNullToObject(o, "nearest");
+	if (w->differences)
+		cJSON_AddItemToObject(o, "differences",
+				      cJSON_Duplicate(w->differences, 1));
+	else
+		cJSON_AddNullToObject(o, "differences");
+	return cli_print_json(o);
+}
+
+/* KEY held no kernel: an FX graph, else an error.  0 or -1. */
+static int why_graph(struct tcfs_store *s, const char *key, int json)
+{
+	struct tcfs_fxwhy w;
+	int rc = tcfs_fxwhy(s, key, &w);
+
+	if (rc == -ENOENT) {
+		cli_err("why", "%s: no kernel or FX graph with this key in %s",
+			key, tcfs_store_path(s));
+		return -1;
+	}
+	if (rc < 0) {
+		cli_lib_err("why", rc, key);
+		return -1;
+	}
+	if (json)
+		rc = print_graph_json(&w) == CLI_OK ? 0 : -1;
+	else
+		print_graph_text(&w);
+	tcfs_fxwhy_free(&w);
+	return rc;
+}
+
 int cmd_why(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
@@ -180,7 +299,12 @@ int cmd_why(int argc, char **argv)
 				"\"differs\", \"missing\", \"too big\", \"not "
 				"TTIR\" or null, source_differences: "
 				"{arguments: [{name or index, from, to}], "
-				"constants: [{from, to}]} or null}"),
+				"constants: [{from, to}]} or null}; for an FX "
+				"graph {graph, entry: PATH or null, details: \"ok\", "
+				"\"no entry\", \"no inputs recorded\", \"too "
+				"big\" or \"unreadable\", inputs, compared, "
+				"nearest: FKEY or null, differences: [{input, from, "
+				"to}] or null}"),
 		OPT_END(),
 	};
 
@@ -190,8 +314,7 @@ int cmd_why(int argc, char **argv)
 		return CLI_FAIL;
 	rc = tcfs_why(s, args[0], &w);
 	if (rc == -ENOENT) {
-		cli_err("why", "%s: no kernel with this key in %s", args[0],
-			tcfs_store_path(s));
+		rc = why_graph(s, args[0], co.json);
 	} else if (rc < 0) {
 		cli_lib_err("why", rc, args[0]);
 	} else {

@@ -113,7 +113,7 @@ tcfs why --store "$S" "$VAR"
 check_grep "why (text) lists the fields" "num_warps" "$OUT"
 tcfs why --store "$S" NOSUCHKEY
 check_rc "why of a key with no kernel: exit 1" 1
-check_grep "... saying so" "no kernel with this key" "$ERR"
+check_grep "... saying so" "no kernel or FX graph with this key" "$ERR"
 tcfs why --store "$S"
 check_rc "why without a key: usage error (2)" 2
 
