@@ -88,3 +88,28 @@ int tcfs_json_print(cJSON *doc, FILE *out)
 	free(s);
 	return 0;
 }
+
+cJSON *tcfs_json_cut(const char *p, size_t n, size_t max)
+{
+	size_t len = n < max ? n : max;
+	char *buf;
+	cJSON *s;
+
+	if (!p)
+		return cJSON_CreateNull();
+	buf = malloc(len + 4);
+	if (!buf)
+		return NULL;
+	memcpy(buf, p, len);
+	for (size_t i = 0; i < len; i++)
+		if (!buf[i])
+			buf[i] = '?';
+	if (len < n) {
+		memcpy(buf + len, "...", 3);
+		len += 3;
+	}
+	buf[len] = '\0';
+	s = cJSON_CreateString(buf);
+	free(buf);
+	return s;
+}

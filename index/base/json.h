@@ -18,6 +18,11 @@
  * whole). */
 int tcfs_json_sanitize(cJSON *doc);
 
+/* A new JSON string of the n bytes at p, cut at max bytes with "..." and
+ * any NUL (which would end it) as '?': a piece of a file from a cache,
+ * shown.  A JSON null for p NULL; NULL when out of memory. */
+cJSON *tcfs_json_cut(const char *p, size_t n, size_t max);
+
 /* Prints doc, sanitized, on out with a newline, and frees it (doc may be
  * NULL: a document that could not be built).  0, or -ENOMEM. */
 int tcfs_json_print(cJSON *doc, FILE *out);

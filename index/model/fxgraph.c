@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/base/json.h"
 #include "index/base/text.h"
 
 /* How each opcode's argument is laid out (Python's pickletools): nothing,
@@ -221,26 +222,10 @@ struct span {
 /* TensorMetadata has 11 fields; a value of more is shown whole. */
 #define FIELDS_MAX 32
 
-/* A JSON string of s cut at TCFS_FXGRAPH_TEXT_MAX with "...", a NUL
- * (which would end it) as '?'; null for no s. */
+/* s as a JSON string cut at TCFS_FXGRAPH_TEXT_MAX; null for no s. */
 static cJSON *text_of(const struct span *s)
 {
-	char buf[TCFS_FXGRAPH_TEXT_MAX + 4];
-	size_t n;
-
-	if (!s)
-		return cJSON_CreateNull();
-	n = s->n < TCFS_FXGRAPH_TEXT_MAX ? s->n : TCFS_FXGRAPH_TEXT_MAX;
-	memcpy(buf, s->p, n);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = '?';
-	if (n < s->n) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return cJSON_CreateString(buf);
+	return s ? tcfs_json_cut(s->p, s->n, TCFS_FXGRAPH_TEXT_MAX) : cJSON_CreateNull();
 }
 
 /* The fields of CALL(k=v, k=v): split at the ", " outside brackets and

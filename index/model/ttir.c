@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/base/json.h"
+
 /* Brackets nest no deeper than this in any signature Triton writes. */
 #define TTIR_DEPTH_MAX 64
 /* No kernel has this many arguments: beyond, the text is not Triton's. */
@@ -333,22 +335,7 @@ static int mark_common(struct consts *a, struct consts *b)
 /* A piece of the text as a JSON string, cut at TCFS_TTIR_TEXT_MAX. */
 static cJSON *text_of(const struct span *s)
 {
-	char buf[TCFS_TTIR_TEXT_MAX + 4];
-	size_t n;
-
-	if (!s)
-		return cJSON_CreateNull();
-	n = s->n < TCFS_TTIR_TEXT_MAX ? s->n : TCFS_TTIR_TEXT_MAX;
-	memcpy(buf, s->p, n);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = '?';	/* a NUL would end the string */
-	if (n < s->n) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return cJSON_CreateString(buf);
+	return s ? tcfs_json_cut(s->p, s->n, TCFS_TTIR_TEXT_MAX) : cJSON_CreateNull();
 }
 
 /* {from, to}, with a name or index first when arg; NULL: no memory. */
