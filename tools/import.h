@@ -56,6 +56,9 @@ struct import {
 	struct tcfs_hash *added;
 	uint64_t *added_size;
 	size_t nadded;
+	struct putq *q;		/* owned; NULL: blobs stored here */
+	int wait_puts;		/* the key dir has group files' rows */
+	int shown;		/* the error on its way up was reported */
 };
 
 /* Starts an import into s (a writer).  0 or -errno; then import_end. */
