@@ -365,7 +365,7 @@ static void next_stage_name(struct tcfs_cas *cas, char *buf, size_t len)
  */
 static enum cas_newfile newfile_how(struct tcfs_cas *cas)
 {
-	enum cas_newfile how = atomic_load(&cas->newfile);
+	int how = atomic_load(&cas->newfile), expected;
 	char name[64];
 	int fd;
 
@@ -384,7 +384,10 @@ static enum cas_newfile newfile_how(struct tcfs_cas *cas)
 			unlinkat(cas->stagefd, name, 0);
 		close(fd);
 	}
-	atomic_store(&cas->newfile, how);
+	/* The first answer stands: stages made by it are placed by it. */
+	expected = CAS_NEWFILE_UNKNOWN;
+	if (!atomic_compare_exchange_strong(&cas->newfile, &expected, how))
+		how = expected;
 	return how;
 }
 
