@@ -18,7 +18,9 @@
 #include "cli.h"
 #include "import.h"
 #include "progress.h"
+#include "putq.h"
 #include "index/blob/cas.h"
+#include "index/blob/durable.h"
 #include "index/base/err.h"
 #include "index/model/group.h"
 #include "index/base/io.h"
@@ -32,8 +34,16 @@
 /* Key dirs committed together.  A COMMIT per key dir wrote each index
  * page it touched once per key dir: 77 WAL pages a kernel, 30% of an
  * import's time.  Each key dir is a savepoint of the batch, so it still
- * lands whole or not at all. */
-#define BATCH_DIRS 256
+ * lands whole or not at all.  The indexes keyed by random names (blobs,
+ * keys) grow with the store, and a batch changes pages all over them:
+ * 1,024 key dirs (8,000 files) write each such page once for several
+ * files even at 100,000 kernels (tcfs_store_bulk holds them). */
+#define BATCH_DIRS 1024
+/* Key dirs between two syncs of the new blobs (durable.h).  Until then
+ * each file's blob is noted in table unsynced, keyed by a random name
+ * too: left to grow through the import, its pages made the cost of a
+ * file at 100,000 kernels a third higher than at 1,000. */
+#define FLUSH_DIRS (8 * BATCH_DIRS)
 
 static void show_progress(struct import *im)
 {
@@ -124,6 +134,86 @@ static int put_group(struct import *im, int fd, const char *key,
 	return rc;
 }
 
+/* Files up to this size have their blobs stored by the queue's thread
+ * (putq.h); bigger ones are streamed here. */
+#define QUEUED_MAX (1u << 20)
+
+/* A queued put's result: a new blob is the key dir's, to take back if it
+ * rolls back; a failed one fails it. */
+static int put_done(void *ctx, const struct putq_result *r)
+{
+	struct import *im = ctx;
+
+	if (r->rc < 0) {
+		if (r->msg[0])
+			tcfs_err_set(r->rc, "%s", r->msg);
+		file_err(im, r->rc, r->path);
+		im->shown = 1;
+		return r->rc;
+	}
+	return r->put == TCFS_CAS_CREATED
+		       ? remember_added(im, &r->blob, r->stored)
+		       : 0;
+}
+
+/* Waits for the queued puts; rc, or else the first that failed. */
+static int wait_puts(struct import *im, int rc)
+{
+	int d = im->q ? putq_drain(im->q, put_done, im) : 0;
+
+	return rc < 0 ? rc : d;
+}
+
+/* Reads fd and queues its bytes to be stored, their hash in c: 1, else
+ * (too big to queue) stored here as tcfs_cas_put_fd does, 0; or -errno. */
+static int queue_put(struct import *im, int fd, struct tcfs_content *c,
+		     const char *path, enum tcfs_cas_put *put)
+{
+	char *buf = NULL, *small;
+	size_t len = 0;
+	int rc = tcfs_io_read_small(fd, QUEUED_MAX, &buf, &len);
+
+	if (rc == -EFBIG) {
+		free(buf);
+		if (lseek(fd, 0, SEEK_SET) < 0)
+			return -errno;
+		return tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob,
+				       &c->size, put);
+	}
+	if (rc < 0)
+		return rc;
+	small = len ? realloc(buf, len) : NULL;	/* read 64 KiB at least */
+	if (small)
+		buf = small;
+	tcfs_hash_buf(buf, len, &c->blob);
+	c->size = len;
+	rc = putq_add(im->q, buf, len, &c->blob, path);
+	return rc < 0 ? rc : 1;
+}
+
+/* Stores fd's bytes into c: 1 when queued (putq.h), 0 when stored with
+ * *put saying how, or -errno.  A group file's row reads its kernel's
+ * metadata blob, so what is queued is stored first; so too in a key dir
+ * that has group files' rows already, where every new row does. */
+static int put_file(struct import *im, int fd, const struct stat *st,
+		    const char *name, const char *key, const char *path,
+		    struct tcfs_content *c, enum tcfs_cas_put *put)
+{
+	int group = tcfs_group_candidate(name, (uint64_t)st->st_size);
+	int rc = 0;
+
+	if (group || im->wait_puts)
+		rc = wait_puts(im, 0);
+	if (rc < 0)
+		return rc;
+	if (group)
+		return put_group(im, fd, key, c, put);
+	if (im->q && !im->wait_puts)
+		return queue_put(im, fd, c, path, put);
+	return tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob, &c->size,
+			       put);
+}
+
 static int import_file(struct import *im, int fd, const struct stat *st,
 		       const struct tcfs_node *dir, const char *name,
 		       const char *key, const char *path)
@@ -135,14 +225,10 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 	int rc;
 
 	tcfs_err_clear();
-	if (tcfs_group_candidate(name, (uint64_t)st->st_size))
-		rc = put_group(im, fd, key, &c, &put);
-	else
-		rc = tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c.blob,
-				     &c.size, &put);
+	rc = put_file(im, fd, st, name, key, path, &c, &put);
 	if (rc < 0)
 		return rc;
-	if (put == TCFS_CAS_CREATED) {
+	if (rc == 0 && put == TCFS_CAS_CREATED) {
 		tcfs_cas_stat(tcfs_store_cas(im->s), &c.blob, &stored);
 		rc = remember_added(im, &c.blob, stored);
 		if (rc < 0)
@@ -324,8 +410,9 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 
 		snprintf(sub, sizeof(sub), "%s/%s", path, names[i]);
 		rc = import_entry(im, fd, dir, names[i], key, sub, depth);
-		if (rc < 0)
+		if (rc < 0 && !im->shown)
 			file_err(im, rc, sub);
+		im->shown = 0;
 		show_progress(im);
 	}
 	tcfs_io_names_free(names, n);
@@ -349,7 +436,15 @@ static void commit_batch(struct import *im)
 	int rc = tcfs_store_sync(im->s);
 
 	if (rc == 0 && !im->lost) {
+		im->unflushed_dirs += im->batch_dirs;
 		im->batch_dirs = 0;
+		/* A failed sync is kept by the store, with every note from
+		 * then on, for the next writer to check (durable.h): as at
+		 * the store's close, nothing imported is lost to it. */
+		if (im->unflushed_dirs >= FLUSH_DIRS) {
+			tcfs_durable_flush(tcfs_store_durable(im->s));
+			im->unflushed_dirs = 0;
+		}
 		return;
 	}
 	im->st.keydirs -= im->batch_dirs;
@@ -414,11 +509,15 @@ static void import_keydir(struct import *im, int dirfd,
 	}
 	rc = tcfs_store_begin(im->s);
 	if (rc == 0) {
+		im->wait_puts = tcfs_ns_lookup(im->s, parent->ino, name,
+					       &dir) == 0;
 		rc = ensure_dir(im, parent->ino, name, st, &dir);
 		if (rc == 0)
 			rc = import_tree(im, fd, &dir, name, path, 1);
 		else
 			file_err(im, rc, path);
+		rc = wait_puts(im, rc);
+		im->shown = 0;
 		if (rc == 0) {
 			struct tcfs_attrs a = { .mtime_ns = mtime_ns(st) };
 
@@ -452,9 +551,11 @@ static void import_loose(struct import *im, int dirfd,
 	int rc = tcfs_store_begin(im->s);
 
 	if (rc == 0) {
+		im->wait_puts = 1;	/* one file: nothing to overlap */
 		rc = import_entry(im, dirfd, dir, name, "", path, depth);
-		if (rc < 0)
+		if (rc < 0 && !im->shown)
 			file_err(im, rc, path);
+		im->shown = 0;
 		rc = tcfs_store_end(im->s, rc);
 	}
 	settle(im, &before, nadded, rc);
@@ -567,6 +668,8 @@ int import_source(struct import *im, const char *src)
 int import_begin(struct import *im, struct tcfs_store *s,
 		 const struct import_opts *o)
 {
+	int rc;
+
 	memset(im, 0, sizeof(*im));
 	im->s = s;
 	im->o = *o;
@@ -575,6 +678,12 @@ int import_begin(struct import *im, struct tcfs_store *s,
 					 ? TCFS_ORIGIN_UNPACK
 					 : TCFS_ORIGIN_IMPORT);
 	tcfs_store_defer(s, store_lost, im);
+	rc = tcfs_store_bulk(s);
+	if (rc < 0)
+		return rc;
+	/* Without its thread, blobs are stored here: slower, not wrong. */
+	if (putq_start(tcfs_store_cas(s), &im->q) < 0)
+		im->q = NULL;
 	/* Atomic: one savepoint around everything, rolled back at the end
 	 * when anything failed. */
 	return o->atomic ? tcfs_store_begin(s) : 0;
@@ -602,6 +711,8 @@ int import_end(struct import *im, int rc)
 	} else if (im->fatal || im->st.failed_dirs) {
 		rc = rc ? rc : -EIO;	/* import_source committed the rest */
 	}
+	putq_stop(im->q);
+	im->q = NULL;
 	free(im->added);
 	free(im->added_size);
 	im->added = NULL;

@@ -49,12 +49,16 @@ struct import {
 	struct import_stats st;
 	int fatal;		/* the store cannot take more: stop */
 	size_t batch_dirs;	/* key dirs in the batch not yet committed */
+	size_t unflushed_dirs;	/* committed since blobs were last synced */
 	int lost;		/* that batch's commit failed (store_lost) */
 	/* Blobs added since the last commit point (the current key dir, or
 	 * with atomic everything); removed if it rolls back. */
 	struct tcfs_hash *added;
 	uint64_t *added_size;
 	size_t nadded;
+	struct putq *q;		/* owned; NULL: blobs stored here */
+	int wait_puts;		/* the key dir has group files' rows */
+	int shown;		/* the error on its way up was reported */
 };
 
 /* Starts an import into s (a writer).  0 or -errno; then import_end. */

@@ -1,12 +1,15 @@
 /*
  * cas: the content-addressed blob store, STORE/objects/ab/<xxh3-128 hex>.
  *
- * A blob is written to STORE/staging and renamed into place without
- * replacing anything; from then on it is read-only (mode 0444).  It is not
- * fsynced here: the store makes new blobs durable in batches (durable.h).  When a blob
- * of the same name exists its bytes are compared first: equal bytes are
- * shared, a damaged existing copy is healed with the new bytes, and a true
- * collision is an error, so wrong bytes are never served.
+ * A blob is written to a file that has no name yet (O_TMPFILE in
+ * STORE/objects) and linked to its name once whole, or where the file
+ * system cannot do that, written to STORE/staging and renamed into place;
+ * never replacing anything, and read-only (mode 0444) from then on.  It
+ * is not fsynced here: the store makes new blobs durable in batches
+ * (durable.h).  When a blob of the same name exists its bytes are
+ * compared first: equal bytes are shared, a damaged existing copy is
+ * healed with the new bytes, and a true collision is an error, so wrong
+ * bytes are never served.
  *
  * Thread safety: every function may be called from many threads at once.
  */
@@ -49,13 +52,13 @@ int tcfs_cas_put_fd(struct tcfs_cas *cas, int fd, struct tcfs_hash *out,
 /*
  * A stage holds the bytes of a file that a writer fills piecewise (the
  * mount's write requests) before they become a blob: in memory while it
- * is small, else in a file under STORE/staging.  Every byte a stage takes
- * has room on the disk (space.h): a write that would not fit when stored
- * fails with ENOSPC, so a commit does not fail for want of room unless
- * someone else filled the disk meanwhile.  The stage is owned by the
- * caller until a successful tcfs_cas_stage_commit, or _abort, frees it;
- * a commit that fails leaves it as it was, to be tried again.  One stage
- * is used by one thread at a time.
+ * is small, else in a file (unnamed, or under STORE/staging: see above).
+ * Every byte a stage takes has room on the disk (space.h): a write that
+ * would not fit when stored fails with ENOSPC, so a commit does not fail
+ * for want of room unless someone else filled the disk meanwhile.  The
+ * stage is owned by the caller until a successful tcfs_cas_stage_commit,
+ * or _abort, frees it; a commit that fails leaves it as it was, to be
+ * tried again.  One stage is used by one thread at a time.
  */
 int tcfs_cas_stage_new(struct tcfs_cas *cas, struct tcfs_cas_stage **out);
 int tcfs_cas_stage_size(const struct tcfs_cas_stage *s, uint64_t *size);

@@ -324,6 +324,15 @@ void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
 	tcfs_db_commit_alone_when(s->db, store_tight, s);
 }
 
+int tcfs_store_bulk(struct tcfs_store *s)
+{
+	int rc = tcfs_db_exec(s->db, "PRAGMA cache_size=-131072", "");
+
+	if (rc >= 0)
+		rc = tcfs_db_exec(s->db, "PRAGMA wal_autocheckpoint=16384", "");
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_store_sync(struct tcfs_store *s)
 {
 	return tcfs_db_sync(s->db);

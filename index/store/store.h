@@ -84,6 +84,13 @@ int tcfs_store_keeps_unlinked(const struct tcfs_store *s);
  * change commits alone (tcfs_db_commit_alone_when). */
 void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
 		      void *ctx);
+/* Sets the index up for a writer of many files in big batches (an
+ * import): a page cache that holds what a batch changes, so that no page
+ * is written out and written again within one, and checkpoints only past
+ * a WAL of 64 MiB, so that pages every batch changes (the indexes keyed
+ * by random names: blobs, keys) reach index.db once for several batches.
+ * Takes up to 128 MiB of memory. */
+int tcfs_store_bulk(struct tcfs_store *s);
 /* Whether the index is into the second half of the reserve that blobs
  * leave it (space.h): changes then commit alone, and the mount logs no
  * probes. */

@@ -108,7 +108,7 @@ if [ $prune_ok = 1 ]; then
 else
 	echo "  prune: n/a"
 fi
-row "import / cp -a (throughput)" import_r "" ">= 0.8" "b >= 0.8"
+row "import / cp -a >= 1.0" import_r "" ">= 1.0" "b >= 1"
 row "gc (us per file)" gc "" "<= 1.5x of 1000" "b <= 1.5 * a"
 row "fsck (us per file)" fsck "" "<= 1.5x of 1000" "b <= 1.5 * a"
 row "ls / (tcfs over ext4)" ls_r "" "<= 2x plain ls" "b <= 2"

@@ -235,3 +235,39 @@ check_eq "round trip: logical_bytes differs from the original only by the group 
 tcfs export --store "$T_TMP/store-rt" "$T_TMP/export-rt"
 check_rc "export of the round-tripped store exits 0" 0
 check_export "the round-tripped export equals the fixtures" "$T_TMP/export-rt" "$BIG" "$BIG2"
+
+# --- a store on a file system without O_TMPFILE ---------------------------------
+
+# New blobs are made unnamed (O_TMPFILE) where the file system can, and by
+# name under STORE/staging where it cannot: FUSE file systems, this one's
+# own mount among them, answer EOPNOTSUPP.  The store there must come out
+# the same.
+notmp_store() {
+	local M=$T_TMP/notmp-mnt
+	mkdir -p "$M"
+	at_exit "fusermount3 -uz '$M'"
+	tcfs mount --store "$T_TMP/notmp-under" "$M"
+	check_rc "O_TMPFILE-less: a tcfs mount to hold the store" 0
+	mkdir "$M/x"
+	if python3 -c 'import os, sys; os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR)' "$M/x" \
+		2>/dev/null; then
+		skip "O_TMPFILE-less: blobs staged by name" "this kernel's FUSE makes O_TMPFILE files"
+		tcfs umount "$M"
+		return
+	fi
+	tcfs import --json --store "$M/x/store" "$BIG" "$BIG2"
+	check_eq "O_TMPFILE-less: import exits 0 with $FILES files, all new" "0 $FILES $FILES" \
+		"$RC $(json_get "$OUT" files) $(json_get "$OUT" new_files)"
+	tcfs fsck --store "$M/x/store"
+	check_rc "O_TMPFILE-less: fsck of that store exits 0" 0
+	tcfs export --store "$M/x/store" "$T_TMP/export-notmp"
+	check_export "O_TMPFILE-less: its export equals the fixtures" "$T_TMP/export-notmp" \
+		"$BIG" "$BIG2"
+	check_eq "O_TMPFILE-less: nothing left in STORE/staging" "" "$(ls -A "$M/x/store/staging")"
+	tcfs umount "$M"
+}
+if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
+	notmp_store
+else
+	skip "O_TMPFILE-less: blobs staged by name" "no /dev/fuse or fusermount3"
+fi

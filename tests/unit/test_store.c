@@ -9,8 +9,23 @@
 #include "index/base/err.h"
 #include "index/tree/ns.h"
 #include "index/maint/recover.h"
+#include "index/store/db.h"
 #include "index/store/store.h"
 #include "tap.h"
+
+/* The value of a pragma on the store's connection. */
+static int64_t pragma(struct tcfs_store *s, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(tcfs_db_handle(tcfs_store_db(s)), sql, -1, &st,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
 
 static int open_as(const char *dir, int create, int writer, double wait,
 		   struct tcfs_store **s)
@@ -101,6 +116,12 @@ int main(void)
 	tap_eq(tcfs_store_end(a, 0), 0, "a good batch commits");
 	tap_eq(tcfs_ns_lookup(a, TCFS_ROOT_INO, "one", &n), 0,
 	       "and its entry is there");
+
+	/* A bulk writer's batches fit its page cache (import.c). */
+	tap_eq(tcfs_store_bulk(a), 0, "set up for bulk writes");
+	tap_ok(pragma(a, "PRAGMA cache_size") == -131072 &&
+		       pragma(a, "PRAGMA wal_autocheckpoint") == 16384,
+	       "a page cache of 128 MiB, checkpoints past 64 MiB of WAL");
 	tcfs_store_close(a);
 
 	/* A writer that dies leaves neither a lock nor staging files. */
