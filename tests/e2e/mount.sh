@@ -515,3 +515,28 @@ PY
 check_num "a second look at 6000: no more read calls than requests ($((B - A)))" \
 	"$((B - A))" -le 6600
 tcfs umount "$BIG/mnt"
+
+echo "# --- a dir of short and long names lists each once, in pages read in batches"
+# Each readdir page is filled from batches of rows sized to the room left
+# in it (dir.c), whatever the names' lengths.
+LS=$T_TMP/ls-store
+LM=$T_TMP/ls-mnt
+mkdir -p "$LM"
+at_exit "fusermount3 -uz '$LM'"
+tcfs mount --store "$LS" "$LM"
+check "3000 names from 1 to 255 bytes, listed each once" python3 - "$LM" <<'PY'
+import os, sys
+d = os.path.join(sys.argv[1], "many")
+os.mkdir(d)
+names = set()
+for i in range(3000):
+    n = ("%d" % i) if i % 3 else ("%d-" % i).ljust(1 + i % 255, "x")
+    open(os.path.join(d, n), "w").close()
+    names.add(n)
+got = os.listdir(d)
+assert len(got) == len(set(got)) == 3000, len(got)
+assert set(got) == names
+root = os.listdir(sys.argv[1])
+assert "many" in root and len(root) == len(set(root)), root
+PY
+tcfs umount "$LM"
