@@ -41,12 +41,10 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	if (n->kind == TCFS_FILE)
 		dirty = size_of(fs, &n, &fresh, &size, &mtime);
 	if (!dirty && n->kind == TCFS_FILE && n->fmt == TCFS_FMT_GROUP) {
-		char *bytes;
-		int rc = fs_render_shown(fs, n, kind, &bytes, &size, &mtime);
+		int rc = fs_render_size(fs, n, kind, &size, &mtime);
 
 		if (rc < 0)
 			return rc;
-		free(bytes);
 	}
 	memset(st, 0, sizeof(*st));
 	st->st_ino = fs_ino_make(kind, n->ino);

@@ -347,61 +347,76 @@ static int left_out(fuse_req_t req, const struct fs_ino *i, uint64_t shadow,
 		tcfs_ns_lookup(fs->store, shadow, name, &n) == 0);
 }
 
-/* A page of dir's children (i's, or with own the user's own dir's, shown
- * as i's; shadow: the own dir whose names i's give way to) from entry
- * from on: *n of them (at most want; SIZE_MAX once the page is full),
- * those left out skipped.  0 or -errno. */
+/* Rows read per entry a page has room for: a listing reads a batch of
+ * rows, then as many more as the rest of the page may take.  Entries take
+ * 32 bytes and more (80 for a Triton key): reading a page's worth of
+ * 32-byte entries read two and a half times the rows a root of key dirs
+ * shows. */
+#define ROW_BYTES 64
+
+/* The children of dir (i's, or with own the user's own dir's, shown as
+ * i's; shadow: the own dir whose names i's give way to) after entry
+ * *from, into the page, those left out skipped, in batches until the page
+ * is full (1) or the dir has no more (0); *from is then the last entry
+ * added.  Or -errno. */
 static int children(fuse_req_t req, const struct fs_ino *i, uint64_t shadow,
-		    uint64_t own, uint64_t from, size_t want, char *buf,
-		    size_t size, size_t *used, size_t *n)
+		    uint64_t own, uint64_t *from, char *buf, size_t size,
+		    size_t *used)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	struct tcfs_node *kids = NULL;
 	uint64_t dir = own ? own : i->row;
-	int rc = tcfs_ns_list(fs->store, dir, from, want, &kids, n);
+	int rc = 0, full = 0;
+	size_t n, want;
 
-	for (size_t k = 0; rc == 0 && k < *n; k++) {
-		struct stat st = { 0 };
-		size_t len;
+	do {
+		struct tcfs_node *kids = NULL;
 
-		if (left_out(req, i, shadow, kids[k].name))
-			continue;
-		st.st_ino = fs_ino_make(i->kind, kids[k].ino);
-		st.st_mode = fs_type(kids[k].kind);
-		len = fuse_add_direntry(req, buf + *used, size - *used,
+		want = (size - *used) / ROW_BYTES + 1;
+		rc = tcfs_ns_list(fs->store, dir, *from, want, &kids, &n);
+		for (size_t k = 0; rc == 0 && k < n && !full; k++) {
+			struct stat st = { 0 };
+			size_t len = 0;
+
+			if (!left_out(req, i, shadow, kids[k].name)) {
+				st.st_ino = fs_ino_make(i->kind, kids[k].ino);
+				st.st_mode = fs_type(kids[k].kind);
+				len = fuse_add_direntry(
+					req, buf + *used, size - *used,
 					kids[k].name, &st,
 					own ? OWN_COOKIE(kids[k].entry)
 					    : (off_t)kids[k].entry + 2);
-		if (len > size - *used) {
-			*n = SIZE_MAX;	/* full: no views after it */
-			break;
+				full = len > size - *used;
+			}
+			if (!full) {
+				*used += len;
+				*from = kids[k].entry;
+			}
 		}
-		*used += len;
-	}
-	free(kids);
-	return rc;
+		free(kids);
+	} while (rc == 0 && !full && n == want);
+	return rc < 0 ? rc : full;
 }
 
 /* The store entries of a listing from off on: i's own, then those of
- * the requester's own dir there (users.c). */
+ * the requester's own dir there (users.c).  1 when the page is full. */
 static int listing(fuse_req_t req, const struct fs_ino *i, off_t off,
-		   size_t want, char *buf, size_t size, size_t *used,
-		   size_t *n)
+		   char *buf, size_t size, size_t *used)
 {
-	uint64_t own = 0;
+	uint64_t own = 0, from;
 	int has_own = fs_users_own_dir(req, i->row, &own), rc = 0;
 
 	if (off < OWN_COOKIE(0)) {
-		rc = children(req, i, has_own ? own : 0, 0,
-			      (uint64_t)off - 2, want, buf, size, used, n);
-		if (rc < 0 || *n >= want || !has_own)
+		from = (uint64_t)off - 2;
+		rc = children(req, i, has_own ? own : 0, 0, &from, buf, size,
+			      used);
+		if (rc != 0 || !has_own)
 			return rc;
 		off = OWN_COOKIE(0);
 	}
 	if (!has_own)
 		return 0;
-	return children(req, i, 0, own, (uint64_t)(off - OWN_COOKIE(0)),
-			want, buf, size, used, n);
+	from = (uint64_t)(off - OWN_COOKIE(0));
+	return children(req, i, 0, own, &from, buf, size, used);
 }
 
 /*
@@ -415,11 +430,11 @@ void fs_row_readdir(fuse_req_t req, const struct fs_ino *i, size_t size,
 		    off_t off)
 {
 	struct tcfs_fs *fs = fs_of(req);
-	size_t n = 0, used = 0, want = size / 32 + 1;
+	size_t used = 0;
 	struct tcfs_node dir;
 	uint64_t k = 0;
 	char *buf = NULL;
-	int rc = tcfs_ns_get(fs->store, i->row, &dir);
+	int rc = tcfs_ns_get(fs->store, i->row, &dir), full = 0;
 
 	if (rc == 0 && dir.kind != TCFS_DIR)
 		rc = -ENOTDIR;
@@ -429,8 +444,9 @@ void fs_row_readdir(fuse_req_t req, const struct fs_ino *i, size_t size,
 		if (off >= FS_VIEW_COOKIE(0))
 			k = (uint64_t)(off - FS_VIEW_COOKIE(0));
 		else
-			rc = listing(req, i, off, want, buf, size, &used, &n);
-		if (rc == 0 && n < want &&
+			rc = listing(req, i, off, buf, size, &used);
+		full = rc > 0;
+		if (rc >= 0 && !full &&
 		    i->kind == FS_KIND_STORE && i->row == TCFS_ROOT_INO)
 			used += fs_view_root_entries(req, buf + used,
 						     size - used, &k);

@@ -231,6 +231,10 @@ int fs_render(struct tcfs_fs *fs, const struct tcfs_node *n,
 int fs_render_shown(struct tcfs_fs *fs, const struct tcfs_node *n,
 		    enum fs_kind kind, char **out, size_t *len,
 		    int64_t *mtime_ns);
+/* The size of fs_render_shown's rendering (*mtime_ns as there), without
+ * its bytes: kept for many more inodes than the bytes are. */
+int fs_render_size(struct tcfs_fs *fs, const struct tcfs_node *n,
+		   enum fs_kind kind, uint64_t *size, int64_t *mtime_ns);
 /* The key dir a node lies in (itself, for a key dir), for rendering its
  * group files: the nearest by tcfs_kernel_key_dir_at, else the node's own
  * dir. */

@@ -1,6 +1,7 @@
 /*
  * tcfs list: one row per kernel, with its use as the mount saw it.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "index/base/json.h"
 #include "index/model/kernel.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
@@ -67,7 +69,10 @@ static int cmp(const void *pa, const void *pb, void *arg)
 		c = cmp_u((uint64_t)a->k.created_ns, (uint64_t)b->k.created_ns);
 		break;
 	}
-	return c ? c : strcmp(a->k.key, b->k.key);
+	/* Total, as rows come in no order: a key dir may hold two. */
+	c = c ? c : strcmp(a->k.key, b->k.key);
+	c = c ? c : strcmp(a->k.name, b->k.name);
+	return c ? c : (a->k.grp_ino > b->k.grp_ino) - (a->k.grp_ino < b->k.grp_ino);
 }
 
 static void target(const struct tcfs_kernel *k, char *buf, size_t len)
@@ -78,66 +83,102 @@ static void target(const struct tcfs_kernel *k, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
-/* The kernel's cache root ("" for the top); "?" if it cannot be read. */
-static void root_of(struct tcfs_store *s, const struct tcfs_kernel *k,
-		    char *buf, size_t len)
+/* Cache roots already read, by inode: a store has few (the top, a cache
+ * below it, users' own dirs), and reading each kernel's from the index
+ * took a quarter of a list of 100,000. */
+#define ROOTS 16
+
+struct root {
+	uint64_t ino;	/* 0: none yet */
+	int bad;	/* could not be read: "?" */
+	char path[PATH_MAX];
+};
+
+struct roots {
+	struct root slot[ROOTS];
+};
+
+/* The kernel's cache root ("" for the top); "?" if it cannot be read.
+ * Owned by r, until the next call. */
+static const char *root_of(struct tcfs_store *s, struct roots *r,
+			   const struct tcfs_kernel *k)
 {
-	if (tcfs_kernel_root(s, k->dir_ino, buf, len) < 0)
-		snprintf(buf, len, "?");
-}
+	struct root *e = &r->slot[k->root_ino % ROOTS];
 
-static int print_json(struct tcfs_store *s, const struct tcfs_kernel_use *u,
-		      size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	for (size_t i = 0; a && i < n; i++) {
-		const struct tcfs_kernel *k = &u[i].k;
-		cJSON *o = cJSON_CreateObject();
-		char t[80], root[PATH_MAX];
-
-		target(k, t, sizeof(t));
-		root_of(s, k, root, sizeof(root));
-		cJSON_AddStringToObject(o, "name", k->name);
-		cJSON_AddStringToObject(o, "key", k->key);
-		cJSON_AddStringToObject(o, "target", t);
-		cJSON_AddStringToObject(o, "backend", k->backend);
-		cJSON_AddStringToObject(o, "arch", k->arch);
-		cJSON_AddNumberToObject(o, "num_warps", (double)k->num_warps);
-		cJSON_AddNumberToObject(o, "num_stages", (double)k->num_stages);
-		cJSON_AddNumberToObject(o, "size", (double)k->total_bytes);
-		cJSON_AddNumberToObject(o, "files", (double)u[i].files);
-		cJSON_AddNumberToObject(o, "hits", (double)u[i].hits);
-		cJSON_AddNumberToObject(o, "misses", (double)u[i].misses);
-		if (u[i].last_hit_ns)
-			cJSON_AddNumberToObject(o, "last_hit",
-						(double)u[i].last_hit_ns / 1e9);
-		else
-			cJSON_AddNullToObject(o, "last_hit");
-		cJSON_AddNumberToObject(o, "created",
-					(double)k->created_ns / 1e9);
-		cJSON_AddStringToObject(o, "root", root);
-		if (k->uid >= 0)
-			cJSON_AddNumberToObject(o, "writer", (double)k->uid);
-		else
-			cJSON_AddNullToObject(o, "writer");
-		/* Who may load it: everyone, or the user who wrote it. */
-		if (k->own_uid < 0)
-			cJSON_AddStringToObject(o, "visibility", "shared");
-		else
-			cJSON_AddNumberToObject(o, "visibility",
-						(double)k->own_uid);
-		/* Where it came from: here, import, unpack, remote. */
-		if (k->origin[0])
-			cJSON_AddStringToObject(o, "origin", k->origin);
-		else
-			cJSON_AddNullToObject(o, "origin");
-		cJSON_AddItemToArray(a, o);
+	if (e->ino != k->root_ino || !e->ino) {
+		e->ino = k->root_ino;
+		e->bad = tcfs_kernel_root_at(s, k->root_ino, e->path,
+					     sizeof(e->path)) < 0;
 	}
-	return cli_print_json(a);
+	return e->bad ? "?" : e->path;
 }
 
-static void print_text(struct tcfs_store *s,
+/* One kernel as an element of list --json's array. */
+static cJSON *kernel_json(const struct tcfs_kernel_use *u, const char *root)
+{
+	const struct tcfs_kernel *k = &u->k;
+	cJSON *o = cJSON_CreateObject();
+	char t[80];
+
+	target(k, t, sizeof(t));
+	cJSON_AddStringToObject(o, "name", k->name);
+	cJSON_AddStringToObject(o, "key", k->key);
+	cJSON_AddStringToObject(o, "target", t);
+	cJSON_AddStringToObject(o, "backend", k->backend);
+	cJSON_AddStringToObject(o, "arch", k->arch);
+	cJSON_AddNumberToObject(o, "num_warps", (double)k->num_warps);
+	cJSON_AddNumberToObject(o, "num_stages", (double)k->num_stages);
+	cJSON_AddNumberToObject(o, "size", (double)k->total_bytes);
+	cJSON_AddNumberToObject(o, "files", (double)u->files);
+	cJSON_AddNumberToObject(o, "hits", (double)u->hits);
+	cJSON_AddNumberToObject(o, "misses", (double)u->misses);
+	if (u->last_hit_ns)
+		cJSON_AddNumberToObject(o, "last_hit",
+					(double)u->last_hit_ns / 1e9);
+	else
+		cJSON_AddNullToObject(o, "last_hit");
+	cJSON_AddNumberToObject(o, "created", (double)k->created_ns / 1e9);
+	cJSON_AddStringToObject(o, "root", root);
+	if (k->uid >= 0)
+		cJSON_AddNumberToObject(o, "writer", (double)k->uid);
+	else
+		cJSON_AddNullToObject(o, "writer");
+	/* Who may load it: everyone, or the user who wrote it. */
+	if (k->own_uid < 0)
+		cJSON_AddStringToObject(o, "visibility", "shared");
+	else
+		cJSON_AddNumberToObject(o, "visibility", (double)k->own_uid);
+	/* Where it came from: here, import, unpack, remote. */
+	if (k->origin[0])
+		cJSON_AddStringToObject(o, "origin", k->origin);
+	else
+		cJSON_AddNullToObject(o, "origin");
+	return o;
+}
+
+/* The array an element at a time: one document of 100,000 objects (two
+ * million cJSON nodes) cost more than the query behind it. */
+static int print_json(struct tcfs_store *s, struct roots *roots,
+		      const struct tcfs_kernel_use *u, size_t n)
+{
+	fputs(n ? "[" : "[]\n", stdout);
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = kernel_json(&u[i], root_of(s, roots, &u[i].k));
+		char *text = o && tcfs_json_sanitize(o) == 0
+				     ? cJSON_PrintUnformatted(o) : NULL;
+
+		cJSON_Delete(o);
+		if (!text) {
+			fprintf(stderr, "tcfs: out of memory building JSON\n");
+			return CLI_FAIL;
+		}
+		printf("%s%s", text, i + 1 < n ? ",\n" : "]\n");
+		free(text);
+	}
+	return CLI_OK;
+}
+
+static void print_text(struct tcfs_store *s, struct roots *roots,
 		       const struct tcfs_kernel_use *u, size_t n)
 {
 	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %-19s %-6s "
@@ -147,12 +188,11 @@ static void print_text(struct tcfs_store *s,
 	for (size_t i = 0; i < n; i++) {
 		const struct tcfs_kernel *k = &u[i].k;
 		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
-		char shown[TCFS_UTF8_SHOW_MAX], root[PATH_MAX];
-		char rshown[4 * PATH_MAX];
+		char shown[TCFS_UTF8_SHOW_MAX], rshown[4 * PATH_MAX];
+		const char *root = root_of(s, roots, k);
 		char t[80], size[32], last[32], made[32], vis[24];
 
 		target(k, t, sizeof(t));
-		root_of(s, k, root, sizeof(root));
 		if (u[i].last_hit_ns)
 			cli_time(u[i].last_hit_ns, last, sizeof(last));
 		else
@@ -195,6 +235,7 @@ static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
 	       int64_t unused, enum sort sort_by)
 {
 	struct tcfs_kernel_use *u = NULL;
+	struct roots *roots;
 	struct tcfs_store *s;
 	size_t n = 0;
 	int rc;
@@ -212,10 +253,15 @@ static int run(const struct cli_common *co, const struct tcfs_kernel_filter *f,
 		n = tcfs_kernel_unused_since(u, n, unused);
 	if (n > 1)
 		qsort_r(u, n, sizeof(*u), cmp, &sort_by);
-	if (co->json)
-		rc = print_json(s, u, n) == CLI_OK ? 0 : -1;
+	roots = calloc(1, sizeof(*roots));
+	if (!roots) {
+		cli_lib_err("list", -ENOMEM, tcfs_store_path(s));
+		rc = -ENOMEM;
+	} else if (co->json)
+		rc = print_json(s, roots, u, n) == CLI_OK ? 0 : -1;
 	else
-		print_text(s, u, n);
+		print_text(s, roots, u, n);
+	free(roots);
 	free(u);
 	tcfs_store_close(s);
 	return rc < 0 ? CLI_FAIL : CLI_OK;

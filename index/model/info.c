@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/blob/cas.h"
+#include "index/blob/census.h"
 #include "index/store/db.h"
 #include "index/store/store.h"
 
@@ -19,15 +19,6 @@ static const char sql_nodes[] =
 static const char sql_targets[] =
 	"SELECT coalesce(backend, ''), coalesce(arch, ''), count(*),"
 	" sum(total_bytes) FROM kernels GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2";
-
-static int add_blob(void *ctx, const struct tcfs_cas_entry *e)
-{
-	struct tcfs_info *info = ctx;
-
-	info->blobs++;
-	info->stored_bytes += e->size;
-	return 0;
-}
 
 static int count_nodes(struct tcfs_db *db, struct tcfs_info *info)
 {
@@ -65,6 +56,7 @@ static int fill_target(void *ctx, void *elem, sqlite3_stmt *st)
 
 int tcfs_info_get(struct tcfs_store *s, struct tcfs_info *out)
 {
+	struct tcfs_census blobs = { 0 };
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -74,7 +66,9 @@ int tcfs_info_get(struct tcfs_store *s, struct tcfs_info *out)
 				     fill_target, out, &out->targets,
 				     &out->ntargets, sql_targets, "");
 	if (rc == 0)
-		rc = tcfs_cas_foreach(tcfs_store_cas(s), add_blob, out);
+		rc = tcfs_census_objects(tcfs_store_path(s), 0, &blobs);
+	out->blobs = blobs.files;
+	out->stored_bytes = blobs.bytes;
 	if (rc < 0)
 		tcfs_info_free(out);
 	return rc;

@@ -44,9 +44,9 @@ static const char sql_upsert[] =
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
 	" k.created, k.origin, g.uid,"                                       \
-	" (SELECT r.name FROM nodes r WHERE r.ino = d.parent)"
+	" (SELECT r.name FROM nodes r WHERE r.ino = d.parent), d.parent"
 /* Columns of KERNEL_ROW: what a query adds comes after them. */
-#define KERNEL_COLS 19
+#define KERNEL_COLS 20
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -54,14 +54,19 @@ static const char sql_upsert[] =
 static const char sql_list[] =
 	KERNEL_ROW KERNEL_FROM " ORDER BY d.name, k.name";
 
-static const char sql_uses[] =
-	KERNEL_ROW ","
-	" (SELECT count(*) FROM nodes f WHERE f.parent = g.parent"
-	"  AND f.kind = 'f'),"
-	" coalesce(p.hits, 0), coalesce(p.misses, 0), coalesce(p.last_hit, 0)"
-	KERNEL_FROM
-	" LEFT JOIN probe_counts p ON p.key = d.name AND p.name = k.name"
-	" AND p.kind = 'kernel' ORDER BY d.name, k.name";
+/* Every kernel with its use, in no order: sorting 100,000 rows as wide
+ * as these took SQLite half of what tcfs list takes, and list sorts them
+ * its own way anyway.  Walked one at a time, they come by key dir. */
+#define USES                                                                \
+	KERNEL_ROW ","                                                       \
+	" (SELECT count(*) FROM nodes f WHERE f.parent = g.parent"           \
+	"  AND f.kind = 'f'),"                                               \
+	" coalesce(p.hits, 0), coalesce(p.misses, 0), coalesce(p.last_hit, 0)" \
+	KERNEL_FROM                                                          \
+	" LEFT JOIN probe_counts p ON p.key = d.name AND p.name = k.name"    \
+	" AND p.kind = 'kernel'"
+static const char sql_uses[] = USES;
+static const char sql_each_use[] = USES " ORDER BY d.name, k.name";
 
 static const char sql_get[] =
 	KERNEL_ROW KERNEL_FROM " WHERE k.grp_ino = ?";
@@ -244,12 +249,15 @@ int tcfs_kernel_root(struct tcfs_store *s, uint64_t dir, char *buf,
 	struct tcfs_node d;
 	int rc = tcfs_ns_get(s, dir, &d);
 
+	return rc < 0 ? rc : tcfs_kernel_root_at(s, d.parent, buf, len);
+}
+
+int tcfs_kernel_root_at(struct tcfs_store *s, uint64_t root, char *buf,
+			size_t len)
+{
 	assert(len > 0);
-	if (rc < 0)
-		return rc;
 	buf[0] = '\0';
-	return d.parent == TCFS_ROOT_INO ? 0
-					 : tcfs_ns_path(s, d.parent, buf, len);
+	return root == TCFS_ROOT_INO ? 0 : tcfs_ns_path(s, root, buf, len);
 }
 
 /* Recomputes the rows of the group files in dir, a key dir. */
@@ -356,12 +364,13 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, KERNEL_COLS - 3, NULL));
-	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 2);
+		 tcfs_db_text(st, KERNEL_COLS - 4, NULL));
+	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 3);
 	/* A user's own kernel is in that user's own dir (fs/users.c). */
 	k->own_uid = -1;
-	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 1, NULL), &own))
+	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 2, NULL), &own))
 		k->own_uid = own;
+	k->root_ino = (uint64_t)sqlite3_column_int64(st, KERNEL_COLS - 1);
 }
 
 /* ctx: the filter; a kernel it does not match is skipped. */
@@ -439,7 +448,7 @@ int tcfs_kernel_each_use(struct tcfs_store *s,
 			 void *ctx)
 {
 	struct each_use e = { f, cb, ctx };
-	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql_uses,
+	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql_each_use,
 			      "");
 
 	return rc < 0 ? rc : 0;

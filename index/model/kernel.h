@@ -47,6 +47,7 @@ struct tcfs_kernel {
 				 * is (on a cache many users share) */
 	int64_t uid;		/* who wrote its group file (ns.h's owner):
 				 * -1 whoever mounts the store */
+	uint64_t root_ino;	/* its cache root: the key dir's parent */
 };
 
 /* NULL fields match anything.  name is a glob (fnmatch); arch matches
@@ -71,6 +72,10 @@ int tcfs_kernel_is_key_dir(struct tcfs_store *s, uint64_t dir, int *yes);
  * ("triton/0"), "" for a key dir at the top. */
 int tcfs_kernel_root(struct tcfs_store *s, uint64_t dir, char *buf,
 		     size_t len);
+/* The same from the cache root's own inode (struct tcfs_kernel's
+ * root_ino), without a read of the key dir. */
+int tcfs_kernel_root_at(struct tcfs_store *s, uint64_t root, char *buf,
+			size_t len);
 
 /* Recomputes the rows of every group file in dir, a key dir; for any other dir, drops its rows.  Cheap when dir has none. */
 int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
@@ -107,9 +112,10 @@ struct tcfs_kernel_use {
 	int64_t last_hit_ns;	/* 0: never hit */
 };
 
-/* The same, one at a time: cb (a negative return stops the walk and is
- * returned) sees each, owned by the walk; for callers that keep little of
- * each of 100,000 kernels. */
+/* Every kernel matching f (NULL: all) with its use, one at a time, by key
+ * and name: cb (a negative return stops the walk and is returned) sees
+ * each, owned by the walk; for callers that keep little of each of
+ * 100,000 kernels. */
 int tcfs_kernel_each_use(struct tcfs_store *s,
 			 const struct tcfs_kernel_filter *f,
 			 int (*cb)(void *ctx, const struct tcfs_kernel_use *u),
@@ -136,8 +142,9 @@ int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u);
 size_t tcfs_kernel_unused_since(struct tcfs_kernel_use *u, size_t n,
 				int64_t t_ns);
 
-/* Every kernel matching f (NULL: all) with its use, ordered by key and
- * name.  *out is owned by the caller (free()). */
+/* Every kernel matching f (NULL: all) with its use, in no order (the
+ * caller sorts them as it shows them).  *out is owned by the caller
+ * (free()). */
 int tcfs_kernel_uses(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 		     struct tcfs_kernel_use **out, size_t *n);
 

@@ -3,22 +3,44 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "index/store/db.h"
 
-/* A day of lookups in a big cache touches far fewer nodes; past this the
- * cache starts again rather than grow (about 350 bytes a node). */
-#define NODECACHE_MAX (1u << 16)
-#define NODECACHE_BUCKETS (1u << 16)
+/* Room for every key dir and group file of a cache of 100,000 kernels,
+ * each of which a probe reads (with fewer, the cache started again every
+ * 65,536 nodes and a probe of such a cache read the index instead, at
+ * twice the cost); past this it starts again rather than grow.  About 200
+ * bytes a node: its name is kept at its length, not TCFS_NAME_MAX's. */
+#define NODECACHE_MAX (1u << 18)
+#define NODECACHE_BUCKETS (1u << 18)
+
+/* A node, less the unused end of its name. */
+#define NODE_HEAD offsetof(struct tcfs_node, name)
+#define NODE_TAIL_AT (NODE_HEAD + sizeof(((struct tcfs_node *)0)->name))
+#define NODE_TAIL (sizeof(struct tcfs_node) - NODE_TAIL_AT)
 
 struct entry {
-	struct tcfs_node n;
 	struct entry *next_ino;	/* chain in by_ino */
 	struct entry *next_name;	/* chain in by_name */
+	uint64_t entry, parent;		/* the node's, searched by */
+	unsigned char head[NODE_HEAD];	/* the node's fields around name */
+	unsigned char tail[NODE_TAIL];
+	char name[];			/* NUL-terminated */
 };
+
+static void node_of(const struct entry *e, struct tcfs_node *out)
+{
+	size_t len = strlen(e->name);
+
+	memcpy(out, e->head, NODE_HEAD);
+	memcpy(out->name, e->name, len);
+	memset(out->name + len, 0, sizeof(out->name) - len);
+	memcpy((unsigned char *)out + NODE_TAIL_AT, e->tail, NODE_TAIL);
+}
 
 struct tcfs_nodecache {
 	struct tcfs_db *db;
@@ -61,12 +83,12 @@ static void drop(struct tcfs_nodecache *c, uint64_t ino)
 {
 	struct entry **link = &c->by_ino[ino_bucket(ino)], *e;
 
-	while (*link && (*link)->n.entry != ino)
+	while (*link && (*link)->entry != ino)
 		link = &(*link)->next_ino;
 	if (!(e = *link))
 		return;
 	*link = e->next_ino;
-	link = &c->by_name[name_bucket(e->n.parent, e->n.name)];
+	link = &c->by_name[name_bucket(e->parent, e->name)];
 	while (*link != e)
 		link = &(*link)->next_name;
 	*link = e->next_name;
@@ -120,8 +142,8 @@ int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
 {
 	assert(tcfs_db_held(c->db));
 	for (struct entry *e = c->by_ino[ino_bucket(ino)]; e; e = e->next_ino)
-		if (e->n.entry == ino) {
-			*out = e->n;
+		if (e->entry == ino) {
+			node_of(e, out);
 			return 1;
 		}
 	return 0;
@@ -134,8 +156,8 @@ int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
 
 	assert(tcfs_db_held(c->db));
 	for (; e; e = e->next_name)
-		if (e->n.parent == parent && strcmp(e->n.name, name) == 0) {
-			*out = e->n;
+		if (e->parent == parent && strcmp(e->name, name) == 0) {
+			node_of(e, out);
 			return 1;
 		}
 	return 0;
@@ -144,20 +166,26 @@ int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
 void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n)
 {
 	struct entry *e;
-	size_t b;
+	size_t b, len;
 
 	assert(tcfs_db_held(c->db));
 	drop(c, n->entry);
 	if (c->count >= NODECACHE_MAX)
 		clear(c);
-	e = malloc(sizeof(*e));
+	len = strnlen(n->name, sizeof(n->name) - 1);
+	e = malloc(sizeof(*e) + len + 1);
 	if (!e)
 		return;		/* a cache may always forget */
-	e->n = *n;
+	e->entry = n->entry;
+	e->parent = n->parent;
+	memcpy(e->head, n, NODE_HEAD);
+	memcpy(e->tail, (const unsigned char *)n + NODE_TAIL_AT, NODE_TAIL);
+	memcpy(e->name, n->name, len);
+	e->name[len] = '\0';
 	b = ino_bucket(n->entry);
 	e->next_ino = c->by_ino[b];
 	c->by_ino[b] = e;
-	b = name_bucket(n->parent, n->name);
+	b = name_bucket(e->parent, e->name);
 	e->next_name = c->by_name[b];
 	c->by_name[b] = e;
 	c->count++;

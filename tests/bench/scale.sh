@@ -5,7 +5,8 @@
 #   mount      wall time of `tcfs mount` until it serves (median of 3)
 #   rss        the daemon's resident memory after every kernel was probed
 #   hit, miss  median latency of one probe (a stat of KEY/__grp__NAME.json)
-#   info, list, stats, prune --dry-run --unused-since 1d (mounted)
+#   info, list, list --json, stats, prune --dry-run --unused-since 1d
+#              (mounted)
 #   import     throughput against `cp -a` (+ sync) of the same tree
 #   gc, fsck   time per file
 #   ls         `ls` of the mount's root against `ls` of the same N key
@@ -78,6 +79,7 @@ for n in 1000 "$big"; do
 	T[$n,ls_r]=$(calc "${T[$n,ls]} / ${T[$n,plain_ls]}" %.2f)
 	T[$n,info]=$(secs 3 "$tcfs" info --store "$store")
 	T[$n,list]=$(secs 3 "$tcfs" list --store "$store")
+	T[$n,list_json]=$(secs 3 "$tcfs" list --json --store "$store")
 	T[$n,stats]=$(secs 3 "$tcfs" stats --store "$store")
 	if [ $prune_ok = 1 ]; then
 		T[$n,prune]=$(secs 3 "$tcfs" prune --dry-run --unused-since 1d --store "$store")
@@ -98,19 +100,20 @@ row() {
 }
 row "mount" mount s "<= 1 s" "b <= 1"
 row "daemon RSS, all probed" rss M "<= 256 MB" "b <= 256"
-row "probe, hit (us)" hit "" "<= 1.5x of 1000" "b <= 1.5 * a"
-row "probe, miss (us)" miss "" "<= 1.5x of 1000" "b <= 1.5 * a"
-row "tcfs info" info s "<= 2 s" "b <= 2"
+row "probe, hit (us)" hit "" "<= 1.3x of 1000" "b <= 1.3 * a"
+row "probe, miss (us)" miss "" "<= 1.3x of 1000" "b <= 1.3 * a"
+row "tcfs info" info s "<= 1 s" "b <= 1"
 row "tcfs list" list s "<= 2 s" "b <= 2"
-row "tcfs stats" stats s "<= 2 s" "b <= 2"
+row "tcfs list --json" list_json s "<= 1 s" "b <= 1"
+row "tcfs stats" stats s "<= 1 s" "b <= 1"
 if [ $prune_ok = 1 ]; then
-	row "tcfs prune --dry-run" prune s "<= 2 s" "b <= 2"
+	row "tcfs prune --dry-run" prune s "<= 1 s" "b <= 1"
 else
 	echo "  prune: n/a"
 fi
 row "import / cp -a >= 1.0" import_r "" ">= 1.0" "b >= 1"
 row "gc (us per file)" gc "" "<= 1.5x of 1000" "b <= 1.5 * a"
 row "fsck (us per file)" fsck "" "<= 1.5x of 1000" "b <= 1.5 * a"
-row "ls / (tcfs over ext4)" ls_r "" "<= 2x plain ls" "b <= 2"
+row "ls / (tcfs over ext4)" ls_r "" "<= 1.5x plain ls" "b <= 1.5"
 printf '  (import %ss and cp -a %ss at %d; ls of the root %ss, plain %ss)\n' \
 	"${T[$big,import]}" "${T[$big,cp]}" "$big" "${T[$big,ls]}" "${T[$big,plain_ls]}"

@@ -483,3 +483,60 @@ check "the new store is created beside it, not under /" \
 	test -f "$T_TMP/rel/new-store/index.db"
 (cd "$T_TMP/rel" && "$TCFS" umount mnt)
 check_rc "tcfs umount mnt" 0
+
+echo "# --- a probe of a big cache reads no blob once its group file's size is known"
+# A lookup answers with the group file's size as rendered for this mount,
+# and a cache of more kernels than renderings kept (4,096) read and
+# rendered the template again at nearly every probe.  Counted by the
+# daemon's read calls (/proc/PID/io): one per request, and no more.
+BIG=$T_TMP/bigcache
+python3 "$(dirname "$0")/../bench/gen_kernels.py" \
+	"$(fixture_top triton-3.6-multitarget.tgz big)" 6000 "$BIG/src"
+tcfs import -q --store "$BIG/store" "$BIG/src"
+mkdir -p "$BIG/mnt"
+at_exit "fusermount3 -uz '$BIG/mnt'"
+tcfs mount --store "$BIG/store" "$BIG/mnt"
+(cd "$BIG/src" && ls -d -- */__grp__*) > "$BIG/grps"
+read_calls() {
+	awk '$1 == "syscr:" { print $2 }' "/proc/$(daemon_pid "$BIG/store")/io"
+}
+(cd "$BIG/mnt" && xargs stat -c '%n %s' < "$BIG/grps") > "$BIG/first"
+A=$(read_calls)
+(cd "$BIG/mnt" && xargs stat -c '%n %s' < "$BIG/grps") > "$BIG/second"
+B=$(read_calls)
+check_eq "6000 group files: the same sizes twice" "$(cat "$BIG/first")" "$(cat "$BIG/second")"
+check "... and each as many bytes as a read gives" python3 - "$BIG/mnt" "$BIG/first" <<'PY'
+import os, sys
+for line in open(sys.argv[2]):
+    path, size = line.rsplit(" ", 1)
+    with open(os.path.join(sys.argv[1], path), "rb") as f:
+        assert len(f.read()) == int(size), path
+PY
+check_num "a second look at 6000: no more read calls than requests ($((B - A)))" \
+	"$((B - A))" -le 6600
+tcfs umount "$BIG/mnt"
+
+echo "# --- a dir of short and long names lists each once, in pages read in batches"
+# Each readdir page is filled from batches of rows sized to the room left
+# in it (dir.c), whatever the names' lengths.
+LS=$T_TMP/ls-store
+LM=$T_TMP/ls-mnt
+mkdir -p "$LM"
+at_exit "fusermount3 -uz '$LM'"
+tcfs mount --store "$LS" "$LM"
+check "3000 names from 1 to 255 bytes, listed each once" python3 - "$LM" <<'PY'
+import os, sys
+d = os.path.join(sys.argv[1], "many")
+os.mkdir(d)
+names = set()
+for i in range(3000):
+    n = ("%d" % i) if i % 3 else ("%d-" % i).ljust(1 + i % 255, "x")
+    open(os.path.join(d, n), "w").close()
+    names.add(n)
+got = os.listdir(d)
+assert len(got) == len(set(got)) == 3000, len(got)
+assert set(got) == names
+root = os.listdir(sys.argv[1])
+assert "many" in root and len(root) == len(set(root)), root
+PY
+tcfs umount "$LM"

@@ -10,6 +10,55 @@
 #include "index/store/store.h"
 #include "tap.h"
 
+/* A cache of 100,000 kernels: a key dir and a group file each, which
+ * every probe reads, all kept (the cache started again every 65,536
+ * nodes, and a probe of such a cache read the index instead); and each
+ * node back as it was put, to its name's last byte. */
+static void big(struct tcfs_store *s)
+{
+	struct tcfs_nodecache *c = tcfs_store_nodecache(s);
+	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_node n, got, first;
+	int all = 1;
+
+	memset(&n, 0, sizeof(n));
+	n.kind = TCFS_FILE;
+	n.mode = 0644;
+	n.uid = 1000;
+	n.gid = -1;
+	n.size = 12345;
+	n.mtime_ns = 1;
+	n.ctime_ns = 2;
+	n.nlink = 1;
+	n.fmt = TCFS_FMT_GROUP;
+	tcfs_hash_buf("x", 1, &n.blob);
+	tcfs_db_lock(db);
+	for (uint64_t i = 0; i < 200000; i++) {
+		n.ino = n.entry = 1000000 + i;
+		n.parent = 7 + i / 2;
+		snprintf(n.name, sizeof(n.name), "%0*llu", i ? 40 : 255,
+			 (unsigned long long)i);
+		if (i == 0)
+			first = n;
+		tcfs_nodecache_put(c, &n);
+	}
+	memset(&got, 0xa5, sizeof(got));
+	tap_ok(tcfs_nodecache_get(c, first.ino, &got) &&
+		       memcmp(&got, &first, sizeof(got)) == 0,
+	       "200,000 nodes kept: the first is still there, as it was put "
+	       "(a name of 255 bytes)");
+	for (uint64_t i = 1; i < 200000 && all; i += 997) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%040llu", (unsigned long long)i);
+		all = tcfs_nodecache_lookup(c, 7 + i / 2, name, &got) &&
+		      got.ino == 1000000 + i && got.size == 12345 &&
+		      strcmp(got.name, name) == 0;
+	}
+	tap_ok(all, "each found by name, with its fields");
+	tcfs_db_unlock(db);
+}
+
 static int cached(struct tcfs_store *s, uint64_t parent, const char *name,
 		  struct tcfs_node *n)
 {
@@ -97,6 +146,8 @@ int main(void)
 	tap_eq(tcfs_ns_rmdir(s, TCFS_ROOT_INO, "KEY2"), 0, "rmdir");
 	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "KEY2", &m), -ENOENT,
 	       "a removed node is not found");
+
+	big(s);
 
 	tap_eq(tcfs_store_open(&r, &rd), 0, "open a reader beside it");
 	tap_ok(tcfs_store_nodecache(rd) == NULL,

@@ -296,6 +296,19 @@ static void test_nested(void)
 	mkfile(inner, "__grp__k.json", "{}");
 	tcfs_kernel_list(s, NULL, &k, &n);
 	tap_eq(n, 3, "nested key dirs are indexed; one inside a key dir not");
+	for (size_t i = 0; i < n; i++) {
+		char at_root[256];
+		struct tcfs_node d;
+
+		tcfs_kernel_root(s, k[i].dir_ino, root, sizeof(root));
+		tcfs_ns_get(s, k[i].dir_ino, &d);
+		tap_eq(k[i].root_ino, d.parent, "a kernel's root_ino: %s's parent",
+		       k[i].key);
+		tap_eq(tcfs_kernel_root_at(s, k[i].root_ino, at_root,
+					   sizeof(at_root)), 0, "root_at");
+		tap_ok(!strcmp(root, at_root), "root_at says what root does (%s)",
+		       root);
+	}
 	free(k);
 	tap_eq(tcfs_kernel_root(s, a, root, sizeof(root)), 0, "root of a");
 	tap_ok(!strcmp(root, "triton/0"), "a's cache root is triton/0");
