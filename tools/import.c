@@ -37,7 +37,9 @@
  * lands whole or not at all.  The indexes keyed by random names (blobs,
  * keys) grow with the store, and a batch changes pages all over them:
  * 1,024 key dirs (8,000 files) write each such page once for several
- * files even at 100,000 kernels (tcfs_store_bulk holds them). */
+ * files even at 100,000 kernels (tcfs_store_bulk holds them).  The key
+ * dir's savepoint is the only one: its rows open none of their own
+ * (tcfs_store_begin_whole). */
 #define BATCH_DIRS 1024
 /* Key dirs between two syncs of the new blobs (durable.h).  Until then
  * each file's blob is noted in table unsynced, keyed by a random name
@@ -507,7 +509,7 @@ static void import_keydir(struct import *im, int dirfd,
 		file_err(im, -errno, path);
 		return;
 	}
-	rc = tcfs_store_begin(im->s);
+	rc = tcfs_store_begin_whole(im->s);
 	if (rc == 0) {
 		im->wait_puts = tcfs_ns_lookup(im->s, parent->ino, name,
 					       &dir) == 0;

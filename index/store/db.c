@@ -36,6 +36,8 @@ struct tcfs_db {
 	int64_t changes_at[DB_DEPTH_MAX];	/* total changes at each begin */
 	int deferred;		/* top-level ends leave COMMIT to tcfs_db_sync */
 	int open;		/* the deferred transaction is open */
+	int whole;		/* depth of a tcfs_db_begin_whole, else 0 */
+	int doomed;		/* the first error of a transaction in it */
 	void (*undo)(void *ctx);	/* see tcfs_db_on_undo */
 	void *undo_ctx;
 	void (*lost)(void *ctx, int rc);	/* see tcfs_db_defer */
@@ -250,11 +252,32 @@ static void db_lost(struct tcfs_db *db, int rc)
 
 static int db_commit_deferred(struct tcfs_db *db);
 
+int tcfs_db_begin_whole(struct tcfs_db *db)
+{
+	int rc = tcfs_db_begin(db);
+
+	if (rc == 0 && !db->whole) {
+		db->whole = db->depth;
+		db->doomed = 0;
+	}
+	return rc;
+}
+
 int tcfs_db_begin(struct tcfs_db *db)
 {
 	int rc = 0;
 
 	tcfs_db_lock(db);
+	if (db->whole && db->depth >= db->whole) {
+		/* Joins it (tcfs_db_begin_whole); after a failure nothing
+		 * more may change it, as SQLite may have ended it. */
+		if (db->doomed) {
+			tcfs_db_unlock(db);
+			return db->doomed;
+		}
+		db->depth++;
+		return 0;
+	}
 	if (db->depth == 0 && db->deferred && db->tight &&
 	    db->tight(db->tight_ctx)) {
 		/* This one commits alone (tcfs_db_end): not open. */
@@ -284,6 +307,17 @@ int tcfs_db_end(struct tcfs_db *db, int rc)
 	/* Only the thread whose begin took the lock may end it, once. */
 	assert(tcfs_db_held(db) && db->depth > 0 && db->held >= db->depth);
 	depth = --db->depth;
+	if (db->whole && depth >= db->whole) {
+		if (rc < 0 && !db->doomed)
+			db->doomed = rc;
+		tcfs_db_unlock(db);
+		return rc;
+	}
+	if (db->whole && depth == db->whole - 1) {
+		db->whole = 0;
+		if (rc >= 0 && db->doomed)
+			rc = db->doomed;
+	}
 	nested = depth > 0 || db->open;
 
 	if (rc >= 0) {

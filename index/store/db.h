@@ -43,6 +43,14 @@ int tcfs_db_held(struct tcfs_db *db);
  * rc, or the commit's error. */
 int tcfs_db_begin(struct tcfs_db *db);
 int tcfs_db_end(struct tcfs_db *db, int rc);
+/* A transaction that lands whole or not at all, for a bulk writer (an
+ * import's key dir).  Transactions begun inside it open no savepoint of
+ * their own: each one copies the pages it touches into SQLite's journal,
+ * for a rollback that here would undo the whole anyway.  So the first of
+ * them to end with an error dooms it: no transaction begins in it any
+ * more (begin returns that error), and its own end rolls it all back and
+ * returns that error, whatever rc it is given.  Ended by tcfs_db_end. */
+int tcfs_db_begin_whole(struct tcfs_db *db);
 
 /*
  * Deferred commits, for the mount: each COMMIT costs far more than the
