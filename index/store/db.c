@@ -44,6 +44,8 @@ struct tcfs_db {
 	void *lost_ctx;
 	int (*tight)(void *ctx);	/* see tcfs_db_commit_alone_when */
 	void *tight_ctx;
+	int (*before)(void *ctx);	/* see tcfs_db_before_commit */
+	void *before_ctx;
 	struct db_cached cache[DB_STMT_CACHE];
 	int ncache;
 };
@@ -233,6 +235,22 @@ void tcfs_db_commit_alone_when(struct tcfs_db *db, int (*tight)(void *ctx),
 	tcfs_db_unlock(db);
 }
 
+void tcfs_db_before_commit(struct tcfs_db *db, int (*before)(void *ctx),
+			   void *ctx)
+{
+	tcfs_db_lock(db);
+	db->before = before;
+	db->before_ctx = ctx;
+	tcfs_db_unlock(db);
+}
+
+static int db_commit(struct tcfs_db *db)
+{
+	int rc = db->before ? db->before(db->before_ctx) : 0;
+
+	return rc < 0 ? rc : db_simple(db, "COMMIT");
+}
+
 static void db_undone(struct tcfs_db *db)
 {
 	if (db->undo)
@@ -321,7 +339,7 @@ int tcfs_db_end(struct tcfs_db *db, int rc)
 	nested = depth > 0 || db->open;
 
 	if (rc >= 0) {
-		int end = db_simple(db, nested ? "RELEASE nest" : "COMMIT");
+		int end = nested ? db_simple(db, "RELEASE nest") : db_commit(db);
 
 		if (end == 0)
 			goto out;
@@ -353,7 +371,7 @@ static int db_commit_deferred(struct tcfs_db *db)
 	if (!db->open)
 		return 0;
 	assert(db->depth == 0);
-	rc = db_simple(db, "COMMIT");
+	rc = db_commit(db);
 	if (rc == 0) {
 		db->open = 0;
 		return 0;

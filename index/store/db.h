@@ -75,6 +75,10 @@ void tcfs_db_defer(struct tcfs_db *db, void (*lost)(void *ctx, int rc),
  * itself, with ENOSPC, and nothing already answered for is lost. */
 void tcfs_db_commit_alone_when(struct tcfs_db *db, int (*tight)(void *ctx),
 			       void *ctx);
+/* before(ctx) runs, db lock held, before every COMMIT; when it fails the
+ * transaction is rolled back instead (and lost, when deferred). */
+void tcfs_db_before_commit(struct tcfs_db *db, int (*before)(void *ctx),
+			   void *ctx);
 /* Commits what is deferred: 0, or the commit's error (after lost). */
 int tcfs_db_sync(struct tcfs_db *db);
 

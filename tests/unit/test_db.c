@@ -136,6 +136,35 @@ static void whole(const char *dir)
 	tap_eq(seen_by_reader(dir, "W1"), 0, "W1 never was");
 }
 
+static int fail_sync(void *ctx)
+{
+	(void)ctx;
+	return -EIO;
+}
+
+/* A commit whose hook fails (a sync of the blobs) is rolled back. */
+static void before_commit(const char *dir)
+{
+	struct tcfs_store_opts w = { .dir = dir, .writer = 1,
+				     .recover = tcfs_recover };
+	struct lost lost = { 0 };
+	struct tcfs_store *s;
+	struct tcfs_node m;
+
+	tap_eq(tcfs_store_open(&w, &s), 0, "open the writer for hooks");
+	tcfs_store_defer(s, on_lost, &lost);
+	tcfs_db_before_commit(tcfs_store_db(s), fail_sync, NULL);
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "X1", 0755, 1, NULL, &m), 0,
+	       "mkdir X1, deferred");
+	tap_eq(tcfs_store_sync(s), -EIO, "its commit fails with the hook's error");
+	tap_eq(lost.calls, 1, "and is lost");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "X1", &m), -ENOENT,
+	       "X1 is undone");
+	tcfs_db_before_commit(tcfs_store_db(s), NULL, NULL);
+	tcfs_store_close(s);
+	tap_eq(seen_by_reader(dir, "X1"), 0, "X1 never was");
+}
+
 int main(void)
 {
 	char *tmp = tap_tmpdir(), dir[512];
@@ -198,6 +227,7 @@ int main(void)
 	tap_eq(seen_by_reader(dir, "D"), 0, "D never was");
 	commit_alone(dir);
 	whole(dir);
+	before_commit(dir);
 	tap_rmtree(tmp);
 	return tap_done();
 }
