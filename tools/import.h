@@ -49,7 +49,6 @@ struct import {
 	struct import_stats st;
 	int fatal;		/* the store cannot take more: stop */
 	size_t batch_dirs;	/* key dirs in the batch not yet committed */
-	size_t unflushed_dirs;	/* committed since blobs were last synced */
 	int lost;		/* that batch's commit failed (store_lost) */
 	/* Blobs added since the last commit point (the current key dir, or
 	 * with atomic everything); removed if it rolls back. */

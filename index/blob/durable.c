@@ -31,6 +31,7 @@ struct tcfs_durable {
 	pthread_mutex_t flush_mu;	/* one flush at a time; guards: */
 	int64_t synced;		/* the db's change count made durable */
 	int failed;		/* a sync's error: sticky */
+	int sync_first;		/* see tcfs_durable_sync_first */
 };
 
 int tcfs_durable_new(int storefd, const char *path, struct tcfs_db *db,
@@ -53,6 +54,9 @@ void tcfs_durable_free(struct tcfs_durable *d)
 {
 	if (!d)
 		return;
+	/* What the db commits later is the flush's forgetting, no row. */
+	if (d->sync_first)
+		tcfs_db_before_commit(d->db, NULL, NULL);
 	pthread_mutex_destroy(&d->flush_mu);
 	free(d);
 }
@@ -61,7 +65,7 @@ int tcfs_durable_note(struct tcfs_durable *d, const struct tcfs_hash *h)
 {
 	int rc;
 
-	if (!d)
+	if (!d || d->sync_first)
 		return 0;
 	rc = tcfs_db_exec(d->db, sql_note, "hi", h,
 			  (int64_t)atomic_load(&d->gen));
@@ -74,6 +78,29 @@ static int sync_store(const char *path, int fd)
 {
 	return syncfs(fd) < 0 ? tcfs_err_errno(-errno, "%s: syncfs", path)
 			      : 0;
+}
+
+/* Before a commit of a writer that syncs first.  A failed sync fails
+ * every later commit too: a later syncfs would succeed without the lost
+ * writes, which later rows may name (a blob stored once, named again). */
+static int sync_before_commit(void *ctx)
+{
+	struct tcfs_durable *d = ctx;
+	int rc = d->failed;
+
+	if (rc == 0)
+		rc = sync_store(d->path, d->storefd);
+	if (rc < 0)
+		d->failed = rc;
+	return rc;
+}
+
+void tcfs_durable_sync_first(struct tcfs_durable *d)
+{
+	if (!d)
+		return;
+	d->sync_first = 1;
+	tcfs_db_before_commit(d->db, sync_before_commit, d);
 }
 
 /* Forgets notes in their own transaction (within a batch, db.h, they go

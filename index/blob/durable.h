@@ -59,6 +59,15 @@ void tcfs_durable_free(struct tcfs_durable *d);
  * bytes must be written already. */
 int tcfs_durable_note(struct tcfs_durable *d, const struct tcfs_hash *h);
 
+/* For a writer that commits seldom (an import: once per thousand key
+ * dirs): notes nothing, and syncs the store's file system before every
+ * COMMIT instead, so no committed row ever names a blob that is not
+ * durable.  Cheaper than a note per row, whose table's pages, keyed by
+ * random names, are all over the index.  From then on, for good;
+ * nothing when d is NULL.  A failed sync fails that commit (rolled back)
+ * and every later one. */
+void tcfs_durable_sync_first(struct tcfs_durable *d);
+
 /* Commits the index and makes it and every blob noted so far durable,
  * then forgets those notes (the forgetting is committed with the store's
  * next sync).  Nothing to do when nothing changed since the last flush, or

@@ -36,12 +36,16 @@ struct tcfs_db {
 	int64_t changes_at[DB_DEPTH_MAX];	/* total changes at each begin */
 	int deferred;		/* top-level ends leave COMMIT to tcfs_db_sync */
 	int open;		/* the deferred transaction is open */
+	int whole;		/* depth of a tcfs_db_begin_whole, else 0 */
+	int doomed;		/* the first error of a transaction in it */
 	void (*undo)(void *ctx);	/* see tcfs_db_on_undo */
 	void *undo_ctx;
 	void (*lost)(void *ctx, int rc);	/* see tcfs_db_defer */
 	void *lost_ctx;
 	int (*tight)(void *ctx);	/* see tcfs_db_commit_alone_when */
 	void *tight_ctx;
+	int (*before)(void *ctx);	/* see tcfs_db_before_commit */
+	void *before_ctx;
 	struct db_cached cache[DB_STMT_CACHE];
 	int ncache;
 };
@@ -231,6 +235,22 @@ void tcfs_db_commit_alone_when(struct tcfs_db *db, int (*tight)(void *ctx),
 	tcfs_db_unlock(db);
 }
 
+void tcfs_db_before_commit(struct tcfs_db *db, int (*before)(void *ctx),
+			   void *ctx)
+{
+	tcfs_db_lock(db);
+	db->before = before;
+	db->before_ctx = ctx;
+	tcfs_db_unlock(db);
+}
+
+static int db_commit(struct tcfs_db *db)
+{
+	int rc = db->before ? db->before(db->before_ctx) : 0;
+
+	return rc < 0 ? rc : db_simple(db, "COMMIT");
+}
+
 static void db_undone(struct tcfs_db *db)
 {
 	if (db->undo)
@@ -250,11 +270,32 @@ static void db_lost(struct tcfs_db *db, int rc)
 
 static int db_commit_deferred(struct tcfs_db *db);
 
+int tcfs_db_begin_whole(struct tcfs_db *db)
+{
+	int rc = tcfs_db_begin(db);
+
+	if (rc == 0 && !db->whole) {
+		db->whole = db->depth;
+		db->doomed = 0;
+	}
+	return rc;
+}
+
 int tcfs_db_begin(struct tcfs_db *db)
 {
 	int rc = 0;
 
 	tcfs_db_lock(db);
+	if (db->whole && db->depth >= db->whole) {
+		/* Joins it (tcfs_db_begin_whole); after a failure nothing
+		 * more may change it, as SQLite may have ended it. */
+		if (db->doomed) {
+			tcfs_db_unlock(db);
+			return db->doomed;
+		}
+		db->depth++;
+		return 0;
+	}
 	if (db->depth == 0 && db->deferred && db->tight &&
 	    db->tight(db->tight_ctx)) {
 		/* This one commits alone (tcfs_db_end): not open. */
@@ -284,10 +325,21 @@ int tcfs_db_end(struct tcfs_db *db, int rc)
 	/* Only the thread whose begin took the lock may end it, once. */
 	assert(tcfs_db_held(db) && db->depth > 0 && db->held >= db->depth);
 	depth = --db->depth;
+	if (db->whole && depth >= db->whole) {
+		if (rc < 0 && !db->doomed)
+			db->doomed = rc;
+		tcfs_db_unlock(db);
+		return rc;
+	}
+	if (db->whole && depth == db->whole - 1) {
+		db->whole = 0;
+		if (rc >= 0 && db->doomed)
+			rc = db->doomed;
+	}
 	nested = depth > 0 || db->open;
 
 	if (rc >= 0) {
-		int end = db_simple(db, nested ? "RELEASE nest" : "COMMIT");
+		int end = nested ? db_simple(db, "RELEASE nest") : db_commit(db);
 
 		if (end == 0)
 			goto out;
@@ -319,7 +371,7 @@ static int db_commit_deferred(struct tcfs_db *db)
 	if (!db->open)
 		return 0;
 	assert(db->depth == 0);
-	rc = db_simple(db, "COMMIT");
+	rc = db_commit(db);
 	if (rc == 0) {
 		db->open = 0;
 		return 0;

@@ -43,6 +43,14 @@ int tcfs_db_held(struct tcfs_db *db);
  * rc, or the commit's error. */
 int tcfs_db_begin(struct tcfs_db *db);
 int tcfs_db_end(struct tcfs_db *db, int rc);
+/* A transaction that lands whole or not at all, for a bulk writer (an
+ * import's key dir).  Transactions begun inside it open no savepoint of
+ * their own: each one copies the pages it touches into SQLite's journal,
+ * for a rollback that here would undo the whole anyway.  So the first of
+ * them to end with an error dooms it: no transaction begins in it any
+ * more (begin returns that error), and its own end rolls it all back and
+ * returns that error, whatever rc it is given.  Ended by tcfs_db_end. */
+int tcfs_db_begin_whole(struct tcfs_db *db);
 
 /*
  * Deferred commits, for the mount: each COMMIT costs far more than the
@@ -67,6 +75,10 @@ void tcfs_db_defer(struct tcfs_db *db, void (*lost)(void *ctx, int rc),
  * itself, with ENOSPC, and nothing already answered for is lost. */
 void tcfs_db_commit_alone_when(struct tcfs_db *db, int (*tight)(void *ctx),
 			       void *ctx);
+/* before(ctx) runs, db lock held, before every COMMIT; when it fails the
+ * transaction is rolled back instead (and lost, when deferred). */
+void tcfs_db_before_commit(struct tcfs_db *db, int (*before)(void *ctx),
+			   void *ctx);
 /* Commits what is deferred: 0, or the commit's error (after lost). */
 int tcfs_db_sync(struct tcfs_db *db);
 

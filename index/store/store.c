@@ -350,6 +350,11 @@ int tcfs_store_begin(struct tcfs_store *s)
 	return tcfs_db_begin(s->db);
 }
 
+int tcfs_store_begin_whole(struct tcfs_store *s)
+{
+	return tcfs_db_begin_whole(s->db);
+}
+
 int tcfs_store_end(struct tcfs_store *s, int rc)
 {
 	return tcfs_db_end(s->db, rc);

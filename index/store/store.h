@@ -103,6 +103,9 @@ int tcfs_store_fsync(struct tcfs_store *s);
 /* Groups the operations between them into one transaction; nests.  Every
  * begin that succeeds is paired with one end, on the same thread. */
 int tcfs_store_begin(struct tcfs_store *s);
+/* One that lands whole, cheaper for many changes: the first operation in
+ * it to fail fails it all (tcfs_db_begin_whole). */
+int tcfs_store_begin_whole(struct tcfs_store *s);
 int tcfs_store_end(struct tcfs_store *s, int rc);
 
 #endif

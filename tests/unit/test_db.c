@@ -89,6 +89,82 @@ static void commit_alone(const char *dir)
 	tap_eq(seen_by_reader(dir, "I"), 1, "until the close");
 }
 
+/* A whole transaction (an import's key dir) opens no savepoint per
+ * operation in it, yet still lands whole or not at all: an operation in
+ * it that fails fails it, even when its caller goes on. */
+static void whole(const char *dir)
+{
+	struct tcfs_store_opts w = { .dir = dir, .writer = 1,
+				     .recover = tcfs_recover };
+	struct lost lost = { 0 };
+	struct tcfs_store *s;
+	struct tcfs_node m;
+
+	tap_eq(tcfs_store_open(&w, &s), 0, "open the writer for whole ones");
+	tcfs_store_defer(s, on_lost, &lost);
+	tap_eq(tcfs_store_begin_whole(s), 0, "begin a whole transaction");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W1", 0755, 1, NULL, &m), 0,
+	       "mkdir W1 in it");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W1", 0755, 1, NULL, &m),
+	       -EEXIST, "mkdir W1 again fails");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W2", 0755, 1, NULL, &m),
+	       -EEXIST, "nothing more begins in it: the first error");
+	tap_eq(tcfs_store_end(s, 0), -EEXIST, "its end fails with that error");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "W1", &m), -ENOENT,
+	       "W1 is undone, from the cache too");
+	tap_eq(tcfs_store_begin_whole(s), 0, "begin another");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W3", 0755, 1, NULL, &m), 0,
+	       "mkdir W3 in it");
+	tap_eq(tcfs_store_begin(s), 0, "a transaction inside it");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W4", 0755, 1, NULL, &m), 0,
+	       "mkdir W4 in that");
+	tap_eq(tcfs_store_end(s, 0), 0, "which ends");
+	tap_eq(tcfs_store_end(s, 0), 0, "and so does the whole one");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "W4", &m), 0, "W4 is there");
+	tap_eq(tcfs_store_begin_whole(s), 0, "a third, failed by its caller");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W5", 0755, 1, NULL, &m), 0,
+	       "mkdir W5 in it");
+	tap_eq(tcfs_store_end(s, -EIO), -EIO, "ends with the caller's error");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "W5", &m), -ENOENT,
+	       "W5 is undone");
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "W6", 0755, 1, NULL, &m), 0,
+	       "after them an operation has its own savepoint again");
+	tap_eq(lost.calls, 0, "nothing deferred was lost");
+	tcfs_store_close(s);
+	tap_eq(seen_by_reader(dir, "W3"), 1, "W3 committed at the close");
+	tap_eq(seen_by_reader(dir, "W6"), 1, "W6 too");
+	tap_eq(seen_by_reader(dir, "W1"), 0, "W1 never was");
+}
+
+static int fail_sync(void *ctx)
+{
+	(void)ctx;
+	return -EIO;
+}
+
+/* A commit whose hook fails (a sync of the blobs) is rolled back. */
+static void before_commit(const char *dir)
+{
+	struct tcfs_store_opts w = { .dir = dir, .writer = 1,
+				     .recover = tcfs_recover };
+	struct lost lost = { 0 };
+	struct tcfs_store *s;
+	struct tcfs_node m;
+
+	tap_eq(tcfs_store_open(&w, &s), 0, "open the writer for hooks");
+	tcfs_store_defer(s, on_lost, &lost);
+	tcfs_db_before_commit(tcfs_store_db(s), fail_sync, NULL);
+	tap_eq(tcfs_ns_mkdir(s, TCFS_ROOT_INO, "X1", 0755, 1, NULL, &m), 0,
+	       "mkdir X1, deferred");
+	tap_eq(tcfs_store_sync(s), -EIO, "its commit fails with the hook's error");
+	tap_eq(lost.calls, 1, "and is lost");
+	tap_eq(tcfs_ns_lookup(s, TCFS_ROOT_INO, "X1", &m), -ENOENT,
+	       "X1 is undone");
+	tcfs_db_before_commit(tcfs_store_db(s), NULL, NULL);
+	tcfs_store_close(s);
+	tap_eq(seen_by_reader(dir, "X1"), 0, "X1 never was");
+}
+
 int main(void)
 {
 	char *tmp = tap_tmpdir(), dir[512];
@@ -150,6 +226,8 @@ int main(void)
 	tap_eq(seen_by_reader(dir, "E"), 1, "closing the store commits it");
 	tap_eq(seen_by_reader(dir, "D"), 0, "D never was");
 	commit_alone(dir);
+	whole(dir);
+	before_commit(dir);
 	tap_rmtree(tmp);
 	return tap_done();
 }

@@ -102,6 +102,22 @@ static void note_raw(struct tcfs_store *s, const struct tcfs_hash *h)
 	sqlite3_exec(tcfs_db_handle(tcfs_store_db(s)), sql, NULL, NULL, NULL);
 }
 
+/* A writer that syncs before each commit notes nothing. */
+static void sync_first(void)
+{
+	struct tcfs_store *s = open_store(1, TCFS_DURABLE_BATCH);
+	struct tcfs_node k;
+
+	tcfs_durable_sync_first(tcfs_store_durable(s));
+	tcfs_ns_mkdir(s, TCFS_ROOT_INO, "sf", 0755, 1, NULL, &k);
+	put_file(s, k.ino, "sf.bin", "synced first");
+	tap_eq(noted(s), 0, "syncing before each commit: no note");
+	tcfs_store_close(s);
+	s = open_store(1, TCFS_DURABLE_BATCH);
+	tap_eq(tcfs_ns_lookup(s, k.ino, "sf.bin", &k), 0, "its file committed");
+	tcfs_store_close(s);
+}
+
 int main(void)
 {
 	char *tmp = tap_tmpdir(), path[700];
@@ -261,6 +277,7 @@ int main(void)
 	       "the next one checks both, keeps them, forgets the notes");
 	tcfs_store_close(s);
 
+	sync_first();
 	tap_rmtree(tmp);
 	return tap_done();
 }
