@@ -126,7 +126,7 @@ else
 fi
 
 tcfs why --store "$S" -- --json
-if [ "$RC" = 1 ] && grep -q -- "--json: no kernel with this key" "$ERR"; then
+if [ "$RC" = 1 ] && grep -q -- "--json: no kernel or FX graph with this key" "$ERR"; then
 	ok "why --store S -- --json: after --, --json is the KEY"
 else
 	not_ok "why --store S -- --json: after --, --json is the KEY"
