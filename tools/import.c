@@ -654,6 +654,13 @@ int import_source(struct import *im, const char *src)
 	return rc;
 }
 
+static unsigned online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : (unsigned)(n > 64 ? 64 : n);
+}
+
 int import_begin(struct import *im, struct tcfs_store *s,
 		 const struct import_opts *o)
 {
@@ -674,8 +681,8 @@ int import_begin(struct import *im, struct tcfs_store *s,
 	 * in table unsynced, keyed by random names, made the cost of a
 	 * file at 100,000 kernels a third higher than at 1,000. */
 	tcfs_durable_sync_first(tcfs_store_durable(s));
-	/* Without its thread, blobs are stored here: slower, not wrong. */
-	if (putq_start(tcfs_store_cas(s), &im->q) < 0)
+	/* Without its threads, blobs are stored here: slower, not wrong. */
+	if (putq_start(tcfs_store_cas(s), online_cpus(), &im->q) < 0)
 		im->q = NULL;
 	/* Atomic: one savepoint around everything, rolled back at the end
 	 * when anything failed. */

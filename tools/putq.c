@@ -1,4 +1,4 @@
-/* putq: the thread that stores an import's new blobs (putq.h). */
+/* putq: the threads that store an import's new blobs (putq.h). */
 #include "putq.h"
 
 #include <assert.h>
@@ -12,6 +12,9 @@
 /* Bytes queued and not yet stored, at most: what the import thread reads
  * ahead of the disk. */
 #define PUTQ_BYTES_MAX (64u << 20)
+/* Threads, at most: past this they contend for objects/ more than they
+ * gain. */
+#define PUTQ_THREADS_MAX 16
 
 struct job {
 	struct job *next;
@@ -24,13 +27,15 @@ struct job {
 
 struct putq {
 	struct tcfs_cas *cas;	/* borrowed */
-	pthread_t thread;
+	pthread_t thread[PUTQ_THREADS_MAX];
+	unsigned nthreads;
 	pthread_mutex_t mu;	/* guards: */
 	pthread_cond_t added;	/* a job came, or stop */
 	pthread_cond_t stored;	/* a job was stored */
 	struct job *head, *tail;	/* not drained yet, in order */
-	struct job *todo;	/* the first of them not stored yet */
-	size_t todo_bytes;
+	struct job *todo;	/* the first of them no thread took yet */
+	size_t undone;		/* jobs queued and not stored yet */
+	size_t undone_bytes;
 	int stop;
 };
 
@@ -65,23 +70,35 @@ static void *run(void *arg)
 		j = q->todo;
 		if (!j)
 			break;
+		q->todo = j->next;
 		pthread_mutex_unlock(&q->mu);
+		/* Two threads may store the same bytes at once: the store
+		 * counts the second as shared (cas.c, install). */
 		store(q->cas, j);
 		free(j->buf);
 		j->buf = NULL;
 		pthread_mutex_lock(&q->mu);
-		q->todo_bytes -= j->len;
-		q->todo = j->next;
+		assert(q->undone > 0);
+		q->undone--;
+		q->undone_bytes -= j->len;
 		pthread_cond_broadcast(&q->stored);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return NULL;
 }
 
-int putq_start(struct tcfs_cas *cas, struct putq **out)
+static void destroy(struct putq *q)
+{
+	pthread_cond_destroy(&q->stored);
+	pthread_cond_destroy(&q->added);
+	pthread_mutex_destroy(&q->mu);
+	free(q);
+}
+
+int putq_start(struct tcfs_cas *cas, unsigned threads, struct putq **out)
 {
 	struct putq *q = calloc(1, sizeof(*q));
-	int rc;
+	int rc = 0;
 
 	if (!q)
 		return -ENOMEM;
@@ -89,12 +106,14 @@ int putq_start(struct tcfs_cas *cas, struct putq **out)
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->added, NULL);
 	pthread_cond_init(&q->stored, NULL);
-	rc = pthread_create(&q->thread, NULL, run, q);
-	if (rc != 0) {
-		pthread_cond_destroy(&q->stored);
-		pthread_cond_destroy(&q->added);
-		pthread_mutex_destroy(&q->mu);
-		free(q);
+	threads = threads < 1 ? 1 : threads;
+	threads = threads > PUTQ_THREADS_MAX ? PUTQ_THREADS_MAX : threads;
+	while (q->nthreads < threads && rc == 0) {
+		rc = pthread_create(&q->thread[q->nthreads], NULL, run, q);
+		q->nthreads += rc == 0;
+	}
+	if (q->nthreads == 0) {	/* fewer than asked for still works */
+		destroy(q);
 		return -rc;
 	}
 	*out = q;
@@ -120,15 +139,13 @@ void putq_stop(struct putq *q)
 		return;
 	pthread_mutex_lock(&q->mu);
 	q->stop = 1;
-	pthread_cond_signal(&q->added);
+	pthread_cond_broadcast(&q->added);
 	pthread_mutex_unlock(&q->mu);
-	pthread_join(q->thread, NULL);
-	assert(!q->todo);
+	for (unsigned i = 0; i < q->nthreads; i++)
+		pthread_join(q->thread[i], NULL);
+	assert(!q->todo && !q->undone);
 	free_jobs(q->head);
-	pthread_cond_destroy(&q->stored);
-	pthread_cond_destroy(&q->added);
-	pthread_mutex_destroy(&q->mu);
-	free(q);
+	destroy(q);
 }
 
 int putq_add(struct putq *q, char *buf, size_t len,
@@ -146,7 +163,7 @@ int putq_add(struct putq *q, char *buf, size_t len,
 	j->r.path = j->path;
 	j->r.blob = *h;
 	pthread_mutex_lock(&q->mu);
-	while (q->todo && q->todo_bytes + len > PUTQ_BYTES_MAX)
+	while (q->undone && q->undone_bytes + len > PUTQ_BYTES_MAX)
 		pthread_cond_wait(&q->stored, &q->mu);
 	if (q->tail)
 		q->tail->next = j;
@@ -155,7 +172,8 @@ int putq_add(struct putq *q, char *buf, size_t len,
 	q->tail = j;
 	if (!q->todo)
 		q->todo = j;
-	q->todo_bytes += len;
+	q->undone++;
+	q->undone_bytes += len;
 	pthread_cond_signal(&q->added);
 	pthread_mutex_unlock(&q->mu);
 	return 0;
@@ -169,12 +187,13 @@ int putq_drain(struct putq *q,
 	int rc = 0;
 
 	pthread_mutex_lock(&q->mu);
-	while (q->todo)
+	while (q->undone)
 		pthread_cond_wait(&q->stored, &q->mu);
+	assert(!q->todo);
 	list = q->head;
 	q->head = q->tail = NULL;
 	pthread_mutex_unlock(&q->mu);
-	/* The thread is done with them: only todo's job is its. */
+	/* Every job was stored: no thread touches them any more. */
 	for (struct job *j = list; j; j = j->next) {
 		int d = done(ctx, &j->r);
 

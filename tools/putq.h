@@ -1,15 +1,17 @@
 /*
- * putq: an import's new blobs written on a thread of their own.
+ * putq: an import's new blobs written on threads of their own.
  *
  * Writing a blob (a file made, written and named in STORE/objects) is
  * half of an import's time, and the index rows that name it need only
  * its hash: so the import thread hashes the bytes it read, hands them
- * here and goes on with the rows while this thread stores them.  Before
+ * here and goes on with the rows while these threads store them, several
+ * at once (each put is mostly syscalls, which a thread per core spreads).  Before
  * a key dir's transaction ends its puts are waited for (putq_drain): one
  * that failed fails the key dir, which then lands not at all, as when
  * the import stored its blobs itself.
  *
- * One thread adds and drains; the queue's own thread only stores.
+ * One thread adds and drains; the queue's own threads only store, in any
+ * order, but results come back in the order added.
  */
 #ifndef TCFS_PUTQ_H
 #define TCFS_PUTQ_H
@@ -31,10 +33,10 @@ struct putq_result {
 	uint64_t stored;	/* the blob's size, when put is CREATED */
 };
 
-/* Starts the thread, storing into cas (borrowed: it must outlive q).
- * *out is owned by the caller: putq_stop. */
-int putq_start(struct tcfs_cas *cas, struct putq **out);
-/* Stops the thread once what is queued is stored, and frees q. */
+/* Starts threads (1 to 16; fewer if no more can be made) storing into cas
+ * (borrowed: it must outlive q).  *out is owned by the caller: putq_stop. */
+int putq_start(struct tcfs_cas *cas, unsigned threads, struct putq **out);
+/* Stops the threads once what is queued is stored, and frees q. */
 void putq_stop(struct putq *q);
 
 /* Queues buf's len bytes, whose hash is h, to be stored; buf is taken
