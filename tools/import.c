@@ -5,10 +5,15 @@
  * failure (an unreadable file, a full disk) never leaves half a kernel in
  * the store, and the blobs it had added are taken out again.  Files are
  * imported in name order with group files last, as Triton writes them.
+ * While one key dir's rows are written, a thread per core reads, hashes
+ * and stores the files of the key dirs after it (putq.h); the rows still
+ * come one key dir at a time, in order, each file's once its blob is in.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,7 @@
 #include "putq.h"
 #include "index/blob/cas.h"
 #include "index/blob/durable.h"
+#include "index/blob/space.h"
 #include "index/base/err.h"
 #include "index/model/group.h"
 #include "index/base/io.h"
@@ -131,84 +137,69 @@ static int put_group(struct import *im, int fd, const char *key,
 	return rc;
 }
 
-/* Files up to this size have their blobs stored by the queue's thread
- * (putq.h); bigger ones are streamed here. */
-#define QUEUED_MAX (1u << 20)
+/* Key dirs read ahead, at most: their files are read, hashed and
+ * stored by the queue's threads (putq.h) while the rows of the key dir
+ * before them are written. */
+#define AHEAD_DIRS 64
+/* Bytes of files read ahead, at most, and the room blobs must have left
+ * for them: blobs of the key dirs ahead must not take the room that the
+ * one being imported needs.  A disk near full is read ahead not at all,
+ * and fails the key dir it fills up, as without read ahead. */
+#define AHEAD_BYTES (64u << 20)
 
-/* A queued put's result: a new blob is the key dir's, to take back if it
- * rolls back; a failed one fails it. */
-static int put_done(void *ctx, const struct putq_result *r)
+/* A key dir read ahead: its entries listed, its regular files queued. */
+struct ahead {
+	size_t idx;		/* its index among its level's names */
+	int fd;			/* the key dir; -1: not read ahead */
+	char **names;		/* its entries, in commit order */
+	size_t n;
+	struct stat *st;	/* of names[i], when queued */
+	unsigned char *queued;	/* names[i]'s bytes are in the queue */
+	size_t nqueued, taken;
+	uint64_t bytes;		/* of the files queued */
+};
+
+/* A queued file's blob, taken from the queue in order: 0, or the error
+ * that failed its put. */
+static int take_put(struct import *im, struct tcfs_content *c,
+		    enum tcfs_cas_put *put, uint64_t *stored)
 {
-	struct import *im = ctx;
+	struct putq_result r;
+	int rc = putq_next(im->q, &r);
 
-	if (r->rc < 0) {
-		if (r->msg[0])
-			tcfs_err_set(r->rc, "%s", r->msg);
-		file_err(im, r->rc, r->path);
-		im->shown = 1;
-		return r->rc;
+	assert(rc == 0 && im->cur);	/* each queued file has its result */
+	im->cur->taken++;
+	rc = r.rc;
+	if (rc < 0 && r.msg)
+		tcfs_err_set(rc, "%s", r.msg);
+	if (rc == 0) {
+		c->blob = r.blob;
+		c->size = r.size;
+		*put = r.put;
+		*stored = r.stored;
 	}
-	return r->put == TCFS_CAS_CREATED
-		       ? remember_added(im, &r->blob, r->stored)
-		       : 0;
+	putq_result_free(&r);
+	return rc;
 }
 
-/* Waits for the queued puts; rc, or else the first that failed. */
-static int wait_puts(struct import *im, int rc)
-{
-	int d = im->q ? putq_drain(im->q, put_done, im) : 0;
-
-	return rc < 0 ? rc : d;
-}
-
-/* Reads fd and queues its bytes to be stored, their hash in c: 1, else
- * (too big to queue) stored here as tcfs_cas_put_fd does, 0; or -errno. */
-static int queue_put(struct import *im, int fd, struct tcfs_content *c,
-		     const char *path, enum tcfs_cas_put *put)
-{
-	char *buf = NULL, *small;
-	size_t len = 0;
-	int rc = tcfs_io_read_small(fd, QUEUED_MAX, &buf, &len);
-
-	if (rc == -EFBIG) {
-		free(buf);
-		if (lseek(fd, 0, SEEK_SET) < 0)
-			return -errno;
-		return tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob,
-				       &c->size, put);
-	}
-	if (rc < 0)
-		return rc;
-	small = len ? realloc(buf, len) : NULL;	/* read 64 KiB at least */
-	if (small)
-		buf = small;
-	tcfs_hash_buf(buf, len, &c->blob);
-	c->size = len;
-	rc = putq_add(im->q, buf, len, &c->blob, path);
-	return rc < 0 ? rc : 1;
-}
-
-/* Stores fd's bytes into c: 1 when queued (putq.h), 0 when stored with
- * *put saying how, or -errno.  A group file's row reads its kernel's
- * metadata blob, so what is queued is stored first; so too in a key dir
- * that has group files' rows already, where every new row does. */
+/* Stores fd's bytes into c with *put saying how; fd < 0: the file was
+ * queued, and its result is the next (take_put).  0 or -errno. */
 static int put_file(struct import *im, int fd, const struct stat *st,
-		    const char *name, const char *key, const char *path,
-		    struct tcfs_content *c, enum tcfs_cas_put *put)
+		    const char *name, const char *key, struct tcfs_content *c,
+		    enum tcfs_cas_put *put, uint64_t *stored)
 {
-	int group = tcfs_group_candidate(name, (uint64_t)st->st_size);
-	int rc = 0;
+	int rc;
 
-	if (group || im->wait_puts)
-		rc = wait_puts(im, 0);
-	if (rc < 0)
-		return rc;
-	if (group)
-		return put_group(im, fd, key, c, put);
-	if (im->q && !im->wait_puts)
-		return queue_put(im, fd, c, path, put);
-	return tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob, &c->size,
-			       put);
+	if (fd < 0)
+		return take_put(im, c, put, stored);
+	if (tcfs_group_candidate(name, (uint64_t)st->st_size))
+		rc = put_group(im, fd, key, c, put);
+	else
+		rc = tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob,
+				     &c->size, put);
+	if (rc == 0 && *put == TCFS_CAS_CREATED)
+		tcfs_cas_stat(tcfs_store_cas(im->s), &c->blob, stored);
+	return rc;
 }
 
 static int import_file(struct import *im, int fd, const struct stat *st,
@@ -218,19 +209,15 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 	struct tcfs_content c = { 0 };
 	enum tcfs_cas_put put;
 	struct tcfs_node old;
-	uint64_t stored;
+	uint64_t stored = 0;
 	int rc;
 
 	tcfs_err_clear();
-	rc = put_file(im, fd, st, name, key, path, &c, &put);
+	rc = put_file(im, fd, st, name, key, &c, &put, &stored);
+	if (rc == 0 && put == TCFS_CAS_CREATED)
+		rc = remember_added(im, &c.blob, stored);
 	if (rc < 0)
 		return rc;
-	if (rc == 0 && put == TCFS_CAS_CREATED) {
-		tcfs_cas_stat(tcfs_store_cas(im->s), &c.blob, &stored);
-		rc = remember_added(im, &c.blob, stored);
-		if (rc < 0)
-			return rc;
-	}
 	rc = tcfs_ns_lookup(im->s, dir->ino, name, &old);
 	if (rc == -ENOENT) {
 		rc = tcfs_ns_create(im->s, dir->ino, name,
@@ -390,13 +377,16 @@ static int import_entry(struct import *im, int dirfd,
 	return rc;
 }
 
+/* A key dir's top level read ahead (im->cur) was listed then, and its
+ * queued files were opened then: their stat is the one read ahead. */
 static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 		       const char *key, const char *path, int depth)
 {
-	char **names;
-	size_t n;
-	int rc = tcfs_io_list_names(fd, tcfs_name_cmp_commit_order, &names,
-				    &n);
+	struct ahead *a = depth == 1 ? im->cur : NULL;
+	char **names = a ? a->names : NULL;
+	size_t n = a ? a->n : 0;
+	int rc = a ? 0 : tcfs_io_list_names(fd, tcfs_name_cmp_commit_order,
+					    &names, &n);
 
 	if (rc < 0) {
 		file_err(im, rc, path);
@@ -406,13 +396,19 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 		char sub[PATH_MAX];
 
 		snprintf(sub, sizeof(sub), "%s/%s", path, names[i]);
-		rc = import_entry(im, fd, dir, names[i], key, sub, depth);
+		if (a && a->queued[i])
+			rc = import_file(im, -1, &a->st[i], dir, names[i],
+					 key, sub);
+		else
+			rc = import_entry(im, fd, dir, names[i], key, sub,
+					  depth);
 		if (rc < 0 && !im->shown)
 			file_err(im, rc, sub);
 		im->shown = 0;
 		show_progress(im);
 	}
-	tcfs_io_names_free(names, n);
+	if (!a)
+		tcfs_io_names_free(names, n);
 	return rc;
 }
 
@@ -447,13 +443,61 @@ static void commit_batch(struct import *im)
 	im->fatal = 1;
 }
 
+/* Takes back a blob this import added, which no row names: unless a
+ * key dir read ahead found it there and shares it, which then owns it. */
+static void take_back(struct import *im, const struct tcfs_hash *h,
+		      uint64_t size)
+{
+	if (!im->q || !putq_adopt(im->q, h, size))
+		tcfs_cas_remove(tcfs_store_cas(im->s), h);
+}
+
 /* Takes back the blobs a rolled-back key dir had added: nothing names
  * them, and only this import could have. */
 static void drop_added(struct import *im, size_t from)
 {
 	for (size_t i = from; i < im->nadded; i++)
-		tcfs_cas_remove(tcfs_store_cas(im->s), &im->added[i]);
+		take_back(im, &im->added[i], im->added_size[i]);
 	im->nadded = from;
+}
+
+/* Frees what a read ahead holds, its queued files' results taken
+ * already. */
+static void ahead_free(struct ahead *a)
+{
+	assert(a->taken == a->nqueued);
+	if (a->fd >= 0)
+		close(a->fd);
+	tcfs_io_names_free(a->names, a->n);
+	free(a->st);
+	free(a->queued);
+	memset(a, 0, sizeof(*a));
+	a->fd = -1;
+}
+
+/* Takes the results of a's queued files that were not imported (its key
+ * dir failed first): their new blobs are the key dir's, taken back with
+ * it; with keep 0 there is none, and they are taken back now. */
+static int ahead_rest(struct import *im, struct ahead *a, int keep)
+{
+	int rc = 0;
+
+	while (a->taken < a->nqueued) {
+		struct putq_result r;
+
+		putq_next(im->q, &r);
+		a->taken++;
+		if (r.rc == 0 && r.put == TCFS_CAS_CREATED) {
+			if (!keep)
+				take_back(im, &r.blob, r.stored);
+			else if (rc == 0)
+				rc = remember_added(im, &r.blob, r.stored);
+			else
+				take_back(im, &r.blob, r.stored);
+		}
+		putq_result_free(&r);
+	}
+	return rc;
 }
 
 /* After one transaction (a key dir, a loose file) that began with the
@@ -479,47 +523,226 @@ static int settle(struct import *im, struct import_stats *before,
 	return 0;
 }
 
-/* Imports key dir name of dir parent (at path, below SRC) as one
- * transaction: it lands whole or not at all. */
-static void import_keydir(struct import *im, int dirfd,
-			  const struct tcfs_node *parent, const char *name,
-			  const char *path, const struct stat *st)
+/* Queues a's entry i when it is a regular file the walk would store as
+ * is (not a group file); anything else, or any error, is left to the
+ * walk, which says so. */
+static void queue_file(struct import *im, struct ahead *a, size_t i,
+		       const char *dirpath)
 {
-	struct tcfs_node dir;
-	struct import_stats before = im->st;
-	size_t nadded = im->nadded;
-	int fd, rc, commit;
+	const char *name = a->names[i];
+	struct stat *st = &a->st[i];
+	char path[PATH_MAX];
+	int fd;
 
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		im->st.failed_dirs++;
-		file_err(im, -errno, path);
+	if (tcfs_name_is_temp(name, 0) ||
+	    (im->o.binary_only && tcfs_name_artifact(name) == TCFS_ART_IR))
+		return;
+	if (fstatat(a->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st->st_mode))
+		return;
+	fd = openat(a->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				 O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+	    tcfs_group_candidate(name, (uint64_t)st->st_size)) {
+		close(fd);
 		return;
 	}
-	rc = tcfs_store_begin_whole(im->s);
-	if (rc == 0) {
-		im->wait_puts = tcfs_ns_lookup(im->s, parent->ino, name,
-					       &dir) == 0;
-		rc = ensure_dir(im, parent->ino, name, st, &dir);
-		if (rc == 0)
-			rc = import_tree(im, fd, &dir, name, path, 1);
-		else
-			file_err(im, rc, path);
-		rc = wait_puts(im, rc);
-		im->shown = 0;
-		if (rc == 0) {
-			struct tcfs_attrs a = { .mtime_ns = mtime_ns(st) };
+	if (snprintf(path, sizeof(path), "%s/%s", dirpath, name) >=
+	    (int)sizeof(path)) {
+		close(fd);
+		return;
+	}
+	if (putq_add(im->q, fd, path) == 0) {
+		a->queued[i] = 1;
+		a->nqueued++;
+		a->bytes += (uint64_t)st->st_size;
+	}
+}
 
-			rc = tcfs_ns_setattr(im->s, dir.ino, TCFS_SET_MTIME,
-					     &a);
+/* Reads key dir name (of the level open at lfd, at lpath) ahead: lists
+ * it and queues its files.  a->fd < 0 when it could not: the walk will
+ * find out why and say so. */
+static void read_ahead(struct import *im, int lfd, const char *lpath,
+		       const char *name, struct ahead *a)
+{
+	char path[PATH_MAX];
+
+	a->fd = openat(lfd, name,
+		       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (a->fd < 0)
+		return;
+	if (tcfs_io_list_names(a->fd, tcfs_name_cmp_commit_order, &a->names,
+			       &a->n) < 0) {
+		a->names = NULL;
+		a->n = 0;
+		ahead_free(a);
+		return;
+	}
+	a->st = calloc(a->n ? a->n : 1, sizeof(*a->st));
+	a->queued = calloc(a->n ? a->n : 1, 1);
+	if (!a->st || !a->queued) {
+		ahead_free(a);
+		return;
+	}
+	if (snprintf(path, sizeof(path), "%s/%s", lpath, name) >=
+	    (int)sizeof(path))
+		return;	/* too long to queue: the walk says so */
+	for (size_t i = 0; i < a->n; i++)
+		queue_file(im, a, i, path);
+}
+
+/* The key dirs of one level read ahead, in order: a ring. */
+struct window {
+	struct ahead a[AHEAD_DIRS];
+	size_t first, count;
+	size_t next;		/* the next of the level's names to look at */
+	uint64_t bytes;		/* of the files queued */
+};
+
+/* Whether blobs have room for AHEAD_BYTES more, and the window is not
+ * over them. */
+static int may_read_ahead(struct import *im, const struct window *w)
+{
+	struct tcfs_space sp;
+	int rc;
+
+	if (w->bytes >= AHEAD_BYTES)
+		return 0;
+	if (tcfs_space_read(im->spacefd, &sp) < 0)
+		return 0;
+	rc = tcfs_space_blobs_fit(&sp, AHEAD_BYTES, 0, "");
+	tcfs_err_clear();
+	return rc == 0;
+}
+
+/* Reads ahead the key dirs from the level's entry i on, up to
+ * AHEAD_DIRS.  In tree mode it stops at an entry that is not a key dir
+ * until the walk has passed it: what it imports uses the queue too, and
+ * results come back only in order. */
+static void fill(struct import *im, int lfd, const char *lpath,
+		 char **names, size_t n, size_t i, struct window *w)
+{
+	if (!im->q || im->spacefd < 0)
+		return;
+	if (w->next < i)
+		w->next = i;
+	while (w->next < n && w->count < AHEAD_DIRS &&
+	       may_read_ahead(im, w)) {
+		const char *name = names[w->next];
+		struct ahead *a;
+		struct stat st;
+
+		if (tcfs_name_is_temp(name, 1) || tcfs_name_is_temp(name, 0)) {
+			w->next++;
+			continue;
 		}
-		/* Entries report their own errors; this catches the commit. */
-		commit = tcfs_store_end(im->s, rc);
-		if (rc == 0 && commit < 0)
-			file_err(im, commit, path);
-		rc = commit;
-	} else {
+		if (fstatat(lfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || !tcfs_name_is_key(name)) {
+			if (im->o.tree)
+				break;
+			w->next++;	/* skipped by the walk */
+			continue;
+		}
+		a = &w->a[(w->first + w->count) % AHEAD_DIRS];
+		memset(a, 0, sizeof(*a));
+		a->idx = w->next++;
+		read_ahead(im, lfd, lpath, name, a);
+		w->count += a->fd >= 0;
+		w->bytes += a->bytes;
+	}
+}
+
+/* The read ahead of the level's entry i, if any (the caller's to free);
+ * those before it, which the walk did not import, are taken back. */
+static struct ahead *take(struct import *im, struct window *w, size_t i,
+			  struct ahead *out)
+{
+	while (w->count) {
+		struct ahead *a = &w->a[w->first];
+
+		if (a->idx > i)
+			break;
+		w->first = (w->first + 1) % AHEAD_DIRS;
+		w->count--;
+		w->bytes -= a->bytes;
+		if (a->idx == i) {
+			*out = *a;
+			return out;
+		}
+		ahead_rest(im, a, 0);
+		ahead_free(a);
+	}
+	return NULL;
+}
+
+/* Imports key dir name of dir parent (at path, below SRC) as one
+ * transaction: it lands whole or not at all.  a: its read ahead, or
+ * NULL; freed here. */
+/* The rows of key dir name (open at fd) in one savepoint: 0, or -errno
+ * with it rolled back.  a's queued files left over are taken here. */
+static int keydir_rows(struct import *im, int fd,
+		       const struct tcfs_node *parent, const char *name,
+		       const char *path, const struct stat *st, struct ahead *a)
+{
+	struct tcfs_node dir;
+	int rc = tcfs_store_begin_whole(im->s), r, commit;
+
+	if (rc < 0) {
 		file_err(im, rc, path);
+		if (a)
+			ahead_rest(im, a, 1);
+		return rc;
+	}
+	rc = ensure_dir(im, parent->ino, name, st, &dir);
+	if (rc < 0)
+		file_err(im, rc, path);
+	else
+		rc = import_tree(im, fd, &dir, name, path, 1);
+	r = a ? ahead_rest(im, a, 1) : 0;
+	rc = rc < 0 ? rc : r;
+	im->shown = 0;
+	if (rc == 0) {
+		struct tcfs_attrs at = { .mtime_ns = mtime_ns(st) };
+
+		rc = tcfs_ns_setattr(im->s, dir.ino, TCFS_SET_MTIME, &at);
+	}
+	/* Entries report their own errors; this catches the commit. */
+	commit = tcfs_store_end(im->s, rc);
+	if (rc == 0 && commit < 0)
+		file_err(im, commit, path);
+	return commit;
+}
+
+/* Imports key dir name of dir parent (at path, below SRC) as one
+ * transaction: it lands whole or not at all.  a: its read ahead, or
+ * NULL; freed here. */
+static void import_keydir(struct import *im, int dirfd,
+			  const struct tcfs_node *parent, const char *name,
+			  const char *path, const struct stat *st,
+			  struct ahead *a)
+{
+	struct import_stats before = im->st;
+	size_t nadded = im->nadded;
+	int fd, rc;
+
+	fd = a ? dup(a->fd) : openat(dirfd, name, O_RDONLY | O_DIRECTORY |
+						       O_NOFOLLOW | O_CLOEXEC);
+	rc = fd < 0 ? -errno : 0;
+	im->cur = a;
+	if (rc == 0)
+		rc = keydir_rows(im, fd, parent, name, path, st, a);
+	else if (a)
+		ahead_rest(im, a, 1);
+	im->cur = NULL;
+	if (a)
+		ahead_free(a);
+	if (fd < 0) {
+		im->st.failed_dirs++;
+		file_err(im, rc, path);
+		drop_added(im, nadded);
+		return;
 	}
 	close(fd);
 	if (settle(im, &before, nadded, rc) < 0)
@@ -540,7 +763,6 @@ static void import_loose(struct import *im, int dirfd,
 	int rc = tcfs_store_begin(im->s);
 
 	if (rc == 0) {
-		im->wait_puts = 1;	/* one file: nothing to overlap */
 		rc = import_entry(im, dirfd, dir, name, "", path, depth);
 		if (rc < 0 && !im->shown)
 			file_err(im, rc, path);
@@ -560,69 +782,108 @@ static void entry_failed(struct import *im, int rc, const char *path)
 		im->fatal = 1;
 }
 
+static void import_level(struct import *im, int fd,
+			 const struct tcfs_node *dir, const char *path,
+			 int depth);
+
+/* A directory beside the caches (tree mode): made in the store, then
+ * its entries imported as a level. */
+static void import_sublevel(struct import *im, int fd,
+			    const struct tcfs_node *dir, const char *name,
+			    const char *sub, const struct stat *st, int depth)
+{
+	struct tcfs_node d;
+	int sfd, rc;
+
+	if (depth >= DEPTH_MAX) {
+		im->st.skipped++;
+		warn(im, sub, "nested too deep; skipped");
+		return;
+	}
+	sfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	rc = sfd < 0 ? -errno : tcfs_store_begin(im->s);
+	if (rc == 0)
+		rc = tcfs_store_end(im->s, ensure_dir(im, dir->ino, name, st,
+						      &d));
+	if (rc < 0)
+		entry_failed(im, rc, sub);
+	else
+		import_level(im, sfd, &d, sub, depth + 1);
+	if (sfd >= 0)
+		close(sfd);
+}
+
+/* Entry name of a level (open at fd, at path): 1 when it was a key dir
+ * and a (its read ahead, or NULL) was used, else 0. */
+static int import_name(struct import *im, int fd, const struct tcfs_node *dir,
+		       const char *name, const char *path, int depth,
+		       struct ahead *a)
+{
+	char sub[PATH_MAX];
+	struct stat st;
+
+	snprintf(sub, sizeof(sub), "%s/%s", path, name);
+	if (tcfs_name_is_temp(name, 1) || tcfs_name_is_temp(name, 0)) {
+		im->st.skipped++;
+		return 0;
+	}
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		entry_failed(im, -errno, sub);
+		return 0;
+	}
+	if (S_ISDIR(st.st_mode) && tcfs_name_is_key(name)) {
+		import_keydir(im, fd, dir, name, sub, &st, a);
+		return 1;
+	}
+	if (a) {
+		/* Swapped since it was read ahead: what it is now must not
+		 * use the queue before the key dirs read ahead after it. */
+		entry_failed(im, -ESTALE, sub);
+		return 0;
+	}
+	if (!im->o.tree) {
+		im->st.skipped++;
+		warn(im, sub, "not a Triton key directory; skipped");
+	} else if (!S_ISDIR(st.st_mode)) {
+		import_loose(im, fd, dir, name, sub, depth);
+	} else {
+		import_sublevel(im, fd, dir, name, sub, &st, depth);
+	}
+	return 0;
+}
+
 /* The entries of a cache root: key dirs, and with tree mode the dirs
- * and files beside them, whose key-named dirs are key dirs in turn. */
+ * and files beside them, whose key-named dirs are key dirs in turn.  The
+ * key dirs ahead of the one imported are read ahead (struct window). */
 static void import_level(struct import *im, int fd,
 			 const struct tcfs_node *dir, const char *path,
 			 int depth)
 {
+	struct window *w = calloc(1, sizeof(*w));
+	struct ahead one;
 	char **names;
 	size_t n;
-	int rc = tcfs_io_list_names(fd, tcfs_name_cmp_commit_order, &names,
-				    &n);
+	int rc = w ? tcfs_io_list_names(fd, tcfs_name_cmp_commit_order,
+					&names, &n)
+		   : -ENOMEM;
 
 	if (rc < 0) {
+		free(w);
 		entry_failed(im, rc, path);
 		return;
 	}
 	for (size_t i = 0; i < n && !im->fatal; i++) {
-		char sub[PATH_MAX];
-		struct tcfs_node d;
-		struct stat st;
-		int sfd;
+		struct ahead *a;
 
-		snprintf(sub, sizeof(sub), "%s/%s", path, names[i]);
-		if (tcfs_name_is_temp(names[i], 1) ||
-		    tcfs_name_is_temp(names[i], 0)) {
-			im->st.skipped++;
-			continue;
+		fill(im, fd, path, names, n, i, w);
+		a = take(im, w, i, &one);
+		if (!import_name(im, fd, dir, names[i], path, depth, a) && a) {
+			ahead_rest(im, a, 0);
+			ahead_free(a);
 		}
-		if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			entry_failed(im, -errno, sub);
-			continue;
-		}
-		if (S_ISDIR(st.st_mode) && tcfs_name_is_key(names[i])) {
-			import_keydir(im, fd, dir, names[i], sub, &st);
-			continue;
-		}
-		if (!im->o.tree) {
-			im->st.skipped++;
-			warn(im, sub, "not a Triton key directory; skipped");
-			continue;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			import_loose(im, fd, dir, names[i], sub, depth);
-			continue;
-		}
-		if (depth >= DEPTH_MAX) {
-			im->st.skipped++;
-			warn(im, sub, "nested too deep; skipped");
-			continue;
-		}
-		sfd = openat(fd, names[i],
-			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		rc = sfd < 0 ? -errno : tcfs_store_begin(im->s);
-		if (rc == 0)
-			rc = tcfs_store_end(im->s, ensure_dir(im, dir->ino,
-							      names[i], &st,
-							      &d));
-		if (rc < 0)
-			entry_failed(im, rc, sub);
-		else
-			import_level(im, sfd, &d, sub, depth + 1);
-		if (sfd >= 0)
-			close(sfd);
 	}
+	take(im, w, SIZE_MAX, &one);	/* what the walk did not come to */
+	free(w);
 	tcfs_io_names_free(names, n);
 }
 
@@ -654,6 +915,13 @@ int import_source(struct import *im, const char *src)
 	return rc;
 }
 
+static unsigned online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : (unsigned)(n > 64 ? 64 : n);
+}
+
 int import_begin(struct import *im, struct tcfs_store *s,
 		 const struct import_opts *o)
 {
@@ -663,6 +931,7 @@ int import_begin(struct import *im, struct tcfs_store *s,
 	im->s = s;
 	im->o = *o;
 	im->srcfd = -1;
+	im->spacefd = -1;
 	tcfs_store_set_origin(s, strcmp(o->cmd, "unpack") == 0
 					 ? TCFS_ORIGIN_UNPACK
 					 : TCFS_ORIGIN_IMPORT);
@@ -674,8 +943,11 @@ int import_begin(struct import *im, struct tcfs_store *s,
 	 * in table unsynced, keyed by random names, made the cost of a
 	 * file at 100,000 kernels a third higher than at 1,000. */
 	tcfs_durable_sync_first(tcfs_store_durable(s));
-	/* Without its thread, blobs are stored here: slower, not wrong. */
-	if (putq_start(tcfs_store_cas(s), &im->q) < 0)
+	im->spacefd = open(tcfs_store_path(s), O_RDONLY | O_DIRECTORY |
+						     O_CLOEXEC);
+	/* Without its threads, files are read and stored here: slower, not
+	 * wrong. */
+	if (putq_start(tcfs_store_cas(s), online_cpus(), &im->q) < 0)
 		im->q = NULL;
 	/* Atomic: one savepoint around everything, rolled back at the end
 	 * when anything failed. */
@@ -706,6 +978,9 @@ int import_end(struct import *im, int rc)
 	}
 	putq_stop(im->q);
 	im->q = NULL;
+	if (im->spacefd >= 0)
+		close(im->spacefd);
+	im->spacefd = -1;
 	free(im->added);
 	free(im->added_size);
 	im->added = NULL;

@@ -55,8 +55,10 @@ struct import {
 	struct tcfs_hash *added;
 	uint64_t *added_size;
 	size_t nadded;
-	struct putq *q;		/* owned; NULL: blobs stored here */
-	int wait_puts;		/* the key dir has group files' rows */
+	struct putq *q;		/* owned; NULL: files read and stored here */
+	int spacefd;		/* the store's file system, for its room */
+	struct ahead *cur;	/* the key dir being imported, when its
+				 * files were queued (import.c); not owned */
 	int shown;		/* the error on its way up was reported */
 };
 

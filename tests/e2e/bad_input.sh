@@ -134,6 +134,30 @@ else
 	check_rc "once readable, importing again exits 0" 0
 	check_eq "... and the store holds everything" $((BASE_FILES + SMALL_FILES)) \
 		"$(info_field "$S" files)"
+
+	# Files are read and stored ahead of the key dir whose rows are being
+	# written: a later key dir may find a blob that the failing one made,
+	# and taking back the failed key dir's blobs must leave that one.
+	new_store store-unreadable-shared
+	SRC=$T_TMP/src-unreadable-shared
+	fixture_copy triton-3.6-h200-small.tgz cA "$SRC"
+	W=$(kernel_key "$SRC" 3)
+	printf 'bytes that only %s and %s hold\n' "$V" "$W" >"$SRC/$V/matmul_kernel.ptx"
+	cp "$SRC/$V/matmul_kernel.ptx" "$SRC/$W/matmul_kernel.ptx"
+	chmod 000 "$SRC/$V/$VF"
+	run "${NOCAPS[@]}" "$TCFS" import --store "$S" "$SRC"
+	check_rc "a later key dir shares bytes with the failing one: import exits 1" 1
+	E=$T_TMP/export-unreadable-shared
+	tcfs export --quiet --store "$S" "$E"
+	check_rc "... export exits 0" 0
+	if cmp -s "$SRC/$W/matmul_kernel.ptx" "$E/$W/matmul_kernel.ptx"; then
+		ok "... the later key dir's copy of those bytes is in the store"
+	else
+		not_ok "... the later key dir's copy of those bytes is in the store"
+	fi
+	tcfs fsck --json --store "$S"
+	check_eq "... fsck: 0 problems, 0 orphans" "0 0" \
+		"$(json_get "$OUT" problems) $(json_get "$OUT" orphans)"
 fi
 
 # === symlinks and a FIFO =========================================================
