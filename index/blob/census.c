@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "index/base/err.h"
-#include "index/base/vec.h"
+#include "index/base/io.h"
 
 #define CENSUS_THREADS_MAX 16
 
@@ -21,8 +21,8 @@
  * the next one not taken. */
 struct census {
 	int objfd;
-	char (*name)[256];		/* names at the top, no dot names */
-	size_t n, cap;
+	char **name;			/* names at the top (io.h) */
+	size_t n;
 	atomic_size_t next;
 	pthread_mutex_t mu;
 	struct tcfs_census sum;		/* under mu */
@@ -72,7 +72,8 @@ static void *counter(void *arg)
 	int rc = 0;
 
 	while (rc == 0 && (i = atomic_fetch_add(&c->next, 1)) < c->n)
-		rc = count_sub(c, c->name[i], &mine);
+		if (c->name[i][0] != '.')	/* as cas.c walks */
+			rc = count_sub(c, c->name[i], &mine);
 	pthread_mutex_lock(&c->mu);
 	c->sum.files += mine.files;
 	c->sum.bytes += mine.bytes;
@@ -80,36 +81,6 @@ static void *counter(void *arg)
 		c->rc = rc;
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
-}
-
-/* The names at the top of objects/ into c. */
-static int read_top(struct census *c)
-{
-	int fd = dup(c->objfd);
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		char (*slot)[256];
-
-		if (de->d_name[0] == '.')
-			continue;
-		slot = tcfs_vec_push(&c->name, &c->n, &c->cap, sizeof(*slot));
-		if (!slot)
-			rc = -ENOMEM;
-		else
-			snprintf(*slot, sizeof(*slot), "%s", de->d_name);
-	}
-	closedir(d);
-	return rc;
 }
 
 static unsigned threads_for(unsigned asked, size_t subs)
@@ -155,7 +126,7 @@ int tcfs_census_objects(const char *store_path, unsigned threads,
 		return tcfs_err_errno(-errno, "%s", objects);
 	atomic_init(&c.next, 0);
 	pthread_mutex_init(&c.mu, NULL);
-	rc = read_top(&c);
+	rc = tcfs_io_list_names(c.objfd, NULL, &c.name, &c.n);
 	if (rc == 0)
 		rc = run_counters(&c, threads_for(threads, c.n));
 	if (rc == 0)
@@ -163,7 +134,7 @@ int tcfs_census_objects(const char *store_path, unsigned threads,
 	else
 		rc = tcfs_err_errno(rc, "%s", objects);
 	pthread_mutex_destroy(&c.mu);
-	free(c.name);
+	tcfs_io_names_free(c.name, c.n);
 	close(c.objfd);
 	return rc;
 }
