@@ -311,11 +311,35 @@ static int ensure_dir(struct import *im, uint64_t parent, const char *name,
 static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 		       const char *key, const char *path, int depth);
 
+/* A directory below a key dir or a tree, st its lstat: made in the
+ * store, then imported whole, unless nested past DEPTH_MAX. */
+static int import_subdir(struct import *im, int dirfd,
+			 const struct tcfs_node *dir, const char *name,
+			 const struct stat *st, const char *key,
+			 const char *path, int depth)
+{
+	struct tcfs_node sub;
+	int fd, rc;
+
+	if (depth >= DEPTH_MAX) {
+		im->st.skipped++;
+		warn(im, path, "nested too deep; skipped");
+		return 0;
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = ensure_dir(im, dir->ino, name, st, &sub);
+	if (rc == 0)
+		rc = import_tree(im, fd, &sub, key, path, depth + 1);
+	close(fd);
+	return rc;
+}
+
 static int import_entry(struct import *im, int dirfd,
 			const struct tcfs_node *dir, const char *name,
 			const char *key, const char *path, int depth)
 {
-	struct tcfs_node sub;
 	struct stat st;
 	int fd, rc;
 
@@ -343,20 +367,8 @@ static int import_entry(struct import *im, int dirfd,
 			return 0;
 		}
 	} else if (S_ISDIR(st.st_mode)) {
-		if (depth >= DEPTH_MAX) {
-			im->st.skipped++;
-			warn(im, path, "nested too deep; skipped");
-			return 0;
-		}
-		fd = openat(dirfd, name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		rc = ensure_dir(im, dir->ino, name, &st, &sub);
-		if (rc == 0)
-			rc = import_tree(im, fd, &sub, key, path, depth + 1);
-		close(fd);
-		return rc;
+		return import_subdir(im, dirfd, dir, name, &st, key, path,
+				     depth);
 	} else if (S_ISREG(st.st_mode)) {
 		/* O_NONBLOCK: a file swapped for a FIFO must not hang us. */
 		fd = openat(dirfd, name,
