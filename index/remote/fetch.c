@@ -45,7 +45,8 @@ static int64_t mono_ns(void)
 }
 
 /* Before each further call: a fetch that took its budget (remote_budget)
- * asks no more, whatever each reply's own timeout allows. */
+ * asks no more.  Each call is also given the budget's end, which bounds
+ * its every read, whatever sizes the remote claims. */
 static int fetch_in_time(const struct fetch *x, const char *what)
 {
 	if (mono_ns() <= x->until_ns)
@@ -152,8 +153,8 @@ static int fetch_group(struct fetch *x, const char *name)
 	if (!rc)
 		rc = fetch_key(x, F_SIDECAR, sfile);
 	if (!rc)
-		rc = tcfs_remote_get(x->r, x->kp, 2, TCFS_WIRE_JSON_MAX,
-				     x->vals, x->lens);
+		rc = tcfs_remote_get_until(x->r, x->kp, 2, TCFS_WIRE_JSON_MAX,
+					   x->vals, x->lens, x->until_ns);
 	if (rc)
 		return rc;
 	x->got += x->lens[F_HEAD] + x->lens[F_SIDECAR];
@@ -223,8 +224,8 @@ static int fetch_children(struct fetch *x)
 	if (!rc && n)
 		rc = fetch_in_time(x, "the children's sizes");
 	if (!rc && n)
-		rc = tcfs_remote_sizes(x->r, x->kp + F_CHILD, n,
-				       x->sizes + F_CHILD);
+		rc = tcfs_remote_sizes_until(x->r, x->kp + F_CHILD, n,
+					     x->sizes + F_CHILD, x->until_ns);
 	for (size_t i = 0; i < n && !rc; i++) {
 		rc = fetch_bound(x, F_CHILD + i, x->names.name[i], &total);
 		if (!rc && (uint64_t)x->sizes[F_CHILD + i] > max)
@@ -235,8 +236,9 @@ static int fetch_children(struct fetch *x)
 	if (!rc && n)
 		rc = fetch_in_time(x, "the children");
 	if (!rc && n)
-		rc = tcfs_remote_get(x->r, x->kp + F_CHILD, n, max,
-				     x->vals + F_CHILD, x->lens + F_CHILD);
+		rc = tcfs_remote_get_until(x->r, x->kp + F_CHILD, n, max,
+					   x->vals + F_CHILD, x->lens + F_CHILD,
+					   x->until_ns);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t s = F_CHILD + i;
 
@@ -342,7 +344,8 @@ int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
 /* A single file's size and its sidecar's, against the bounds. */
 static int fetch_file_sizes(struct fetch *x)
 {
-	int rc = tcfs_remote_sizes(x->r, x->kp, 2, x->sizes);
+	int rc = tcfs_remote_sizes_until(x->r, x->kp, 2, x->sizes,
+					 x->until_ns);
 
 	if (rc)
 		return rc;
@@ -381,7 +384,8 @@ static int fetch_one(struct fetch *x, const char *file)
 	max = (uint64_t)x->sizes[F_HEAD];
 	if (x->sizes[F_SIDECAR] > x->sizes[F_HEAD])
 		max = (uint64_t)x->sizes[F_SIDECAR];
-	rc = tcfs_remote_get(x->r, x->kp, 2, max, x->vals, x->lens);
+	rc = tcfs_remote_get_until(x->r, x->kp, 2, max, x->vals, x->lens,
+				   x->until_ns);
 	if (rc)
 		return rc;
 	x->got += x->lens[F_HEAD] + x->lens[F_SIDECAR];

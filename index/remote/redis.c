@@ -37,6 +37,8 @@ struct rd_conn {
 	int elems_max;		/* the reply being read: arrays at most */
 	int elems_over;		/* an array over elems_max was refused */
 	int io_ms;
+	int armed_ms;		/* the socket's timeouts now */
+	int64_t until_ms;	/* the call's deadline (monotonic); 0: none */
 	char where[TCFS_REMOTE_HOST_MAX + 16];	/* host:port, for messages */
 };
 
@@ -122,10 +124,14 @@ static int rd_ctx_err(struct rd_conn *c, int saved, const char *what)
 			    ctx->errstr);
 }
 
-/* A deadline for bytes to cross: io_ms, and io_ms more per MiB. */
+/* A deadline for bytes to cross: io_ms, and io_ms more per MiB, never
+ * past the call's own: what a peer claims never extends a caller's time. */
 static int64_t rd_deadline(const struct rd_conn *c, uint64_t bytes)
 {
-	return rd_now_ms() + (int64_t)c->io_ms * (int64_t)(1 + (bytes >> 20));
+	int64_t end = rd_now_ms() +
+		      (int64_t)c->io_ms * (int64_t)(1 + (bytes >> 20));
+
+	return c->until_ms && c->until_ms < end ? c->until_ms : end;
 }
 
 static int rd_late(struct rd_conn *c, const char *what)
@@ -134,20 +140,46 @@ static int rd_late(struct rd_conn *c, const char *what)
 			    c->where, what);
 }
 
+/* Arms the socket's timeouts for one read or write: io_ms, or what is
+ * left before end when less.  A peer that drips a byte at a time has
+ * every read return; so each must stop at end, not io_ms after it. */
+static int rd_arm(struct rd_conn *c, int64_t end, const char *what)
+{
+	int64_t left = end - rd_now_ms();
+	int ms = left < c->io_ms ? (int)left : c->io_ms;
+
+	if (ms <= 0)
+		return rd_late(c, what);
+	if (ms != c->armed_ms) {
+		if (redisSetTimeout(c->ctx, rd_tv(ms)) != REDIS_OK)
+			return rd_ctx_err(c, errno, "timeout");
+		c->armed_ms = ms;
+	}
+	return 0;
+}
+
+/* A read or write that failed: a timeout (its socket armed with what was
+ * left) is the deadline's, said so. */
+static int rd_io_err(struct rd_conn *c, const char *what)
+{
+	int rc = rd_ctx_err(c, errno, what);
+
+	return rc == -ETIMEDOUT ? rd_late(c, what) : rc;
+}
+
 /* Sends what is appended, within its deadline. */
 static int rd_flush(struct rd_conn *c, const char *what)
 {
 	uint64_t len = c->ctx->obuf ? sdslen(c->ctx->obuf) : 0;
 	int64_t end = rd_deadline(c, len);
-	int done = 0;
+	int done = 0, rc = 0;
 
-	while (!done) {
-		if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
-			return rd_ctx_err(c, errno, what);
-		if (!done && rd_now_ms() > end)
-			return rd_late(c, what);
+	while (!done && !rc) {
+		rc = rd_arm(c, end, what);
+		if (!rc && redisBufferWrite(c->ctx, &done) != REDIS_OK)
+			rc = rd_io_err(c, what);
 	}
-	return 0;
+	return rc;
 }
 
 /* Reads one reply of at most max bytes (framing included) whose arrays
@@ -160,6 +192,8 @@ static int rd_reply(struct rd_conn *c, uint64_t max, int elems,
 	int64_t end = rd_deadline(c, max);
 	uint64_t got = 0;
 	void *reply = NULL;
+	size_t before;
+	int rc;
 
 	c->elems_max = elems;
 	c->elems_over = 0;
@@ -168,12 +202,12 @@ static int rd_reply(struct rd_conn *c, uint64_t max, int elems,
 			return rd_ctx_err(c, errno, what);
 		if (reply)
 			break;
-		if (rd_now_ms() > end)
-			return rd_late(c, what);
-		size_t before = rd->len;
-
+		rc = rd_arm(c, end, what);
+		if (rc)
+			return rc;
+		before = rd->len;
 		if (redisBufferRead(c->ctx) != REDIS_OK)
-			return rd_ctx_err(c, errno, what);
+			return rd_io_err(c, what);
 		got += rd->len - before;
 		if (got > max + RD_READ_SLACK)
 			return tcfs_err_set(-EPROTO,
@@ -304,10 +338,27 @@ static void rd_close(void *conn)
 	free(c);
 }
 
-static int rd_connect(const struct tcfs_remote_cfg *cfg, void **out)
+/* The deadline of the calls to come: until_ns (monotonic), 0 for none. */
+static void rd_until(void *conn, int64_t until_ns)
+{
+	struct rd_conn *c = conn;
+
+	c->until_ms = until_ns > 0 ? until_ns / 1000000 : 0;
+}
+
+/* connect_ms, or what is left before the deadline when less. */
+static int rd_connect_ms(const struct rd_conn *c, int connect_ms)
+{
+	int64_t left = c->until_ms ? c->until_ms - rd_now_ms() : connect_ms;
+
+	return left < connect_ms ? (int)left : connect_ms;
+}
+
+static int rd_connect(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
+		      void **out)
 {
 	struct rd_conn *c = calloc(1, sizeof(*c));
-	int rc;
+	int rc, ms;
 
 	*out = NULL;
 	if (!c)
@@ -316,18 +367,20 @@ static int rd_connect(const struct tcfs_remote_cfg *cfg, void **out)
 		 strchr(cfg->host, ':') ? "[%s]:%d" : "%s:%d", cfg->host,
 		 cfg->port);
 	c->io_ms = cfg->io_ms;
-	c->ctx = redisConnectWithTimeout(cfg->host, cfg->port,
-					 rd_tv(cfg->connect_ms));
+	rd_until(c, until_ns);
+	ms = rd_connect_ms(c, cfg->connect_ms);
+	if (ms <= 0) {
+		rc = tcfs_err_set(-ETIMEDOUT, "redis %s: connect: no time"
+				  " left", c->where);
+		goto fail;
+	}
+	c->ctx = redisConnectWithTimeout(cfg->host, cfg->port, rd_tv(ms));
 	if (!c->ctx) {
 		rc = -ENOMEM;
 		goto fail;
 	}
 	if (c->ctx->err) {
 		rc = rd_ctx_err(c, errno, "connect");
-		goto fail;
-	}
-	if (redisSetTimeout(c->ctx, rd_tv(cfg->io_ms)) != REDIS_OK) {
-		rc = rd_ctx_err(c, errno, "timeout");
 		goto fail;
 	}
 	c->fns = *c->ctx->reader->fn;
@@ -699,6 +752,7 @@ static int rd_scan(void *conn, const char *pattern, size_t max,
 const struct tcfs_remote_ops tcfs_remote_redis = {
 	.scheme = "redis",
 	.connect = rd_connect,
+	.until = rd_until,
 	.close = rd_close,
 	.sizes = rd_sizes,
 	.get = rd_get,

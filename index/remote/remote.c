@@ -190,13 +190,18 @@ static struct slot *slot_try(struct tcfs_remote *r)
  * there are slots wait: else -EBUSY at once.  A burst of probes of new
  * kernels is served in turn; a stalled remote holds at most twice
  * remote_conns threads, each for one timeout, until the breaker opens. */
-static int slot_take(struct tcfs_remote *r, struct slot **out)
+static int slot_take(struct tcfs_remote *r, int64_t until_ns,
+		     struct slot **out)
 {
 	int64_t until = now_ns() + (int64_t)r->cfg.io_ms * 1000000;
-	struct timespec ts = { until / 1000000000, until % 1000000000 };
+	struct timespec ts;
 	struct slot *s = slot_try(r);
 	int timed_out = 0;
 
+	/* A caller's deadline (a probe's budget) bounds the wait too. */
+	if (until_ns && until_ns < until)
+		until = until_ns;
+	ts = (struct timespec){ until / 1000000000, until % 1000000000 };
 	if (!s && atomic_load(&r->waiting) < (int)r->nslots) {
 		pthread_mutex_lock(&r->wmu);
 		atomic_fetch_add(&r->waiting, 1);
@@ -226,12 +231,14 @@ static void slot_give(struct tcfs_remote *r, struct slot *s)
 	}
 }
 
-/* A slot and the breaker's leave, connected: 0 with *out held, or
- * -EBUSY, -EAGAIN (nothing asked), or the connect's error. */
-static int call_begin(struct tcfs_remote *r, struct slot **out)
+/* A slot and the breaker's leave, connected, within until_ns (0: the
+ * engine's timeouts only): 0 with *out held, or -EBUSY, -EAGAIN (nothing
+ * asked), or the connect's error. */
+static int call_begin(struct tcfs_remote *r, int64_t until_ns,
+		      struct slot **out)
 {
 	struct slot *s = NULL;
-	int rc = slot_take(r, &s);
+	int rc = slot_take(r, until_ns, &s);
 
 	if (rc)
 		return rc;
@@ -243,13 +250,14 @@ static int call_begin(struct tcfs_remote *r, struct slot **out)
 				    r->cfg.breaker_fails);
 	}
 	if (!s->conn)
-		rc = r->ops->connect(&r->cfg, &s->conn);
+		rc = r->ops->connect(&r->cfg, until_ns, &s->conn);
 	if (rc) {
 		breaker_report(r, 1);
 		atomic_fetch_add(&r->stats.errors, 1);
 		slot_give(r, s);
 		return rc;
 	}
+	r->ops->until(s->conn, until_ns);
 	*out = s;
 	return 0;
 }
@@ -270,33 +278,46 @@ static int call_end(struct tcfs_remote *r, struct slot *s, int rc)
 	return rc;
 }
 
-int tcfs_remote_sizes(struct tcfs_remote *r, const char *const *keys,
-		      size_t n, int64_t *sizes)
+int tcfs_remote_sizes_until(struct tcfs_remote *r, const char *const *keys,
+			    size_t n, int64_t *sizes, int64_t until_ns)
 {
 	struct slot *s;
-	int rc = call_begin(r, &s);
+	int rc = call_begin(r, until_ns, &s);
 
 	if (rc)
 		return rc;
 	return call_end(r, s, r->ops->sizes(s->conn, keys, n, sizes));
 }
 
-int tcfs_remote_get(struct tcfs_remote *r, const char *const *keys,
-		    size_t n, uint64_t max, char **vals, size_t *lens)
+int tcfs_remote_sizes(struct tcfs_remote *r, const char *const *keys,
+		      size_t n, int64_t *sizes)
+{
+	return tcfs_remote_sizes_until(r, keys, n, sizes, 0);
+}
+
+int tcfs_remote_get_until(struct tcfs_remote *r, const char *const *keys,
+			  size_t n, uint64_t max, char **vals, size_t *lens,
+			  int64_t until_ns)
 {
 	struct slot *s;
-	int rc = call_begin(r, &s);
+	int rc = call_begin(r, until_ns, &s);
 
 	if (rc)
 		return rc;
 	return call_end(r, s, r->ops->get(s->conn, keys, n, max, vals, lens));
 }
 
+int tcfs_remote_get(struct tcfs_remote *r, const char *const *keys,
+		    size_t n, uint64_t max, char **vals, size_t *lens)
+{
+	return tcfs_remote_get_until(r, keys, n, max, vals, lens, 0);
+}
+
 int tcfs_remote_put(struct tcfs_remote *r, const struct tcfs_remote_kv *kv,
 		    size_t n, size_t natomic)
 {
 	struct slot *s;
-	int rc = call_begin(r, &s);
+	int rc = call_begin(r, 0, &s);
 
 	if (rc)
 		return rc;
@@ -309,7 +330,7 @@ int tcfs_remote_ping(struct tcfs_remote *r, int64_t *latency_ns, char *info,
 {
 	struct slot *s;
 	int64_t t0;
-	int rc = call_begin(r, &s);
+	int rc = call_begin(r, 0, &s);
 
 	if (rc)
 		return rc;
@@ -323,7 +344,7 @@ int tcfs_remote_scan(struct tcfs_remote *r, const char *pattern, size_t max,
 		     int (*fn)(void *ctx, const char *key), void *ctx)
 {
 	struct slot *s;
-	int rc = call_begin(r, &s);
+	int rc = call_begin(r, 0, &s);
 
 	if (rc)
 		return rc;

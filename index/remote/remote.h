@@ -5,7 +5,7 @@
  * S3 bucket, an OCI registry) could be a second table.
  *
  * Never a stall: every call is bounded by the engine's connect and reply
- * timeouts; at most cfg.conns callers use the remote at once (a caller
+ * timeouts, and a fetch as a whole by its budget (every read of it); at most cfg.conns callers use the remote at once (a caller
  * that finds every connection busy gets -EBUSY at once, never waits); and
  * a circuit breaker stops asking a remote that failed cfg.breaker_fails
  * times in a row, for cfg.breaker_open_ms, then lets one caller try again
@@ -39,11 +39,17 @@ struct tcfs_remote_kv {
 
 /* An engine.  conn is the engine's own connection (one per caller at a
  * time: never shared by two threads at once).  Each call is bounded by
- * cfg's timeouts; an error other than -ENOENT or -EFBIG leaves the
- * connection to be closed. */
+ * cfg's timeouts and by the deadline last given (until_ns, monotonic;
+ * 0: none), which bounds every read and write of the call as a whole,
+ * whatever sizes the peer claims; an error other than -ENOENT or -EFBIG
+ * leaves the connection to be closed. */
 struct tcfs_remote_ops {
 	const char *scheme;	/* "redis" */
-	int (*connect)(const struct tcfs_remote_cfg *cfg, void **conn);
+	/* Connects and logs in, within connect_ms and until_ns. */
+	int (*connect)(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
+		       void **conn);
+	/* The deadline of the calls to come on conn. */
+	void (*until)(void *conn, int64_t until_ns);
 	void (*close)(void *conn);
 	/* sizes[i]: the length of keys[i]'s value, -1 when absent. */
 	int (*sizes)(void *conn, const char *const *keys, size_t n,
@@ -110,6 +116,14 @@ int tcfs_remote_sizes(struct tcfs_remote *r, const char *const *keys,
 		      size_t n, int64_t *sizes);
 int tcfs_remote_get(struct tcfs_remote *r, const char *const *keys,
 		    size_t n, uint64_t max, char **vals, size_t *lens);
+/* The same, the wait for a connection and the call done by until_ns
+ * (CLOCK_MONOTONIC): a probe's budget.  Past it, -ETIMEDOUT, and the
+ * connection, mid-reply, is dropped (a later call connects again). */
+int tcfs_remote_sizes_until(struct tcfs_remote *r, const char *const *keys,
+			    size_t n, int64_t *sizes, int64_t until_ns);
+int tcfs_remote_get_until(struct tcfs_remote *r, const char *const *keys,
+			  size_t n, uint64_t max, char **vals, size_t *lens,
+			  int64_t until_ns);
 int tcfs_remote_put(struct tcfs_remote *r, const struct tcfs_remote_kv *kv,
 		    size_t n, size_t natomic);
 /* *latency_ns: the round trip. */
@@ -148,7 +162,10 @@ void tcfs_fetched_free(struct tcfs_fetched *f);
  * group file itself: tcfs writes its own, in its file format).  A child
  * missing makes the whole a miss.  0 (counted a kernel hit), -ENOENT
  * (a miss, counted), -EBADMSG or -EPERM (refused, counted), other errors
- * as tcfs_remote_get. *out is owned by the caller: tcfs_fetched_free. */
+ * as tcfs_remote_get: -ETIMEDOUT when the whole is not here within
+ * cfg.budget_ms of the call, whatever sizes the remote claims or however
+ * slowly it sends (the fetch is then abandoned, its connection dropped).
+ * *out is owned by the caller: tcfs_fetched_free. */
 int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
 			     const char *name, struct tcfs_fetched *out);
 /* The same for a single file (a launcher module FILE.so, an

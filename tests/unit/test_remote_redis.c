@@ -514,11 +514,13 @@ static void password(void)
 }
 
 /* A listener that is not Redis: answers each connection with what,
- * then, when endless, bytes until the peer goes; else holds it open. */
+ * then, when endless, bytes until the peer goes (with drip_ms, one byte
+ * each drip_ms); else holds it open. */
 struct garbage {
 	int fd;
 	const char *what;
 	int endless;
+	int drip_ms;
 	pthread_t t;
 };
 
@@ -533,8 +535,9 @@ static void *garbage_serve(void *arg)
 		if (send(c, g->what, strlen(g->what), MSG_NOSIGNAL) < 0)
 			continue;
 		while (g->endless &&
-		       send(c, chunk, sizeof(chunk), MSG_NOSIGNAL) > 0)
-			;
+		       send(c, chunk, g->drip_ms ? 1 : sizeof(chunk),
+			    MSG_NOSIGNAL) > 0)
+			sleep_ms(g->drip_ms);
 		if (!g->endless)
 			sleep_ms(1000);
 		close(c);
@@ -573,6 +576,37 @@ static void garbage(const char *what, int endless, const char *name)
 	tap_ok(dt < 1000, "%s: no hang (%lld ms)", name, (long long)dt);
 	tap_ok(strstr(tcfs_err_msg(), "not Redis") != NULL, "message: %s",
 	       tcfs_err_msg());
+	tcfs_remote_close(r);
+	garbage_stop(&g);
+}
+
+/* A reply that claims 4 MiB and comes a byte every 20 ms: every read
+ * returns, so only a deadline on the whole call ends it, at until_ns, not
+ * when the claim would allow (io_ms per MiB: 5 s here). */
+static void dripped(void)
+{
+	struct garbage g = { .what = "*1\r\n$4194304\r\n", .endless = 1,
+			     .drip_ms = 20 };
+	int port = garbage_start(&g);
+	const char *keys[] = { "t:rt:1" };
+	struct tcfs_remote_cfg cfg;
+	struct tcfs_remote *r;
+	char *val = NULL;
+	size_t len = 0;
+	int64_t t0 = now_ms(), dt;
+
+	cfg_make(&cfg, port);
+	cfg.io_ms = 1000;
+	r = open_at(port, &cfg);
+	tap_eq(tcfs_remote_get_until(r, keys, 1, 4u << 20, &val, &len,
+				     (t0 + 300) * 1000000),
+	       -ETIMEDOUT, "a dripped reply: -ETIMEDOUT");
+	dt = now_ms() - t0;
+	tap_ok(dt < 2000, "at the call's deadline, 300 ms (%lld ms), not the"
+	       " claim's 5 s", (long long)dt);
+	printf("# a dripped reply, deadline 300 ms: %lld ms\n",
+	       (long long)dt);
+	tap_ok(val == NULL, "nothing returned");
 	tcfs_remote_close(r);
 	garbage_stop(&g);
 }
@@ -842,6 +876,7 @@ int main(void)
 	garbage("HTTP/1.1 400 Bad\r\n\r\n", 0, "an HTTP answer: -EPROTO");
 	garbage("*2147483647\r\n", 0, "an array of 2^31-1: -EPROTO");
 	garbage("$1000000000\r\n", 1, "a 1 GB value, streamed: -EPROTO");
+	dripped();
 	fetch_all();
 	return tap_done();
 }
