@@ -332,8 +332,7 @@ static int holds_private(struct tcfs_fs *fs, uint64_t dir, int *yes)
 {
 	struct tcfs_node *owns = NULL;
 	size_t nown = 0;
-	int rc = tcfs_ns_named(fs->store, TCFS_NAME_PRIVATE_PREFIX "*", &owns,
-			       &nown);
+	int rc = tcfs_ns_private_dirs(fs->store, &owns, &nown);
 
 	*yes = 0;
 	for (size_t i = 0; rc == 0 && !*yes && i < nown; i++) {
@@ -481,8 +480,7 @@ int fs_users_promote(struct tcfs_fs *fs, const char *key, int64_t uid,
 	struct tcfs_node *owns = NULL, *kids = NULL;
 	size_t nown = 0, nkid = 0;
 	uint32_t who;
-	int rc = tcfs_ns_named(fs->store, TCFS_NAME_PRIVATE_PREFIX "*", &owns,
-			       &nown);
+	int rc = tcfs_ns_private_dirs(fs->store, &owns, &nown);
 
 	*moved = 0;
 	for (size_t i = 0; rc == 0 && i < nown; i++) {
