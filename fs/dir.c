@@ -77,10 +77,15 @@ void fs_row_symlink(fuse_req_t req, const char *link,
 void fs_row_link(fuse_req_t req, const struct fs_ino *i,
 		 const struct fs_ino *newparent, const struct fs_name *nm)
 {
+	struct tcfs_fs *fs = fs_of(req);
 	struct tcfs_node n;
-	int rc = tcfs_ns_link(fs_of(req)->store, i->row, newparent->row, nm->s,
-			      &n);
+	int rc = tcfs_ns_get(fs->store, i->row, &n);
 
+	if (rc == 0)
+		rc = fs_users_may_move(fs, n.parent, &n, newparent->row);
+	if (rc == 0)
+		rc = tcfs_ns_link(fs->store, i->row, newparent->row, nm->s,
+				  &n);
 	reply_new(req, newparent, nm, &n, rc);
 }
 
@@ -268,6 +273,21 @@ static int move(struct tcfs_fs *fs, const struct tcfs_node *src,
 	return rc;
 }
 
+/* What a user's own dir holds stays there (users.c): both ways for an
+ * exchange. */
+static int may_move(struct tcfs_fs *fs, const struct fs_ino *parent,
+		    const struct tcfs_node *src, const struct fs_ino *newparent,
+		    const struct fs_name *newnm, unsigned flags)
+{
+	struct tcfs_node dst;
+	int rc = fs_users_may_move(fs, parent->row, src, newparent->row);
+
+	if (rc == 0 && (flags & RENAME_EXCHANGE) &&
+	    tcfs_ns_lookup(fs->store, newparent->row, newnm->s, &dst) == 0)
+		rc = fs_users_may_move(fs, newparent->row, &dst, parent->row);
+	return rc;
+}
+
 void fs_row_rename(fuse_req_t req, const struct fs_ino *parent,
 		   const struct fs_name *nm, const struct fs_ino *newparent,
 		   const struct fs_name *newnm, unsigned int flags)
@@ -280,6 +300,8 @@ void fs_row_rename(fuse_req_t req, const struct fs_ino *parent,
 	 * asynchronously): it must land with its bytes, and so must the
 	 * files of a directory that moves (rare: Inductor's key dirs). */
 	rc = tcfs_ns_lookup(fs->store, parent->row, nm->s, &src);
+	if (rc == 0)
+		rc = may_move(fs, parent, &src, newparent, newnm, flags);
 	if (rc == 0 && src.kind == TCFS_FILE && fs_drops(fs, newnm) &&
 	    !(flags & RENAME_EXCHANGE)) {
 		drop_published(req, parent, nm, &src);

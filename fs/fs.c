@@ -401,6 +401,9 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 {
 	if (open_store(fs, o, r) < 0)
 		return -1;
+	/* The kernels a trusted user writes are shared (kernels.shared). */
+	if (fs->users)
+		tcfs_store_set_trust(fs->store, fs_users_trust, fs);
 	/* With no -o remote, the one the store names (tcfs config remote);
 	 * read before chdir, as its secret files may be relative. */
 	if (!own->has_remote &&

@@ -67,7 +67,7 @@ static const struct fs_kind_ops *enter_name(fuse_req_t req, uint64_t parent,
 	o = owner(fs_of(req), p, nm);
 	if (o != kinds[p->kind] || fs_users_route(req, p, nm, how) == 0)
 		return o;
-	fuse_reply_err(req, how == FS_FIND ? ENOENT : EACCES);
+	fuse_reply_err(req, how <= FS_FIND ? ENOENT : EACCES);
 	return NULL;
 }
 
@@ -102,7 +102,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_ino p;
 	struct fs_name nm;
 	const struct fs_kind_ops *o =
-		enter_name(req, parent, name, &p, &nm, FS_FIND);
+		enter_name(req, parent, name, &p, &nm, FS_LOAD);
 
 	if (o && !lacks(req, !o->lookup, ENOSYS))
 		o->lookup(req, &p, &nm);
@@ -169,7 +169,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs_ino p;
 	struct fs_name nm;
 	const struct fs_kind_ops *o =
-		enter_name(req, parent, name, &p, &nm, FS_PLACE);
+		enter_name(req, parent, name, &p, &nm, FS_MKDIR);
 
 	if (o && !lacks(req, !o->mkdir, EROFS))
 		o->mkdir(req, &p, &nm, mode);

@@ -447,14 +447,23 @@ int fs_users_new(const char *trust, uid_t owner, struct fs_users **out);
 void fs_users_free(struct fs_users *u);
 /* Whether uid (of group gid) writes shared kernels. */
 int fs_trusted(struct tcfs_fs *fs, uid_t uid, gid_t gid);
-/* Where a request's name is, for its user: FS_FIND to reach an entry
- * (lookup, unlink, rmdir, a rename's source), FS_PLACE to make one
- * (mkdir, create, a rename's target...).  May move parent->row to the
- * user's own dir, and sets nm->apart; -ENOENT for a name this user may
- * not see or make. */
-enum fs_route { FS_FIND, FS_PLACE };
+/* Where a request's name is, for its user: FS_LOAD to look an entry up
+ * (what a reader then loads), FS_FIND to reach one otherwise (unlink,
+ * rmdir, a rename's source), FS_MKDIR to make a dir, FS_PLACE to make
+ * anything else (create, symlink, link, a rename's target).  May move
+ * parent->row to the user's own dir, and sets nm->apart; -ENOENT for a
+ * name this user may not see or make. */
+enum fs_route { FS_LOAD, FS_FIND, FS_MKDIR, FS_PLACE };
 int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
 		   enum fs_route how);
+/* 0 when src (found in dir from) may move, or be linked, to dir to;
+ * -EPERM when it would take a user's own dir, a dir that holds one, or
+ * anything in one out of it: what an untrusted user wrote never becomes
+ * anyone else's. */
+int fs_users_may_move(struct tcfs_fs *fs, uint64_t from,
+		      const struct tcfs_node *src, uint64_t to);
+/* The store's trust hook (tcfs_store_set_trust): ctx is the mount. */
+int fs_users_trust(void *ctx, int64_t uid, int64_t gid);
 /* 1 and *own when the requester has an own dir in dir (readdir shows its
  * entries with dir's). */
 int fs_users_own_dir(fuse_req_t req, uint64_t dir, uint64_t *own);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "index/model/entry.h"
 #include "index/model/kernel.h"
 #include "index/base/name.h"
 #include "priv.h"
@@ -85,63 +86,12 @@ struct fs_probes {
 	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
 };
 
-/* Inductor's probes (torch.compile's caches above Triton's), by where
- * its names sit (tests/fixtures/inductor-2.11-trace.txt): an FX graph is
- * the dir fxgraph/XX/FKEY, XX its key's 2nd and 3rd characters; an
- * AOTAutograd entry the dir aotautograd/AKEY; a compiled module XX/CKEY.py
- * and autotune results XX/HASH.best_config, in a dir of two characters.
- * And vLLM's compiled artifacts, artifact_compile_range_*, in a rank's
- * dir (torch_compile_cache/HASH/rank_I_J/PREFIX/).  Every one of them is
- * looked up before it is read or written. */
-/* Whether dir lies in a vLLM rank's dir: its own name, or its parent's,
- * rank_I_J (vLLM keeps its artifacts under a prefix dir there). */
-static int rank_dir(struct tcfs_fs *fs, const struct tcfs_node *dir)
-{
-	struct tcfs_node up;
-	unsigned i, j;
-	char end;
-
-	if (sscanf(dir->name, "rank_%u_%u%c", &i, &j, &end) == 2)
-		return 1;
-	return tcfs_ns_get(fs->store, dir->parent, &up) == 0 &&
-	       sscanf(up.name, "rank_%u_%u%c", &i, &j, &end) == 2;
-}
-
-static enum tcfs_probe inductor_kind(struct tcfs_fs *fs,
-				     const struct tcfs_node *parent,
-				     const struct fs_name *nm)
-{
-	int two = strlen(parent->name) == 2;
-	struct tcfs_node up;
-
-	switch (nm->art) {
-	case TCFS_ART_FXGRAPH:
-		if (!two || strncmp(parent->name, nm->s + 1, 2) != 0 ||
-		    tcfs_ns_get(fs->store, parent->parent, &up) < 0 ||
-		    strcmp(up.name, "fxgraph") != 0)
-			return 0;
-		return TCFS_PROBE_FXGRAPH;
-	case TCFS_ART_AOT:
-		return strcmp(parent->name, "aotautograd") == 0 ? TCFS_PROBE_AOT
-							       : 0;
-	case TCFS_ART_PYCODE:
-		return two && strncmp(parent->name, nm->s + 1, 2) == 0
-			       ? TCFS_PROBE_PYCODE
-			       : 0;
-	case TCFS_ART_BEST_CONFIG:
-		return two ? TCFS_PROBE_BEST_CONFIG : 0;
-	case TCFS_ART_VLLM:
-		return rank_dir(fs, parent) ? TCFS_PROBE_VLLM : 0;
-	default:
-		return 0;
-	}
-}
-
 enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 			      const struct tcfs_node *parent,
 			      const struct fs_name *nm)
 {
-	enum tcfs_probe ind = inductor_kind(fs, parent, nm);
+	enum tcfs_probe ind = tcfs_entry_kind(fs->store, parent, nm->s,
+					      nm->art);
 	int key;
 
 	if (ind)

@@ -148,8 +148,8 @@ static int wait_flight(struct fs_remote *rm, struct flight *f)
 }
 
 /* Fetches what the probe nm of dir names and lands it: 0 when it is
- * here now. */
-static int fetch_and_land(struct tcfs_fs *fs, const struct tcfs_node *dir,
+ * here now.  A dir of ino 0 (target_of) is made in its parent first. */
+static int fetch_and_land(struct tcfs_fs *fs, struct tcfs_node *dir,
 			  const struct fs_name *nm, enum tcfs_probe kind)
 {
 	struct tcfs_fetched got = { 0 };
@@ -162,6 +162,13 @@ static int fetch_and_land(struct tcfs_fs *fs, const struct tcfs_node *dir,
 						nm->kernel, &got)
 		     : tcfs_remote_fetch_file(fs->remote->r, dir->name, nm->s,
 					      &got);
+	if (rc == 0 && !dir->ino) {
+		rc = tcfs_ns_mkdir(fs->store, dir->parent, dir->name, 0755,
+				   tcfs_ns_now(), NULL, dir);
+		if (rc == -EEXIST)
+			rc = tcfs_ns_lookup(fs->store, dir->parent, dir->name,
+					    dir);
+	}
 	if (rc == 0)
 		rc = tcfs_remote_land(fs->store, dir->ino, &got, landed, &n);
 	/* The kernel may hold misses of the names that are here now. */
@@ -203,9 +210,15 @@ static int target_of(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	    !tcfs_name_private(own.name, NULL))
 		return 0;
 	rc = tcfs_ns_lookup(fs->store, own.parent, dir->name, to);
-	if (rc == -ENOENT)
-		rc = tcfs_ns_mkdir(fs->store, own.parent, dir->name, 0755,
-				   tcfs_ns_now(), NULL, to);
+	if (rc == -ENOENT) {
+		/* Made only once the fetch found it (fetch_and_land): an
+		 * empty shared dir would stand in the way of the user's own
+		 * kernel, promoted later. */
+		*to = *dir;
+		to->ino = 0;
+		to->parent = own.parent;
+		rc = 0;
+	}
 	return rc;
 }
 
@@ -241,11 +254,16 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	if (!mine) {
 		rc = wait_flight(rm, f);
 		pthread_mutex_unlock(&rm->mu);
+		/* The fetch it waited for made the shared dir. */
+		if (rc == 0 && !to->ino && (target_of(fs, dir, to) < 0 ||
+					    !to->ino))
+			rc = -ENOENT;
 		return rc;
 	}
 	pthread_mutex_unlock(&rm->mu);
 	/* A fetch of it may have landed it just before this one began. */
-	rc = tcfs_ns_lookup(fs->store, to->ino, nm->s, &here);
+	rc = to->ino ? tcfs_ns_lookup(fs->store, to->ino, nm->s, &here)
+		     : -ENOENT;
 	if (rc < 0)
 		rc = fetch_and_land(fs, to, nm, kind);
 	if (rc == 0)
@@ -299,7 +317,8 @@ static void enqueue_dir(struct fs_remote *rm, struct tcfs_fs *fs,
 	for (size_t i = 0; i < n; i++) {
 		enum tcfs_artifact a = tcfs_name_artifact(kids[i].name);
 
-		if (kids[i].kind != TCFS_FILE)
+		if (kids[i].kind != TCFS_FILE ||
+		    !tcfs_store_trusts(fs->store, kids[i].uid, kids[i].gid))
 			continue;
 		if (a == TCFS_ART_GROUP &&
 		    tcfs_name_group_kernel(kids[i].name, kname,
@@ -311,14 +330,18 @@ static void enqueue_dir(struct fs_remote *rm, struct tcfs_fs *fs,
 	free(kids);
 }
 
-/* Whether key dirs in root are shared: not a user's own (users.c), whose
- * kernels no other user loads, so no other node should either. */
-static int shared(struct tcfs_fs *fs, uint64_t root)
+/* Whether what the key dir d holds may go to the fleet: decided by who
+ * wrote it, never by where it sits.  Its kernels marked shared
+ * (kernel.h), and each file to publish written by a trusted user (a
+ * module has no row to mark). */
+static int shared(struct tcfs_fs *fs, const struct tcfs_node *d,
+		  const struct tcfs_node *file)
 {
-	struct tcfs_node r;
+	int yes = 0;
 
-	return !fs->users || tcfs_ns_get(fs->store, root, &r) < 0 ||
-	       !tcfs_name_private(r.name, NULL);
+	if (tcfs_kernel_dir_shared(fs->store, d->ino, &yes) < 0 || !yes)
+		return 0;
+	return !file || tcfs_store_trusts(fs->store, file->uid, file->gid);
 }
 
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
@@ -337,12 +360,14 @@ void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 		return;
 	if (nm->art == TCFS_ART_OTHER) {
 		if (tcfs_ns_lookup(fs->store, dir, nm->s, &n) == 0 &&
-		    n.kind == TCFS_DIR && shared(fs, n.parent) &&
+		    n.kind == TCFS_DIR && shared(fs, &n, NULL) &&
 		    tcfs_kernel_is_key_dir(fs->store, n.ino, &key) == 0 && key)
 			enqueue_dir(rm, fs, &n);
 		return;
 	}
-	if (tcfs_ns_get(fs->store, dir, &d) < 0 || !shared(fs, d.parent) ||
+	if (tcfs_ns_get(fs->store, dir, &d) < 0 ||
+	    tcfs_ns_lookup(fs->store, dir, nm->s, &n) < 0 ||
+	    !shared(fs, &d, &n) ||
 	    tcfs_kernel_is_key_dir(fs->store, dir, &key) < 0 || !key)
 		return;
 	if (nm->art == TCFS_ART_GROUP)

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <time.h>
 
 #include "index/base/err.h"
+#include "index/model/entry.h"
 #include "index/model/kernel.h"
 #include "index/store/store.h"
 #include "index/tree/ns.h"
@@ -205,16 +207,43 @@ static int private_dir(fuse_req_t req, uint64_t parent, int make,
 	return rc;
 }
 
-/* Whether nm in parent is a key dir's name at a cache root. */
-static int key_at_root(struct tcfs_fs *fs, uint64_t parent,
-		       const struct fs_name *nm)
+/* Whether nm in dir p is an entry a probe finds: a key dir at a cache
+ * root, or an entry of Inductor's or vLLM's caches (entry.h).  Those are
+ * what a user's own dir holds. */
+static int entry_in(struct tcfs_fs *fs, const struct tcfs_node *p,
+		    const struct fs_name *nm)
 {
 	int yes = 0;
 
-	if (!tcfs_name_is_key(nm->s))
+	if (tcfs_name_is_key(nm->s) &&
+	    tcfs_kernel_key_dir_at(fs->store, p->ino, nm->s, &yes) == 0 && yes)
+		return 1;
+	return tcfs_entry_kind(fs->store, p, nm->s, nm->art) != 0;
+}
+
+static int entry_at(struct tcfs_fs *fs, uint64_t parent,
+		    const struct fs_name *nm)
+{
+	struct tcfs_node p;
+
+	return tcfs_ns_get(fs->store, parent, &p) == 0 && entry_in(fs, &p, nm);
+}
+
+/* -ENOENT when the shared entry nm in dir p was written by a user not
+ * trusted: it must not be loaded by anyone, however it got its name (a
+ * store from before the writer decided, a dir moved above it).  Found by
+ * its writer, never by its path. */
+static int loadable(fuse_req_t req, const struct tcfs_node *p,
+		    const struct fs_name *nm)
+{
+	struct tcfs_fs *fs = fs_of(req);
+	struct tcfs_node n;
+
+	if (tcfs_ns_lookup(fs->store, p->ino, nm->s, &n) < 0 ||
+	    n.uid == (int64_t)fuse_req_ctx(req)->uid ||
+	    fs_users_trust(fs, n.uid, n.gid))
 		return 0;
-	return tcfs_kernel_key_dir_at(fs->store, parent, nm->s, &yes) == 0 &&
-	       yes;
+	return -ENOENT;
 }
 
 int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
@@ -222,36 +251,124 @@ int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct tcfs_node p, n;
 	uint64_t own;
-	struct tcfs_node n;
 	uint32_t uid;
+	int entry;
 
 	if (!fs->users || parent->kind == FS_KIND_VIEW)
 		return 0;
 	if (tcfs_name_private(nm->s, &uid)) {
 		nm->apart = 1;
 		/* Another user's own dir is not there; nobody makes one. */
-		return uid == (uint32_t)ctx->uid && how == FS_FIND ? 0 : -ENOENT;
+		return uid == (uint32_t)ctx->uid && how <= FS_FIND ? 0
+								   : -ENOENT;
 	}
-	if (!key_at_root(fs, parent->row, nm))
+	/* In one's own dir, names are as they are. */
+	if (tcfs_ns_get(fs->store, parent->row, &p) < 0 ||
+	    tcfs_name_private(p.name, NULL))
+		return 0;
+	/* An entry, or any name where files that are entries sit: a file
+	 * written there, then renamed onto an entry's name, must be in the
+	 * user's own dir from the start (the kernel keeps the dentry it
+	 * renames, with the temp name's timeout). */
+	entry = entry_in(fs, &p, nm);
+	if (!entry && !tcfs_entry_place(fs->store, &p))
 		return 0;
 	nm->apart = 1;
 	if (fs_trusted(fs, ctx->uid, ctx->gid))
-		return 0;
-	/* The requester's own key dir first; a new one is theirs, unless a
-	 * shared one of that name is there already. */
+		return how == FS_LOAD && entry ? loadable(req, &p, nm) : 0;
+	/* The requester's own first. */
 	if (private_dir(req, parent->row, 0, &own) == 0 &&
 	    tcfs_ns_lookup(fs->store, own, nm->s, &n) == 0) {
 		parent->row = own;
 		return 0;
 	}
-	if (how == FS_FIND ||
+	if (how == FS_LOAD)
+		return entry ? loadable(req, &p, nm) : 0;
+	if (how == FS_FIND)
+		return 0;
+	/* Triton makes its key dir on every probe (makedirs, exist_ok): a
+	 * shared one of that name is there, and read from.  Anything else
+	 * an untrusted user makes, or moves onto an entry's name, is theirs:
+	 * never in place of a shared one. */
+	if (how == FS_MKDIR && entry &&
 	    tcfs_ns_lookup(fs->store, parent->row, nm->s, &n) == 0)
 		return 0;
 	if (private_dir(req, parent->row, 1, &own) < 0)
 		return -EIO;
 	parent->row = own;
 	return 0;
+}
+
+int fs_users_trust(void *ctx, int64_t uid, int64_t gid)
+{
+	/* -1 is whoever mounts the store (ns.h). */
+	return uid == TCFS_OWNER_MOUNT ||
+	       fs_trusted(ctx, (uid_t)uid, (gid_t)gid);
+}
+
+/* The user's own dir that dir is, or lies in, or 0 for none.  Own dirs
+ * sit in cache roots, so this is a walk up a few levels. */
+static uint64_t area_of(struct tcfs_fs *fs, uint64_t dir)
+{
+	struct tcfs_node n;
+
+	/* Bounded as a path is: a corrupt parent chain ends the walk. */
+	for (int depth = 0; depth < PATH_MAX / 2; depth++) {
+		if (tcfs_ns_get(fs->store, dir, &n) < 0)
+			return 0;
+		if (tcfs_name_private(n.name, NULL))
+			return n.ino;
+		if (n.ino == TCFS_ROOT_INO || tcfs_ns_in_limbo(n.parent, NULL))
+			return 0;
+		dir = n.parent;
+	}
+	return 0;
+}
+
+/* Whether dir is, or lies above, a user's own dir. */
+static int holds_private(struct tcfs_fs *fs, uint64_t dir, int *yes)
+{
+	struct tcfs_node *owns = NULL;
+	size_t nown = 0;
+	int rc = tcfs_ns_private_dirs(fs->store, &owns, &nown);
+
+	*yes = 0;
+	for (size_t i = 0; rc == 0 && !*yes && i < nown; i++) {
+		struct tcfs_node n = owns[i];
+
+		for (int depth = 0; depth < PATH_MAX / 2; depth++) {
+			if (n.ino == dir) {
+				*yes = 1;
+				break;
+			}
+			if (n.ino == TCFS_ROOT_INO ||
+			    tcfs_ns_in_limbo(n.parent, NULL) ||
+			    tcfs_ns_get(fs->store, n.parent, &n) < 0)
+				break;
+		}
+	}
+	free(owns);
+	return rc;
+}
+
+int fs_users_may_move(struct tcfs_fs *fs, uint64_t from,
+		      const struct tcfs_node *src, uint64_t to)
+{
+	uint64_t area = area_of(fs, from);
+	int holds = 0, rc;
+
+	if (src->kind == TCFS_DIR) {
+		rc = holds_private(fs, src->ino, &holds);
+		if (rc < 0)
+			return rc;
+		if (holds)
+			return -EPERM;
+	}
+	/* Into one's own dir is how an entry written beside it becomes
+	 * one's own (fs_users_route); out of it, never. */
+	return area && area != area_of(fs, to) ? -EPERM : 0;
 }
 
 int fs_users_own_dir(fuse_req_t req, uint64_t dir, uint64_t *own)
@@ -264,17 +381,27 @@ int fs_users_own_dir(fuse_req_t req, uint64_t dir, uint64_t *own)
 	return private_dir(req, dir, 0, own) == 0;
 }
 
-/* Whether dir is a key dir, or a temp dir in one (Triton's tmp.pid_*):
- * what it holds is a kernel's. */
-static int in_kernel(struct tcfs_fs *fs, uint64_t dir)
+/* Whether the dir n is an entry (entry_at). */
+static int is_entry(struct tcfs_fs *fs, const struct tcfs_node *n)
+{
+	struct fs_name nm;
+
+	fs_name_of(&nm, n->name);
+	return n->kind == TCFS_DIR && entry_at(fs, n->parent, &nm);
+}
+
+/* Whether dir is an entry, or a temp dir in one (Triton's tmp.pid_*):
+ * what it holds is a kernel's, or an Inductor entry's. */
+static int in_entry(struct tcfs_fs *fs, uint64_t dir)
 {
 	struct tcfs_node n;
-	int yes = 0;
 
-	if (tcfs_kernel_is_key_dir(fs->store, dir, &yes) == 0 && yes)
+	if (tcfs_ns_get(fs->store, dir, &n) < 0)
+		return 0;
+	if (is_entry(fs, &n))
 		return 1;
-	return tcfs_ns_get(fs->store, dir, &n) == 0 && n.parent &&
-	       tcfs_kernel_is_key_dir(fs->store, n.parent, &yes) == 0 && yes;
+	return n.parent && tcfs_ns_get(fs->store, n.parent, &n) == 0 &&
+	       is_entry(fs, &n);
 }
 
 unsigned fs_users_mode(fuse_req_t req, uint64_t parent, const char *name,
@@ -282,19 +409,47 @@ unsigned fs_users_mode(fuse_req_t req, uint64_t parent, const char *name,
 {
 	struct tcfs_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int yes = 0;
+	struct fs_name nm;
 
-	/* A shared kernel is loaded by everyone: nobody but its writer may
+	/* A shared entry is loaded by everyone: nobody but its writer may
 	 * change it, whatever the writer's umask.  Anything else on the
 	 * mount keeps the modes it is given, as on any file system. */
 	if (!fs->users || !fs_trusted(fs, ctx->uid, ctx->gid))
 		return mode;
-	if (!in_kernel(fs, parent) &&
-	    !(tcfs_name_is_key(name) &&
-	      tcfs_kernel_key_dir_at(fs->store, parent, name, &yes) == 0 &&
-	      yes))
+	fs_name_of(&nm, name);
+	if (!in_entry(fs, parent) && !entry_at(fs, parent, &nm))
 		return mode;
 	return mode & (dir ? 07755 : 07644);
+}
+
+/* What an untrusted user wrote in the dir ino, now shared: the mount's
+ * owner's, writable by none but it, and its kernels marked shared
+ * (kernel.h), or its user could change what everyone loads. */
+static int disown(struct tcfs_fs *fs, uint64_t ino)
+{
+	struct tcfs_attrs a = { 0, 0, { TCFS_OWNER_MOUNT, TCFS_OWNER_MOUNT } };
+	struct tcfs_node *kids = NULL, d;
+	size_t n = 0;
+	int rc = tcfs_ns_get(fs->store, ino, &d);
+
+	if (rc == 0)
+		rc = tcfs_ns_list(fs->store, ino, 0, 0, &kids, &n);
+	for (size_t i = 0; rc == 0 && i <= n; i++) {
+		const struct tcfs_node *k = i < n ? &kids[i] : &d;
+
+		if (k->kind == TCFS_SYMLINK)
+			continue;
+		a.mode = k->mode & (k->kind == TCFS_DIR ? 0755 : 0644);
+		rc = tcfs_ns_setattr(fs->store, k->ino,
+				     TCFS_SET_MODE | TCFS_SET_UID |
+					     TCFS_SET_GID, &a);
+		/* The kernel keeps the attributes it was told: a lookup
+		 * must tell it the new owner. */
+		if (rc == 0)
+			fs_events_inval(fs, k->parent, k->name);
+	}
+	free(kids);
+	return rc < 0 ? rc : tcfs_kernel_set_shared(fs->store, ino);
 }
 
 /* One user's own key dir kid of own (in root) made shared: moved to root
@@ -306,8 +461,16 @@ static int promote_one(struct tcfs_fs *fs, const struct tcfs_node *own,
 	int rc = tcfs_ns_rename(fs->store, own->ino, kid->name, own->parent,
 				kid->name, RENAME_NOREPLACE);
 
+	/* A shared one with nothing in it (a fetch's, or a probe's
+	 * makedirs) gives way. */
+	if (rc == -EEXIST &&
+	    tcfs_ns_rmdir(fs->store, own->parent, kid->name) == 0)
+		rc = tcfs_ns_rename(fs->store, own->ino, kid->name,
+				    own->parent, kid->name, RENAME_NOREPLACE);
 	if (rc == -EEXIST)
 		return tcfs_ns_unlink_tree(fs->store, own->ino, kid->name);
+	if (rc == 0)
+		rc = disown(fs, kid->ino);
 	return rc < 0 ? rc : 1;
 }
 
@@ -317,8 +480,7 @@ int fs_users_promote(struct tcfs_fs *fs, const char *key, int64_t uid,
 	struct tcfs_node *owns = NULL, *kids = NULL;
 	size_t nown = 0, nkid = 0;
 	uint32_t who;
-	int rc = tcfs_ns_named(fs->store, TCFS_NAME_PRIVATE_PREFIX "*", &owns,
-			       &nown);
+	int rc = tcfs_ns_private_dirs(fs->store, &owns, &nown);
 
 	*moved = 0;
 	for (size_t i = 0; rc == 0 && i < nown; i++) {

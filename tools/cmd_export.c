@@ -183,13 +183,17 @@ static const struct tcfs_walk_sink dir_sink = {
 	sink_enter, sink_leave, sink_file, sink_symlink, sink_error,
 };
 
+static uint64_t own_dir(struct export *ex);
+
 /* Exports one entry of the root: a key dir (or, unfiltered, a stray file). */
 static void export_top(struct export *ex, int destfd, const struct tcfs_node *n)
 {
 	struct tcfs_walk w = { ex->s, ex->filter, &dir_sink, ex };
 
-	if (tcfs_name_private(n->name, NULL))
-		return;	/* a user's own kernels: theirs alone */
+	/* A user's own kernels are theirs alone, but with --user. */
+	if (tcfs_name_private(n->name, NULL) ||
+	    (n->parent != own_dir(ex) && !tcfs_walk_shared(ex->s, n)))
+		return;
 	ex->dirfd[0] = destfd;
 	ex->depth = 1;
 	if (tcfs_walk(&w, n, n->name) < 0) {
@@ -268,7 +272,8 @@ static int select_top(struct export *ex, const struct tcfs_kernel_filter *f,
 		rc = tcfs_ns_get(ex->s, k[i].dir_ino, &d);
 		if (rc < 0)
 			break;
-		if (d.parent == TCFS_ROOT_INO || (own && d.parent == own))
+		if ((d.parent == TCFS_ROOT_INO && k[i].shared) ||
+		    (own && d.parent == own))
 			(*out)[used++] = d;
 	}
 	free(k);

@@ -143,11 +143,14 @@ static cJSON *kernel_json(const struct tcfs_kernel_use *u, const char *root)
 		cJSON_AddNumberToObject(o, "writer", (double)k->uid);
 	else
 		cJSON_AddNullToObject(o, "writer");
-	/* Who may load it: everyone, or the user who wrote it. */
-	if (k->own_uid < 0)
+	/* Who may load it: everyone, or the user who wrote it (null: a
+	 * writer the mount did not trust, outside any user's own dir). */
+	if (k->shared)
 		cJSON_AddStringToObject(o, "visibility", "shared");
-	else
+	else if (k->own_uid >= 0)
 		cJSON_AddNumberToObject(o, "visibility", (double)k->own_uid);
+	else
+		cJSON_AddNullToObject(o, "visibility");
 	/* Where it came from: here, import, unpack, remote. */
 	if (k->origin[0])
 		cJSON_AddStringToObject(o, "origin", k->origin);
@@ -197,11 +200,13 @@ static void print_text(struct tcfs_store *s, struct roots *roots,
 			cli_time(u[i].last_hit_ns, last, sizeof(last));
 		else
 			snprintf(last, sizeof(last), "never");
-		if (k->own_uid < 0)
+		if (k->shared)
 			snprintf(vis, sizeof(vis), "all");
-		else
+		else if (k->own_uid >= 0)
 			snprintf(vis, sizeof(vis), "uid %lld",
 				 (long long)k->own_uid);
+		else
+			snprintf(vis, sizeof(vis), "none");
 		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
 		       "%-19s %-19s %-6s %-7s %s\n",
 		       tcfs_utf8_printable(k->name, name, sizeof(name)),

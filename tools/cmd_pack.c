@@ -252,7 +252,8 @@ static int in_base(struct pack *p, const struct tcfs_node *n,
 /* Everything below dir.  With a base, whole key dirs and the entries
  * beside them, so that tidy_units can leave out what the base holds
  * without ever splitting a kernel between layers. */
-static int select_tree(struct pack *p, uint64_t dir, const char *path)
+static int select_tree(struct pack *p, uint64_t dir, const char *path,
+		       int own)
 {
 	struct tcfs_node *kids;
 	size_t n;
@@ -268,15 +269,18 @@ static int select_tree(struct pack *p, uint64_t dir, const char *path)
 		 * asks for them: then where that user reaches them. */
 		if (tcfs_name_private(kids[i].name, &uid)) {
 			if ((int64_t)uid == p->user)
-				rc = select_tree(p, kids[i].ino, path);
+				rc = select_tree(p, kids[i].ino, path, 1);
 			continue;
 		}
+		/* Nor is a kernel its writer was not trusted with. */
+		if (!own && !tcfs_walk_shared(p->s, &kids[i]))
+			continue;
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "/" : "",
 			 kids[i].name);
 		if (p->has_base && kids[i].kind == TCFS_DIR)
 			rc = tcfs_kernel_is_key_dir(p->s, kids[i].ino, &key);
 		if (rc == 0 && !key)
-			rc = select_tree(p, kids[i].ino, sub);
+			rc = select_tree(p, kids[i].ino, sub, own);
 		else if (rc == 0)
 			rc = add_unit(p, &kids[i], sub);
 	}
@@ -296,7 +300,8 @@ static int pick_kernel(void *ctx, const struct tcfs_kernel_use *u)
 
 	/* A user's own kernel is theirs alone (fs/users.c), unless asked
 	 * for by --user. */
-	if ((u->k.own_uid >= 0 && u->k.own_uid != k->p->user) ||
+	if ((!u->k.shared && (u->k.own_uid < 0 ||
+			      u->k.own_uid != k->p->user)) ||
 	    (k->since >= 0 && u->last_hit_ns < k->since &&
 	     !strset_has(&k->missed, u->k.key)))
 		return 0;
@@ -691,7 +696,7 @@ static int select_units(struct pack *p, const struct tcfs_kernel_filter *f,
 	if (rc == 0 && (filtered || since >= 0))
 		rc = select_kernels(p, f, filtered, since);
 	else if (rc == 0)
-		rc = select_tree(p, TCFS_ROOT_INO, "");
+		rc = select_tree(p, TCFS_ROOT_INO, "", 0);
 	if (rc == 0)
 		rc = tidy_units(p);
 	if (rc == 0 && !p->nunits && (filtered || since >= 0 || base))

@@ -26,8 +26,8 @@ static const char sql_forget[] =
 static const char sql_upsert[] =
 	"INSERT INTO kernels (grp_ino, name, meta, backend, arch,"
 	" warp_size, num_warps, num_stages, num_ctas, triton_version,"
-	" total_bytes, binary_bytes, ir_bytes, created, origin)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	" total_bytes, binary_bytes, ir_bytes, created, origin, shared)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	/* A kernel keeps where it came from while its files change. */
 	" ON CONFLICT (grp_ino) DO UPDATE SET name = excluded.name,"
 	" meta = excluded.meta, backend = excluded.backend,"
@@ -37,16 +37,20 @@ static const char sql_upsert[] =
 	" triton_version = excluded.triton_version,"
 	" total_bytes = excluded.total_bytes,"
 	" binary_bytes = excluded.binary_bytes, ir_bytes = excluded.ir_bytes,"
-	" created = excluded.created";
+	" created = excluded.created,"
+	/* Once written by someone untrusted, a kernel stays unshared until
+	 * promoted (tcfs_kernel_set_shared): whoever touches it next. */
+	" shared = kernels.shared AND excluded.shared";
 /* A kernel's row as kernel_from_row reads it, and where it comes from. */
 #define KERNEL_ROW                                                          \
 	"SELECT k.grp_ino, g.parent, d.name, k.name, k.meta, k.backend,"     \
 	" k.arch, k.warp_size, k.num_warps, k.num_stages, k.num_ctas,"       \
 	" k.triton_version, k.total_bytes, k.binary_bytes, k.ir_bytes,"      \
 	" k.created, k.origin, g.uid,"                                       \
-	" (SELECT r.name FROM nodes r WHERE r.ino = d.parent), d.parent"
+	" (SELECT r.name FROM nodes r WHERE r.ino = d.parent), d.parent,"   \
+	" k.shared"
 /* Columns of KERNEL_ROW: what a query adds comes after them. */
-#define KERNEL_COLS 20
+#define KERNEL_COLS 21
 #define KERNEL_FROM                                                         \
 	" FROM kernels k JOIN nodes g ON g.ino = k.grp_ino"                  \
 	" JOIN nodes d ON d.ino = g.parent"
@@ -149,8 +153,27 @@ static int load_meta(struct tcfs_store *s, const struct tcfs_node *meta,
 	return rc == -EFBIG ? 0 : rc;
 }
 
+/* Whether a kernel of the key dir dir, whose entries are sib, is shared:
+ * every entry's writer trusted (store.h), and the dir no user's own
+ * (fs/users.c puts an untrusted user's key dirs there). */
+static int written_shared(struct tcfs_store *s, const struct tcfs_node *dir,
+			  const struct tcfs_node *sib, size_t nsib)
+{
+	struct tcfs_node up;
+
+	if (tcfs_ns_get(s, dir->parent, &up) == 0 &&
+	    tcfs_name_private(up.name, NULL))
+		return 0;
+	if (!tcfs_store_trusts(s, dir->uid, dir->gid))
+		return 0;
+	for (size_t i = 0; i < nsib; i++)
+		if (!tcfs_store_trusts(s, sib[i].uid, sib[i].gid))
+			return 0;
+	return 1;
+}
+
 static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
-		       const struct tcfs_node *sib, size_t nsib)
+		       const struct tcfs_node *sib, size_t nsib, int shared)
 {
 	char metaname[TCFS_NAME_MAX + 8];
 	struct tcfs_kernel k = { 0 };
@@ -183,7 +206,7 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 		if (rc < 0)
 			return rc;
 	}
-	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiiit",
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiiiti",
 			  (int64_t)grp->ino, k.name, meta_names[k.meta],
 			  k.backend[0] ? k.backend : NULL,
 			  k.arch[0] ? k.arch : NULL, k.warp_size, k.num_warps,
@@ -191,7 +214,7 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 			  k.triton_version[0] ? k.triton_version : NULL,
 			  (int64_t)k.total_bytes, (int64_t)k.binary_bytes,
 			  (int64_t)k.ir_bytes, grp->mtime_ns,
-			  tcfs_store_origin(s));
+			  tcfs_store_origin(s), (int64_t)shared);
 	return rc < 0 ? rc : 0;
 }
 
@@ -263,20 +286,24 @@ int tcfs_kernel_root_at(struct tcfs_store *s, uint64_t root, char *buf,
 /* Recomputes the rows of the group files in dir, a key dir. */
 static int refresh_key_dir(struct tcfs_store *s, uint64_t dir)
 {
-	struct tcfs_node *sib = NULL;
+	struct tcfs_node *sib = NULL, d;
 	uint64_t *grp = NULL;
 	size_t nsib = 0, ngrp = 0;
-	int rc;
+	int rc, shared;
 
 	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*grp), fill_ino, NULL,
 			     &grp, &ngrp, sql_groups, "i", (int64_t)dir);
 	if (rc < 0 || ngrp == 0)
 		goto out;
-	rc = tcfs_ns_list(s, dir, 0, 0, &sib, &nsib);
+	rc = tcfs_ns_get(s, dir, &d);
+	if (rc == 0)
+		rc = tcfs_ns_list(s, dir, 0, 0, &sib, &nsib);
+	shared = rc == 0 && written_shared(s, &d, sib, nsib);
 	for (size_t i = 0; rc == 0 && i < nsib; i++)
 		for (size_t j = 0; rc == 0 && j < ngrp; j++)
 			if (sib[i].ino == grp[j])
-				rc = refresh_one(s, &sib[i], sib, nsib);
+				rc = refresh_one(s, &sib[i], sib, nsib,
+						 shared);
 out:
 	free(grp);
 	free(sib);
@@ -302,6 +329,34 @@ int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir)
 
 	rc = tcfs_kernel_is_key_dir(s, dir, &key);
 	return rc < 0 || !key ? rc : refresh_key_dir(s, dir);
+}
+
+static const char sql_unshared[] =
+	"SELECT grp_ino FROM kernels WHERE NOT shared AND grp_ino IN"
+	" (SELECT ino FROM nodes WHERE parent = ?) LIMIT 1";
+static const char sql_set_shared[] =
+	"UPDATE kernels SET shared = 1 WHERE grp_ino IN"
+	" (SELECT ino FROM nodes WHERE parent = ?)";
+
+int tcfs_kernel_dir_shared(struct tcfs_store *s, uint64_t dir, int *yes)
+{
+	uint64_t *one = NULL;
+	size_t n = 0;
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*one), fill_ino,
+				 NULL, &one, &n, sql_unshared, "i",
+				 (int64_t)dir);
+
+	free(one);
+	*yes = rc == 0 && n == 0;
+	return rc < 0 ? rc : 0;
+}
+
+int tcfs_kernel_set_shared(struct tcfs_store *s, uint64_t dir)
+{
+	int rc = tcfs_db_exec(tcfs_store_db(s), sql_set_shared, "i",
+			      (int64_t)dir);
+
+	return rc < 0 ? rc : 0;
 }
 
 /* "sm_90" and "sm90" name the same CUDA arch as "90". */
@@ -364,13 +419,14 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
 	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, KERNEL_COLS - 4, NULL));
-	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 3);
+		 tcfs_db_text(st, KERNEL_COLS - 5, NULL));
+	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 4);
 	/* A user's own kernel is in that user's own dir (fs/users.c). */
 	k->own_uid = -1;
-	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 2, NULL), &own))
+	if (tcfs_name_private(tcfs_db_text(st, KERNEL_COLS - 3, NULL), &own))
 		k->own_uid = own;
-	k->root_ino = (uint64_t)sqlite3_column_int64(st, KERNEL_COLS - 1);
+	k->root_ino = (uint64_t)sqlite3_column_int64(st, KERNEL_COLS - 2);
+	k->shared = sqlite3_column_int(st, KERNEL_COLS - 1) != 0;
 }
 
 /* ctx: the filter; a kernel it does not match is skipped. */
@@ -498,13 +554,14 @@ size_t tcfs_kernel_unused_since(struct tcfs_kernel_use *u, size_t n,
 /* Browsing queries, each served by an index (schema v4: kernels_name,
  * kernels_target). */
 static const char sql_names[] =
-	"SELECT DISTINCT name FROM kernels ORDER BY name LIMIT ? OFFSET ?";
+	"SELECT DISTINCT name FROM kernels WHERE shared"
+	" ORDER BY name LIMIT ? OFFSET ?";
 static const char sql_names_of[] =
 	"SELECT DISTINCT name FROM kernels WHERE backend = ? AND arch = ?"
-	" ORDER BY name LIMIT ? OFFSET ?";
+	" AND shared ORDER BY name LIMIT ? OFFSET ?";
 static const char sql_targets[] =
 	"SELECT DISTINCT backend, arch FROM kernels"
-	" WHERE backend IS NOT NULL AND arch IS NOT NULL"
+	" WHERE backend IS NOT NULL AND arch IS NOT NULL AND shared"
 	" ORDER BY backend, arch LIMIT ? OFFSET ?";
 /* The key dirs of kernels named ?5 (of target ?6, ?7), each with its rank
  * among the dirs of its key by inode (tcfs_kernel_at's entry); with a key
@@ -517,9 +574,7 @@ static const char sql_targets[] =
 	" WHERE ?1 IS NULL OR (key = ?1 AND nth = ?2)"                       \
 	" ORDER BY key, nth LIMIT ?3 OFFSET ?4"
 /* Users' own kernels (fs/users.c) are no one else's to browse. */
-#define KEYS_SHARED                                                          \
-	" AND NOT EXISTS (SELECT 1 FROM nodes r WHERE r.ino = d.parent"     \
-	" AND r.name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*')"
+#define KEYS_SHARED " AND k.shared"
 static const char sql_keys[] = KEYS_WHERE("k.name = ?5" KEYS_SHARED);
 static const char sql_keys_of[] = KEYS_WHERE(
 	"k.name = ?5 AND k.backend = ?6 AND k.arch = ?7" KEYS_SHARED);

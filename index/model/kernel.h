@@ -48,6 +48,8 @@ struct tcfs_kernel {
 	int64_t uid;		/* who wrote its group file (ns.h's owner):
 				 * -1 whoever mounts the store */
 	uint64_t root_ino;	/* its cache root: the key dir's parent */
+	int shared;		/* every user's, and the fleet's: its
+				 * writers were trusted (kernels.shared) */
 };
 
 /* NULL fields match anything.  name is a glob (fnmatch); arch matches
@@ -83,6 +85,14 @@ int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
  * recompute (a dir stops being one only by moving), so any other dir,
  * such as the temp dirs every put makes, costs one node lookup. */
 int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir);
+
+/* *yes = 0 when a kernel of key dir dir is not shared (a user's own:
+ * kernels.shared), else 1, as for any dir without kernels: whether what
+ * the dir holds may leave the user's view (export, pack). */
+int tcfs_kernel_dir_shared(struct tcfs_store *s, uint64_t dir, int *yes);
+/* tcfs trust promote: the kernels of key dir dir made shared.  Whoever
+ * wrote them, a trusted user vouches for them now. */
+int tcfs_kernel_set_shared(struct tcfs_store *s, uint64_t dir);
 
 /* Fills the metadata fields of k from NAME.json bytes; -EINVAL (and
  * meta = TCFS_META_INVALID) when they are not a JSON object. */

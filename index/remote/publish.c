@@ -155,8 +155,8 @@ static int children(struct tcfs_store *s, uint64_t dir, const char *grp,
 	return rc;
 }
 
-/* 0 when a kernel is to be published: publishing on, not from the
- * remote, not there yet. */
+/* 0 when a kernel is to be published: publishing on, shared (its
+ * writers trusted: kernel.h), not from the remote, not there yet. */
 static int wanted(struct tcfs_remote *r, struct tcfs_store *s, uint64_t dir,
 		  const char *key, const char *name, const char *grp)
 {
@@ -170,8 +170,10 @@ static int wanted(struct tcfs_remote *r, struct tcfs_store *s, uint64_t dir,
 		rc = tcfs_ns_lookup(s, dir, grp, &n);
 		if (rc < 0)
 			return rc == -ENOENT ? 1 : rc;
-		if (tcfs_kernel_get(s, n.ino, &k) == 0 &&
-		    strcmp(k.origin, TCFS_ORIGIN_REMOTE) == 0)
+		rc = tcfs_kernel_get(s, n.ino, &k);
+		if (rc < 0)
+			return rc == -ENOENT ? 1 : rc;
+		if (!k.shared || strcmp(k.origin, TCFS_ORIGIN_REMOTE) == 0)
 			return 1;
 	}
 	return published(r, key, name);

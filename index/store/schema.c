@@ -8,6 +8,7 @@
 
 #include "index/store/db.h"
 #include "index/base/err.h"
+#include "index/base/name.h"
 
 /*
  * Version 1.
@@ -332,6 +333,27 @@ static const char schema_v13[] =
 	"DROP TABLE probe_counts;"
 	"ALTER TABLE probe_counts_v13 RENAME TO probe_counts;";
 
+/*
+ * Version 15: what is shared is decided by the writer, never the path.
+ *
+ * kernels.shared: 1 when every file of the kernel's key dir was written by
+ * a user the mount trusted (fs/users.c), or `tcfs trust promote` made it
+ * so; 0 for a user's own kernel.  Publishing, export, pack and the views
+ * read it, offline too.  Before, the dir a kernel sat in decided: the
+ * kernels in users' own dirs are the unshared ones.
+ *
+ * nodes_private: those own dirs (.tcfs-private-UID), found without a scan
+ * of every node (fs/users.c refuses to move a dir that holds one).
+ */
+static const char schema_v15[] =
+	"ALTER TABLE kernels ADD COLUMN shared INTEGER NOT NULL DEFAULT 1;"
+	"UPDATE kernels SET shared = 0 WHERE grp_ino IN"
+	"  (SELECT g.ino FROM nodes g JOIN nodes d ON d.ino = g.parent"
+	"   JOIN nodes r ON r.ino = d.parent"
+	"   WHERE r.name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*');"
+	"CREATE INDEX nodes_private ON nodes(name)"
+	"  WHERE name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*';";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -346,6 +368,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 11, schema_v11 },
 	{ 12, schema_v12 },
 	{ 13, schema_v13 },
+	{ 15, schema_v15 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

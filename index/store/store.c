@@ -27,6 +27,8 @@ struct tcfs_store {
 	int lockfd;		/* -1 for a reader */
 	int keep_unlinked;
 	const char *origin;	/* of kernels landing now: static */
+	tcfs_store_trust_fn *trust;	/* NULL: every writer */
+	void *trust_ctx;
 	struct tcfs_db *db;
 	struct tcfs_cas *cas;
 	struct tcfs_nodecache *nodes;	/* a writer's only, else NULL */
@@ -244,6 +246,21 @@ int tcfs_store_keeps_unlinked(const struct tcfs_store *s)
 const char *tcfs_store_origin(const struct tcfs_store *s)
 {
 	return s->origin;
+}
+
+void tcfs_store_set_trust(struct tcfs_store *s, tcfs_store_trust_fn *fn,
+			  void *ctx)
+{
+	s->trust = fn;
+	s->trust_ctx = ctx;
+}
+
+int tcfs_store_trusts(const struct tcfs_store *s, int64_t uid, int64_t gid)
+{
+	/* -1 is whoever mounts the store: every command writes as that. */
+	if (!s->trust || uid == -1)
+		return 1;
+	return s->trust(s->trust_ctx, uid, gid);
 }
 
 const char *tcfs_store_set_origin(struct tcfs_store *s, const char *origin)

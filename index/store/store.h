@@ -13,6 +13,7 @@
 #define TCFS_STORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "index/blob/durable.h"
 
@@ -71,6 +72,15 @@ struct tcfs_cas *tcfs_store_cas(struct tcfs_store *s);
 #define TCFS_ORIGIN_REMOTE "remote"
 const char *tcfs_store_origin(const struct tcfs_store *s);
 const char *tcfs_store_set_origin(struct tcfs_store *s, const char *origin);
+/* Whose writes make shared kernels (kernels.shared, kernel.h): the mount's
+ * -o trust (fs/users.c) sets fn, which answers whether a node's owner (uid,
+ * gid as ns.h's struct tcfs_owner) is trusted.  Without one, as in every
+ * command, every writer is; so is the owner -1, whoever mounts the store.
+ * ctx is not owned; fn must be safe to call from any thread. */
+typedef int tcfs_store_trust_fn(void *ctx, int64_t uid, int64_t gid);
+void tcfs_store_set_trust(struct tcfs_store *s, tcfs_store_trust_fn *fn,
+			  void *ctx);
+int tcfs_store_trusts(const struct tcfs_store *s, int64_t uid, int64_t gid);
 /* The batch state when the store batches (durable.h), else NULL. */
 struct tcfs_durable *tcfs_store_durable(struct tcfs_store *s);
 const struct tcfs_durable_report *

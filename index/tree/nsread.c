@@ -218,6 +218,21 @@ int tcfs_ns_named(struct tcfs_store *s, const char *glob,
 	return rc < 0 ? rc : 0;
 }
 
+/* The GLOB is written out, for SQLite to use the partial index
+ * nodes_private (schema v15): a bound one would scan every node. */
+static const char sql_private[] =
+	"SELECT " NODE_COLS " FROM nodes WHERE parent > 0"
+	" AND name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*'";
+
+int tcfs_ns_private_dirs(struct tcfs_store *s, struct tcfs_node **out,
+			 size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_node,
+				 NULL, out, n, sql_private, "");
+
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len)
 {
 	size_t pos = len - 1, end = len - 1;

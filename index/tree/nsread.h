@@ -90,6 +90,10 @@ int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 int tcfs_ns_named(struct tcfs_store *s, const char *glob,
 		  struct tcfs_node **out, size_t *n);
 int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
+/* Every user's own dir (name.h's TCFS_NAME_PRIVATE_PREFIX), from an
+ * index of them alone.  *out owned by the caller (free()). */
+int tcfs_ns_private_dirs(struct tcfs_store *s, struct tcfs_node **out,
+			 size_t *n);
 /* Current time in nanoseconds, the unit of mtime_ns and ctime_ns. */
 int64_t tcfs_ns_now(void);
 

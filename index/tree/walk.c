@@ -11,6 +11,7 @@
 #include "index/blob/cas.h"
 #include "index/base/err.h"
 #include "index/base/name.h"
+#include "index/model/kernel.h"
 #include "index/store/store.h"
 #include "index/tree/walk.h"
 
@@ -51,6 +52,15 @@ static int walk_symlink(struct tcfs_walk *w, const struct tcfs_node *n,
 	return w->sink->symlink(w->ctx, path, n, target);
 }
 
+int tcfs_walk_shared(struct tcfs_store *s, const struct tcfs_node *n)
+{
+	int yes = 1;
+
+	if (n->kind == TCFS_DIR && tcfs_kernel_dir_shared(s, n->ino, &yes) < 0)
+		return 0;
+	return yes;
+}
+
 static int is_group(const struct tcfs_node *n)
 {
 	return n->kind != TCFS_DIR && n->kind != TCFS_SYMLINK &&
@@ -87,9 +97,11 @@ static int walk_children_at(struct tcfs_walk *w, uint64_t dir,
 			char sub[PATH_MAX];
 
 			/* Users' own kernels are theirs alone: out of
-			 * every export and image (fs/users.c). */
+			 * every export and image (fs/users.c), by where
+			 * they are and by who wrote them. */
 			if (is_group(&kids[i]) != pass ||
-			    tcfs_name_private(kids[i].name, NULL))
+			    tcfs_name_private(kids[i].name, NULL) ||
+			    !tcfs_walk_shared(w->s, &kids[i]))
 				continue;
 			if (w->filter == TCFS_GROUP_BINARY_ONLY &&
 			    kids[i].kind != TCFS_DIR &&

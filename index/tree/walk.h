@@ -46,6 +46,12 @@ struct tcfs_walk {
 	void *ctx;
 };
 
+/* Whether n may leave its user's view (export, pack): anything but a
+ * key dir of kernels not shared (kernel.h: written by a user the mount
+ * did not trust).  A walk leaves such dirs out below its start; callers
+ * decide for the nodes they start from. */
+int tcfs_walk_shared(struct tcfs_store *s, const struct tcfs_node *n);
+
 /* Walks node n (a dir with its tree, a file, a symlink) found at path.
  * Returns the first error (already reported through error()). */
 int tcfs_walk(struct tcfs_walk *w, const struct tcfs_node *n,

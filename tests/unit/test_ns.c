@@ -562,6 +562,73 @@ static void test_counts(void)
 	       "changes ctime");
 }
 
+/* Trusts root and the mount's owner (-1, asked never: store.h). */
+static int trust_root(void *ctx, int64_t uid, int64_t gid)
+{
+	(void)ctx;
+	(void)gid;
+	return uid == 0;
+}
+
+/* The shared mark of the kernel of group file grp in dir. */
+static int shared_of(uint64_t dir)
+{
+	struct tcfs_kernel k;
+
+	return tcfs_kernel_get(s, ino_of(dir, "__grp__k.json"), &k) == 0
+		       ? k.shared : -1;
+}
+
+/* A kernel k in key dir KEY of dir, its files written by who. */
+static uint64_t kernel_by(uint64_t dir, const char *key,
+			  const struct tcfs_owner *who)
+{
+	struct tcfs_content c = content("{}");
+	struct tcfs_node d = { 0 }, n;
+
+	tcfs_ns_mkdir(s, dir, key, 0755, 1, who, &d);
+	tcfs_ns_create(s, d.ino, "k.cubin", 0644, 1, &c, who, &n);
+	tcfs_ns_create(s, d.ino, "__grp__k.json", 0644, 1, &c, who, &n);
+	return d.ino;
+}
+
+static void test_shared_mark(void)
+{
+	struct tcfs_owner root = { 0, 0 }, user = { 2201, 2201 };
+	struct tcfs_content c = content("x");
+	struct tcfs_node n;
+	uint64_t own, a, b, d;
+	int yes = -1;
+
+	tcfs_store_set_trust(s, trust_root, NULL);
+	a = kernel_by(TCFS_ROOT_INO, "SHAREDAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		      &root);
+	tap_eq(shared_of(a), 1, "a kernel its trusted writer wrote: shared");
+	b = kernel_by(TCFS_ROOT_INO, "UNTRUSTEDBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+		      &user);
+	tap_eq(shared_of(b), 0, "one an untrusted user wrote: not, wherever");
+	tap_ok(tcfs_kernel_dir_shared(s, b, &yes) == 0 && !yes,
+	       "... and its dir says so");
+	own = mkdir_(TCFS_ROOT_INO, TCFS_NAME_PRIVATE_PREFIX "2201");
+	d = kernel_by(own, "OWNDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD", &root);
+	tap_eq(shared_of(d), 0, "one in a user's own dir: not, whoever wrote");
+	tcfs_ns_create(s, a, "evil.cubin", 0644, 1, &c, &user, &n);
+	tap_eq(shared_of(a), 0, "a file an untrusted user adds unshares it");
+	tcfs_ns_unlink(s, a, "evil.cubin");
+	tap_eq(shared_of(a), 0, "... for good, once written");
+	tap_eq(tcfs_kernel_set_shared(s, a), 0, "promoted");
+	tap_eq(shared_of(a), 1, "shared again");
+	tcfs_store_set_trust(s, NULL, NULL);
+	tap_eq(tcfs_ns_rename(s, TCFS_ROOT_INO,
+			      "UNTRUSTEDBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+			      TCFS_ROOT_INO,
+			      "UNTRUSTEDCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC", 0), 0,
+	       "moved where no mount asks who wrote it");
+	tap_eq(shared_of(b), 0, "still not shared: the mark stays");
+	tap_ok(tcfs_kernel_dir_shared(s, TCFS_ROOT_INO, &yes) == 0 && yes,
+	       "a dir without kernels may leave");
+}
+
 int main(void)
 {
 	char *dir = tap_tmpdir();
@@ -582,6 +649,7 @@ int main(void)
 	test_hard_links();
 	test_counts();
 	test_owners();
+	test_shared_mark();
 	tcfs_store_close(s);
 	tap_rmtree(dir);
 	return tap_done();

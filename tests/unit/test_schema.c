@@ -103,6 +103,42 @@ static void test_v11(const char *dir)
 	tcfs_db_close(db);
 }
 
+/* Version 15: the kernels in users' own dirs are the unshared ones. */
+static void test_v15(const char *dir)
+{
+	char path[4096];
+	struct tcfs_db *db;
+
+	snprintf(path, sizeof(path), "%s/v13.db", dir);
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 13), 0, "made again at version 13");
+	sqlite3_exec(tcfs_db_handle(db),
+		     "INSERT INTO nodes (ino, parent, name, kind, mode, mtime,"
+		     " ctime, blob) VALUES"
+		     " (10, 1, '.tcfs-private-5', 'd', 448, 0, 0, NULL),"
+		     " (11, 10, 'K', 'd', 493, 0, 0, NULL),"
+		     " (12, 11, '__grp__a.json', 'f', 420, 0, 0, 'b'),"
+		     " (13, 1, 'L', 'd', 493, 0, 0, NULL),"
+		     " (14, 13, '__grp__a.json', 'f', 420, 0, 0, 'b');"
+		     "INSERT INTO kernels (grp_ino, name, meta, total_bytes,"
+		     " binary_bytes, ir_bytes, created) VALUES"
+		     " (12, 'a', 'ok', 0, 0, 0, 0), (14, 'a', 'ok', 0, 0, 0, 0);",
+		     NULL, NULL, NULL);
+	tap_eq(tcfs_schema_upgrade(db), 0, "an index at version 13 upgrades");
+	tap_eq(count_rows(db, "SELECT count(*) FROM kernels WHERE"
+			  " (grp_ino = 12 AND shared = 0) OR"
+			  " (grp_ino = 14 AND shared = 1)"),
+	       2, "a user's own kernel is not shared, the others are");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+			  " type = 'index' AND name = 'nodes_private'"),
+	       1, "users' own dirs are indexed");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes INDEXED BY"
+			  " nodes_private WHERE parent > 0 AND"
+			  " name GLOB '.tcfs-private-*'"),
+	       1, "... an index their query can use");
+	tcfs_db_close(db);
+}
+
 static void test_v7(const char *dir)
 {
 	char path[512];
@@ -263,6 +299,7 @@ int main(void)
 	tcfs_db_close(db);
 	test_v7(dir);
 	test_v11(dir);
+	test_v15(dir);
 
 	/* Some other program's database. */
 	snprintf(path, sizeof(path), "%s/other.db", dir);
