@@ -25,11 +25,16 @@
  * look is done.
  *
  * Each user may have a share of the limit (config user-max-size, -o
- * user_max_size): the bytes of the kernels that user wrote (kernel.h).  A
- * user past it loses their own least recently used kernels first, down to
- * 90% of the share, by the same pass; while none of them can go (all in
- * use), that user's writes fail with EDQUOT.  Root and the mount's owner
- * have no share, nor have kernels of no user (a fetch, an import).
+ * user_max_size): the bytes of the kernels that user wrote (kernel.h),
+ * and of the user's files that no kernel holds, which cannot be evicted
+ * (plain files, key dirs with no group file).  A user past it loses their
+ * own least recently used kernels first, down to 90% of the share, by the
+ * same pass; while none of them can go (all in use, or none left), that
+ * user's writes fail with EDQUOT, and so does a write that would take the
+ * file written and the user's files no kernel holds past the share: it is
+ * checked as it comes, not a second later, so that a user cannot write a
+ * flood between two passes.  Root and the mount's owner have no share,
+ * nor have kernels of no user (a fetch, an import).
  */
 #include <assert.h>
 #include <dirent.h>
@@ -58,6 +63,13 @@
 
 /* How often the size is checked, and the limit read again. */
 #define EVICT_EVERY_MS 1000
+/* Users' files that no kernel holds, a scan of every node, are counted
+ * again when blobs came or went, else this often (a file written with
+ * bytes stored already, or removed with bytes another file names); and
+ * never sooner than this many times the last count took, so that on a
+ * large store the counts take a tenth of a core at most. */
+#define LOOSE_EVERY_MS (60 * 1000)
+#define LOOSE_COST_TIMES 10
 /* Evicting stops at this share of the limit, so that it runs in bursts,
  * not at every new blob. */
 #define EVICT_LOW_PCT 90
@@ -130,6 +142,14 @@ struct fs_evict {
 	uid_t *over;		/* users past their share, with nothing left
 				 * to evict: their writes get EDQUOT */
 	size_t nover;
+	int64_t share;		/* the share the last pass held to */
+	struct tcfs_kernel_user *loose;	/* each user's bytes that cannot
+					 * be evicted, by uid, as counted */
+	size_t nloose;
+	int64_t loose_growth;	/* the blob store's growth, */
+	int64_t loose_pending;	/* the bytes pending, */
+	int64_t loose_ms;	/* and the time, of that count */
+	int64_t loose_cost_ms;	/* what it took */
 };
 
 /* Files that processes hold open (by path) or mapped (by inode). */
@@ -613,21 +633,22 @@ static int exempt(const struct tcfs_fs *fs, int64_t uid)
 	return uid <= 0 || uid == (int64_t)fs->uid;
 }
 
-/* Evicts u's own kernels down to 90% of share; returns the bytes of its
- * kernels left. */
+/* Evicts u's own kernels until u's bytes, with loose (bytes of u's that
+ * cannot be evicted), are down to 90% of share; returns those left, loose
+ * included. */
 static uint64_t evict_user(struct tcfs_fs *fs, const struct tcfs_kernel_user *u,
-			   int64_t share, struct victims *vs)
+			   uint64_t loose, int64_t share, struct victims *vs)
 {
 	struct tcfs_prune_victim *mine;
-	uint64_t taken = 0;
+	uint64_t taken = 0, total = u->bytes + loose;
 	size_t n = 0;
 	char why[96];
 
 	if (victims_get(fs, vs) < 0)
-		return u->bytes;
+		return total;
 	mine = malloc((vs->n ? vs->n : 1) * sizeof(*mine));
 	if (!mine)
-		return u->bytes;
+		return total;
 	for (size_t i = 0; i < vs->n; i++)
 		if (vs->v[i].uid == u->uid)
 			mine[n++] = vs->v[i];
@@ -635,45 +656,153 @@ static uint64_t evict_user(struct tcfs_fs *fs, const struct tcfs_kernel_user *u,
 		 " bytes)", u->uid, share);
 	if (n)
 		taken = evict_some(fs, vs, mine, n,
-				   (int64_t)u->bytes -
-					   share * EVICT_LOW_PCT / 100,
+				   (int64_t)total - share * EVICT_LOW_PCT / 100,
 				   why);
 	free(mine);
-	return taken < u->bytes ? u->bytes - taken : 0;
+	taken = taken < u->bytes ? taken : u->bytes;
+	return total - taken;
 }
 
-/* Holds every user to share (0: none), and notes who is still past it. */
+/* uid's bytes in l (sorted by uid), 0 if none. */
+static uint64_t bytes_of(const struct tcfs_kernel_user *l, size_t n,
+			 int64_t uid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l[mid].uid == uid)
+			return l[mid].bytes;
+		if (l[mid].uid < uid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Whether u (with loose bytes that cannot go) is past share once its own
+ * kernels that can go are gone. */
+static int still_over(struct tcfs_fs *fs, const struct tcfs_kernel_user *u,
+		      uint64_t loose, int64_t share, struct victims *vs)
+{
+	if (exempt(fs, u->uid) || u->bytes + loose <= (uint64_t)share)
+		return 0;
+	return evict_user(fs, u, loose, share, vs) > (uint64_t)share;
+}
+
+static void note_over(uid_t **over, size_t *n, size_t *cap, int64_t uid)
+{
+	uid_t *slot = tcfs_vec_push(over, n, cap, sizeof(*slot));
+
+	if (slot)
+		*slot = (uid_t)uid;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Counts users' files that no kernel holds into *l, unless no blob came
+ * or went since the last count, of a while ago: 1 if counted, 0 if that
+ * one holds, or -errno. */
+static int count_loose(struct tcfs_fs *fs, struct tcfs_kernel_user **l,
+		       size_t *nl)
+{
+	struct fs_evict *e = fs->evict;
+	int64_t growth = tcfs_cas_growth(tcfs_store_cas(fs->store));
+	int64_t now = mono_ms();
+	int rc;
+
+	*l = NULL;
+	*nl = 0;
+	if (e->loose_ms &&
+	    (now - e->loose_ms < LOOSE_COST_TIMES * e->loose_cost_ms ||
+	     (growth == e->loose_growth &&
+	      e->pending_bytes == e->loose_pending &&
+	      now - e->loose_ms < LOOSE_EVERY_MS)))
+		return 0;
+	e->loose_growth = growth;
+	e->loose_pending = e->pending_bytes;
+	e->loose_ms = now;
+	rc = tcfs_kernel_users_loose(fs->store, l, nl);
+	e->loose_cost_ms = mono_ms() - now;
+	return rc < 0 ? rc : 1;
+}
+
+/* Every user's kernels (*u) and bytes that cannot be evicted (*l), for a
+ * share (0: none, and neither): 1 if *l was counted, 0 if e->loose
+ * holds, or -errno. */
+static int users_of(struct tcfs_fs *fs, int64_t share,
+		    struct tcfs_kernel_user **u, size_t *n,
+		    struct tcfs_kernel_user **l, size_t *nl)
+{
+	int rc = 0;
+
+	*u = *l = NULL;
+	*n = *nl = 0;
+	if (share <= 0)
+		return 1;
+	if ((rc = tcfs_kernel_users(fs->store, u, n)) < 0 ||
+	    (rc = count_loose(fs, l, nl)) < 0) {
+		syslog(LOG_ERR, "tcfs: users' shares: %s", tcfs_err_msg());
+		free(*u);
+		*u = NULL;
+		*n = 0;
+		fs->evict->loose_ms = 0;
+	}
+	return rc;
+}
+
+/* Holds every user to share (0: none), and notes who is still past it:
+ * a user's bytes are those of the kernels that user wrote and of the
+ * user's files no kernel holds, which only the user can remove. */
 static void share_pass(struct tcfs_fs *fs, int64_t share, struct victims *vs)
 {
 	struct fs_evict *e = fs->evict;
-	struct tcfs_kernel_user *u = NULL;
+	struct tcfs_kernel_user *u, *l, *oldl;
 	uid_t *over = NULL, *old;
-	size_t n = 0, nover = 0, cap = 0;
+	size_t n, nl, nover = 0, cap = 0;
 
-	if (share > 0 && tcfs_kernel_users(fs->store, &u, &n) < 0) {
-		syslog(LOG_ERR, "tcfs: users' shares: %s", tcfs_err_msg());
+	int counted = users_of(fs, share, &u, &n, &l, &nl);
+
+	if (counted < 0)
 		return;
+	if (!counted) {
+		l = e->loose;	/* the evictor's alone to change */
+		nl = e->nloose;
 	}
-	for (size_t i = 0; i < n; i++) {
-		uid_t *slot;
-
-		if (exempt(fs, u[i].uid) || u[i].bytes <= (uint64_t)share ||
-		    evict_user(fs, &u[i], share, vs) <= (uint64_t)share)
-			continue;
-		slot = tcfs_vec_push(&over, &nover, &cap, sizeof(*slot));
-		if (slot)
-			*slot = (uid_t)u[i].uid;
-	}
+	if (share <= 0)
+		e->loose_ms = 0;	/* a share set again counts anew */
+	for (size_t i = 0; i < n; i++)
+		if (still_over(fs, &u[i], bytes_of(l, nl, u[i].uid), share, vs))
+			note_over(&over, &nover, &cap, u[i].uid);
+	for (size_t i = 0; i < nl; i++)
+		if (!exempt(fs, l[i].uid) && l[i].bytes > (uint64_t)share &&
+		    !bytes_of(u, n, l[i].uid))
+			note_over(&over, &nover, &cap, l[i].uid);
 	free(u);
 	pthread_mutex_lock(&e->in_mu);
 	old = e->over;
+	oldl = e->loose;
 	e->over = over;
 	e->nover = nover;
+	e->share = share;
+	e->loose = l;
+	e->nloose = nl;
 	pthread_mutex_unlock(&e->in_mu);
 	free(old);
+	if (oldl != l)
+		free(oldl);
 }
 
-int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid)
+int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid, uint64_t end,
+			uint64_t counted)
 {
 	struct fs_evict *e = fs->evict;
 	int yes = 0;
@@ -683,6 +812,12 @@ int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid)
 	pthread_mutex_lock(&e->in_mu);
 	for (size_t i = 0; !yes && i < e->nover; i++)
 		yes = e->over[i] == uid;
+	if (!yes && e->share > 0 && !exempt(fs, uid)) {
+		uint64_t loose = bytes_of(e->loose, e->nloose, uid);
+
+		yes = loose - (counted < loose ? counted : loose) + end >
+		      (uint64_t)e->share;
+	}
 	pthread_mutex_unlock(&e->in_mu);
 	return yes;
 }
@@ -763,14 +898,6 @@ static void pass(struct tcfs_fs *fs)
 	if (e->swept)
 		share_pass(fs, share_of(fs), &vs);
 	victims_free(&vs);
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void *evictor(void *arg)
@@ -860,6 +987,7 @@ void fs_evict_free(struct tcfs_fs *fs)
 	free(e->pending);
 	free(e->in);
 	free(e->over);
+	free(e->loose);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->in_mu);
 	pthread_mutex_destroy(&e->mu);

@@ -96,14 +96,30 @@ void fs_row_read(fuse_req_t req, const struct fs_ino *i, size_t size,
 }
 
 /* A user past their share of the size limit, whose kernels are all in
- * use, writes nothing more (evict.c). */
+ * use, writes nothing more, nor anything that would take their bytes
+ * that cannot be evicted past it (evict.c).  Those may hold the file's
+ * committed bytes already (a file of theirs rewritten): the node is read
+ * only when the write would be refused without them. */
+static int over_share(struct tcfs_fs *fs, uid_t uid, uint64_t row,
+		      uint64_t end)
+{
+	struct tcfs_node n;
+
+	if (!fs_evict_over_share(fs, uid, end, 0))
+		return 0;
+	if (tcfs_ns_get(fs->store, row, &n) < 0 || n.uid != (int64_t)uid)
+		return 1;
+	return fs_evict_over_share(fs, uid, end, n.size);
+}
+
 void fs_row_write(fuse_req_t req, const struct fs_ino *i, const char *buf,
 		  size_t size, off_t off)
 {
 	struct tcfs_fs *fs = fs_of(req);
 	int rc = -EDQUOT;
 
-	if (!size || !fs_evict_over_share(fs, fuse_req_ctx(req)->uid))
+	if (!size ||
+	    !over_share(fs, fuse_req_ctx(req)->uid, i->row, (uint64_t)off + size))
 		rc = fs_files_write(fs, i->row, buf, size, off);
 
 	if (rc == 0)

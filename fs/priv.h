@@ -424,10 +424,13 @@ struct fs_limits {
 	int64_t user_max_size;	/* -o user_max_size */
 };
 int fs_evict_start(struct tcfs_fs *fs, const struct fs_limits *lim);
-/* Whether uid's writes are refused (EDQUOT): the kernels it wrote are
- * past its share, and none of them could be evicted (all in use), as the
- * evictor's last pass found. */
-int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid);
+/* Whether a write of uid's that ends at end (a file's size after it) is
+ * refused (EDQUOT): uid is past its share with none of its kernels that
+ * could be evicted (all in use), or its bytes that cannot be evicted
+ * (files no kernel holds), less counted (the file's bytes they may hold
+ * already), and end are past it, as the evictor's last pass found. */
+int fs_evict_over_share(struct tcfs_fs *fs, uid_t uid, uint64_t end,
+			uint64_t counted);
 /* Stops the thread; fs_evict_free, once every write is committed, frees
  * what evictions left for later, and the state. */
 void fs_evict_stop(struct tcfs_fs *fs);

@@ -30,14 +30,17 @@
 
 #define PROBE_BUCKETS 4096
 #define PROC_BUCKETS 256
-/* Paths remembered at most: for one user's processes, for all (tens of
- * MB), and the users they may be of at once.  Beyond, a lookup is not
- * remembered, and the same process's next lookup of that path counts as
- * a probe again: a user's flood costs the accuracy of its own counts, not
- * memory nor others' counts. */
+/* Paths remembered at most: for one user's processes, and for all (tens
+ * of MB).  Beyond a user's bound, that user's lookups are not remembered,
+ * and the same process's next lookup of that path counts as a probe
+ * again.  With the table full, a user's lookup takes the oldest path of
+ * the user holding the most, if that user holds more than this one: so a
+ * flood costs the accuracy of the flooders' own counts, not memory nor
+ * others' counts, however many users flood.  A user has an entry while
+ * it has a path, so there are never more users than paths. */
 #define SEEN_PER_USER (64 * 1024)
 #define SEEN_MAX (256 * 1024)
-#define SEEN_USERS 64
+#define USER_BUCKETS 256
 
 /* What the table keeps per process (first in each entry): the pid it is
  * dropped with. */
@@ -51,8 +54,18 @@ struct of_pid {
  * after the miss; its cache root stays. */
 struct seen {
 	struct of_pid of;
-	uid_t uid;
+	struct user *user;
+	struct seen *older, *newer;	/* the user's paths, by age */
+	size_t b;			/* its bucket */
 	char *path;
+};
+
+/* A user with paths remembered. */
+struct user {
+	uid_t uid;
+	size_t n;			/* its paths, > 0 */
+	struct seen *oldest, *newest;
+	struct user *next;
 };
 
 /* A process that probed, with its command name. */
@@ -79,10 +92,7 @@ struct fs_probes {
 	pthread_mutex_t mu;
 	struct of_pid *bucket[PROBE_BUCKETS];	/* struct seen */
 	size_t nseen;				/* in bucket, <= SEEN_MAX */
-	struct {
-		uid_t uid;
-		size_t n;			/* its paths; 0: a free slot */
-	} users[SEEN_USERS];
+	struct user *users[USER_BUCKETS];	/* those with a path */
 	struct of_pid *procs[PROC_BUCKETS];	/* struct proc */
 };
 
@@ -110,42 +120,111 @@ enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 	}
 }
 
-/* The count of paths remembered for uid's processes, or a free one for
- * it (n 0); NULL when every slot is another user's.  Under p->mu. */
-static size_t *user_paths(struct fs_probes *p, uid_t uid)
+/* uid's entry, made if need be (NULL: out of memory).  Under p->mu. */
+static struct user *user_of(struct fs_probes *p, uid_t uid)
 {
-	size_t *free_slot = NULL;
+	struct user **head = &p->users[uid % USER_BUCKETS];
+	struct user *u;
 
-	for (size_t i = 0; i < SEEN_USERS; i++) {
-		if (p->users[i].n && p->users[i].uid == uid)
-			return &p->users[i].n;
-		if (!p->users[i].n && !free_slot) {
-			free_slot = &p->users[i].n;
-			p->users[i].uid = uid;
-		}
-	}
-	return free_slot;
+	for (u = *head; u; u = u->next)
+		if (u->uid == uid)
+			return u;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->uid = uid;
+	u->next = *head;
+	*head = u;
+	return u;
+}
+
+/* Drops u once it has no path.  Under p->mu. */
+static void user_drop(struct fs_probes *p, struct user *u)
+{
+	struct user **link = &p->users[u->uid % USER_BUCKETS];
+
+	if (u->n)
+		return;
+	while (*link != u)
+		link = &(*link)->next;
+	*link = u->next;
+	free(u);
+}
+
+/* Forgets s, unlinked from its bucket already.  Under p->mu. */
+static void forget(struct fs_probes *p, struct seen *s)
+{
+	struct user *u = s->user;
+
+	assert(u->n > 0 && p->nseen > 0);
+	*(s->older ? &s->older->newer : &u->oldest) = s->newer;
+	*(s->newer ? &s->newer->older : &u->newest) = s->older;
+	u->n--;
+	p->nseen--;
+	user_drop(p, u);
+	free(s->path);
+	free(s);
+}
+
+/* The user holding the most paths.  Under p->mu, the table not empty. */
+static struct user *most(struct fs_probes *p)
+{
+	struct user *big = NULL;
+
+	for (size_t i = 0; i < USER_BUCKETS; i++)
+		for (struct user *u = p->users[i]; u; u = u->next)
+			if (!big || u->n > big->n)
+				big = u;
+	assert(big);
+	return big;
+}
+
+/* With the table full, frees a path for u: the oldest of the user holding
+ * the most, unless u holds as many, less one (its own flood).  1 if
+ * freed.  Under p->mu. */
+static int make_room(struct fs_probes *p, const struct user *u)
+{
+	struct user *big = most(p);
+	struct seen *s = big->oldest;
+	struct of_pid **link;
+
+	if (big == u || big->n <= u->n + 1)
+		return 0;
+	for (link = &p->bucket[s->b]; *link != &s->of;)
+		link = &(*link)->next;
+	*link = s->of.next;
+	forget(p, s);
+	return 1;
 }
 
 /* Remembers path for pid, of uid, if there is room; under p->mu. */
 static void remember(struct fs_probes *p, size_t b, pid_t pid, uid_t uid,
 		     const char *path)
 {
-	size_t *n = user_paths(p, uid);
-	struct seen *s;
+	struct user *u = user_of(p, uid);
+	struct seen *s = NULL;
 
-	if (!n || *n >= SEEN_PER_USER || p->nseen >= SEEN_MAX)
-		return;
-	s = malloc(sizeof(*s));
-	if (!s || !(s->path = strdup(path))) {
-		free(s);	/* out of memory: count it again */
+	if (u && u->n < SEEN_PER_USER &&
+	    (p->nseen < SEEN_MAX || make_room(p, u)))
+		s = calloc(1, sizeof(*s));
+	if (s && !(s->path = strdup(path))) {
+		free(s);
+		s = NULL;
+	}
+	if (!s) {	/* no room, or out of memory: count it again */
+		if (u)
+			user_drop(p, u);
 		return;
 	}
 	s->of.pid = pid;
-	s->uid = uid;
+	s->user = u;
+	s->b = b;
 	s->of.next = p->bucket[b];
 	p->bucket[b] = &s->of;
-	++*n;
+	s->older = u->newest;
+	*(u->newest ? &u->newest->newer : &u->oldest) = s;
+	u->newest = s;
+	u->n++;
 	p->nseen++;
 }
 
@@ -306,14 +385,7 @@ static int exited(struct pids_asked *a, pid_t pid)
 
 static void free_seen(struct fs_probes *p, struct of_pid *o)
 {
-	struct seen *s = (struct seen *)o;
-	size_t *n = user_paths(p, s->uid);
-
-	assert(n && *n > 0 && p->nseen > 0);
-	--*n;
-	p->nseen--;
-	free(s->path);
-	free(s);
+	forget(p, (struct seen *)o);
 }
 
 static void free_proc(struct fs_probes *p, struct of_pid *o)

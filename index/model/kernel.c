@@ -535,6 +535,25 @@ int tcfs_kernel_users(struct tcfs_store *s, struct tcfs_kernel_user **out,
 	return rc < 0 ? rc : 0;
 }
 
+/* Each owner's files that no kernel holds: outside every key dir with a
+ * group file, out of limbo.  One scan of nodes (+parent: not through
+ * nodes_parent, which would fetch every row by its ino as well), and of
+ * kernels once: 0.2 s of CPU for 700,000 nodes. */
+static const char sql_users_loose[] =
+	"SELECT uid, sum(size), count(*) FROM nodes"
+	" WHERE kind = 'f' AND +parent > 0 AND parent NOT IN"
+	" (SELECT g.parent FROM kernels k JOIN nodes g ON g.ino = k.grp_ino)"
+	" GROUP BY uid ORDER BY uid";
+
+int tcfs_kernel_users_loose(struct tcfs_store *s,
+			    struct tcfs_kernel_user **out, size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_user,
+				 NULL, out, n, sql_users_loose, "");
+
+	return rc < 0 ? rc : 0;
+}
+
 int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u)
 {
 	return u->last_hit_ns ? u->last_hit_ns : u->k.created_ns;

@@ -143,6 +143,12 @@ struct tcfs_kernel_user {
  * (free()). */
 int tcfs_kernel_users(struct tcfs_store *s, struct tcfs_kernel_user **out,
 		      size_t *n);
+/* Every owner of files that no kernel holds (plain files, key dirs with
+ * no group file), by uid: kernels is the count of those files, bytes
+ * theirs.  Eviction cannot take them, yet they count toward the owner's
+ * share.  *out is owned by the caller (free()). */
+int tcfs_kernel_users_loose(struct tcfs_store *s,
+			    struct tcfs_kernel_user **out, size_t *n);
 /* When a kernel was last of use: its last hit, else (never hit) its
  * creation. */
 int64_t tcfs_kernel_last_use(const struct tcfs_kernel_use *u);

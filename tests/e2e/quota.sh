@@ -2,7 +2,9 @@
 # Bounds per user on an allow_other mount: a user past their share of the
 # size limit (-o user_max_size) loses their own least recently used
 # kernels first and nobody else's; a user whose kernels are all in use
-# gets EDQUOT until one can go; root and the mount's owner have no share;
+# gets EDQUOT until one can go; a user's files no kernel holds (plain
+# files, key dirs with no group file) count too, and a write taking them
+# past the share fails; root and the mount's owner have no share;
 # tcfs stats shows each writer's kernels; and one user's flood of probes
 # does not push another's out of the probe log.
 set -u
@@ -158,6 +160,52 @@ check_eq "uid 1001 probed 1000 times; uid 1002's 5 probes stay in tcfs log" 5 \
 	"$(grep -c '"name":"quiet' "$OUT")"
 check_num "... and the log keeps its bound" "$(wc -l <"$OUT")" -le 100
 check_num "... most of it the flood's newest" "$(grep -c '"name":"flood9' "$OUT")" -gt 50
+
+echo "# --- bytes that cannot be evicted count toward the share too"
+tcfs umount "$M"
+check_rc "unmount" 0
+tcfs mount -o allow_other,user_max_size=1M --store "$S" "$M"
+check_rc "mount with allow_other,user_max_size=1M" 0
+# big U PATH: uid U writes 20 MiB to PATH (made with its dir), 64 KiB a
+# write; prints the errno's name of the write that failed, or ok, and the
+# bytes written.
+big() {
+	as "$1" "$PY3" - "$2" <<'PY'
+import errno, os, sys
+n = 0
+try:
+    os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
+    with open(sys.argv[1], "wb", buffering=0) as f:
+        for _ in range(320):
+            f.write(b"x" * 65536)
+            n += 65536
+except OSError as e:
+    print(errno.errorcode[e.errno], n)
+    sys.exit(0)
+print("ok", n)
+PY
+}
+check_eq "uid 1004 writes d1 d2" 0 "$(put 1004 d1 d2)"
+check_eq "uid 1005 writes e1 e2" 0 "$(put 1005 e1 e2)"
+sleep 11	# past the grace of a kernel just made
+check_eq "uid 1004: a plain file stops at the share, EDQUOT" \
+	"EDQUOT 1048576" "$(big 1004 "$M/plain-1004")"
+check_eq "uid 1006: a key dir with no group file stops there too" \
+	"EDQUOT 1048576" \
+	"$(big 1006 "$M/JLI3W7YUZ6H6IB4PG6NA55MGXJ3OX4IC7GWTMUKQ2I2QRVL7WMA2/x.cubin")"
+settle
+check_eq "uid 1004's own kernels went first" 0 "$(has 1004 d1 d2)"
+check_eq "... uid 1005's all stay" 2 "$(has 1005 e1 e2)"
+check_eq "... uid 1004 writes no new file past its share" "EDQUOT 0" \
+	"$(big 1004 "$M/plain2-1004")"
+check_eq "... nor does uid 1006, the bytes once committed" "EDQUOT 0" \
+	"$(big 1006 "$M/plain-1006")"
+run as 1004 "$PY3" -c '
+import sys
+with open(sys.argv[1], "r+b", buffering=0) as f:
+    f.write(b"y" * 65536)' "$M/plain-1004"
+check_rc "... yet uid 1004 rewrites its own file in place" 0
+check_eq "root has no share" "ok 20971520" "$(big 0 "$M/plain-root")"
 
 tcfs umount "$M"
 check_rc "unmount" 0

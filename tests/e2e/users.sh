@@ -169,6 +169,39 @@ for u in "$UA" "$UB" "$UC"; do
 	check_eq "uid $u: the log's hits equal the replay's" "$want" "$got"
 done
 
+echo "# --- 70 other users each hold a remembered probe: root's counts stay exact"
+# Each process's first lookup of a path is its probe, and later ones are
+# folded into it while the path is remembered: 70 users each holding one
+# must not leave root's lookups unremembered (each probe counted twice).
+HOLD=$T_TMP/hold
+mkdir -m 1777 "$HOLD"
+holders=
+for u in $(seq 3000 3069); do
+	as "$u" /usr/bin/python3 -c '
+import os, sys, time
+os.path.exists(os.path.join(sys.argv[1], "__grp__held.json"))
+open(os.path.join(sys.argv[2], str(os.getuid())), "w").close()
+time.sleep(300)' "$M/$K" "$HOLD" &
+	holders="$holders $!"
+done
+at_exit "kill $holders 2>/dev/null"
+for _ in $(seq 600); do
+	[ "$(ls "$HOLD" | wc -l)" = 70 ] && break
+	sleep 0.1
+done
+check_eq "70 users each probed once, and hold on" 70 "$(ls "$HOLD" | wc -l)"
+tcfs stats --reset --store "$S"
+replay_as 0 R-held "$SRC" "$M"
+check_eq "root warm: every kernel and module a hit" "$KERNELS/0 $MODULES/0" \
+	"$(seen_of R-held)"
+sleep 0.5
+tcfs log --json --store "$S"
+check_eq "root's hits in the log: one per probe, $((KERNELS + MODULES))" \
+	"$((KERNELS + MODULES))" \
+	"$(python3 -c "import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get('uid') == 0 and json.loads(l)['hit']))" "$OUT")"
+kill $holders 2>/dev/null
+wait $holders 2>/dev/null
+
 echo "# --- a mount without allow_other is as before"
 mkdir -p "$T_TMP/mnt2"
 run "$TCFS" mount --store "$T_TMP/s2" -o trust=root "$T_TMP/mnt2"
