@@ -332,6 +332,17 @@ static const char schema_v13[] =
 	"DROP TABLE probe_counts;"
 	"ALTER TABLE probe_counts_v13 RENAME TO probe_counts;";
 
+/*
+ * Version 14.
+ *
+ * nodes.atime (ns): the last access a utimensat set, apart from mtime;
+ * NULL is "as mtime", every row from before and every row whose atime was
+ * never set, so the step rewrites no row.  Reads leave it (the mount is
+ * noatime, doc/mount.md); setting mtime alone keeps the atime it had.
+ */
+static const char schema_v14[] =
+	"ALTER TABLE nodes ADD COLUMN atime INTEGER;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -346,6 +357,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 11, schema_v11 },
 	{ 12, schema_v12 },
 	{ 13, schema_v13 },
+	{ 14, schema_v14 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
