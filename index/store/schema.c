@@ -8,6 +8,7 @@
 
 #include "index/store/db.h"
 #include "index/base/err.h"
+#include "index/base/text.h"
 
 /*
  * Version 1.
@@ -409,8 +410,11 @@ static int foreign_keys_hold(struct tcfs_db *db)
 	rc = pragma_int(db, "SELECT count(*) FROM pragma_foreign_key_check",
 			&bad);
 	if (rc == 0 && bad)
-		rc = tcfs_err_set(-EUCLEAN, "%s: %d rows name rows that are "
-				  "gone", tcfs_db_path(db), bad);
+		rc = tcfs_err_set(-EUCLEAN, "%s: %d %s that %s gone",
+				  tcfs_db_path(db), bad,
+				  tcfs_plural((unsigned)bad, "row names a row",
+					      "rows name rows"),
+				  tcfs_plural((unsigned)bad, "is", "are"));
 	return rc;
 }
 
