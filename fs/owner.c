@@ -7,8 +7,8 @@
  * does not ask for it) the kernel clears the bits on a write itself, by a
  * SETATTR of the mode on behalf of the writer, who need not own the file
  * (kills_only); they are cleared here too, after a write, a truncation or
- * a chown, for a kernel that leaves it to us.  Root is uid
- * 0: a FUSE request carries no capabilities.
+ * a chown, for a kernel that leaves it to us.  Root is uid 0: a FUSE
+ * request carries no capabilities.
  */
 #include <errno.h>
 #include <stdlib.h>
