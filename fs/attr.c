@@ -57,7 +57,8 @@ int fs_stat(struct tcfs_fs *fs, const struct tcfs_node *given,
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 	st->st_mtim.tv_sec = mtime / 1000000000;
 	st->st_mtim.tv_nsec = mtime % 1000000000;
-	st->st_atim = st->st_mtim;
+	st->st_atim.tv_sec = n->atime_ns / 1000000000;
+	st->st_atim.tv_nsec = n->atime_ns % 1000000000;
 	/* Writes not committed yet changed the inode too. */
 	if (n->ctime_ns > mtime)
 		mtime = n->ctime_ns;

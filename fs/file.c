@@ -135,19 +135,32 @@ int fs_row_commit(struct tcfs_fs *fs, const struct fs_ino *i)
 	return fs_files_commit(fs, i->row);
 }
 
-/* What to_set asks of the store's setattr (TCFS_SET_*) of times; the
- * owner's and mode's are fs_owner_setattr's. */
+/* A time that to_set sets: the one given, or now. */
+static int64_t time_set(int to_set, int given, const struct timespec *t,
+			int64_t now)
+{
+	if (!(to_set & given))
+		return now;
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* What to_set asks of the store's setattr (TCFS_SET_*) of times, each
+ * apart (utimensat's UTIME_OMIT leaves the other); the owner's and mode's
+ * are fs_owner_setattr's. */
 static int set_mask(const struct stat *attr, int to_set,
 		    struct tcfs_attrs *a)
 {
+	int64_t now = tcfs_ns_now();
 	int mask = 0;
 
 	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
 		mask |= TCFS_SET_MTIME;
-	a->mtime_ns = tcfs_ns_now();
-	if (to_set & FUSE_SET_ATTR_MTIME)
-		a->mtime_ns = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
-			      attr->st_mtim.tv_nsec;
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
+		mask |= TCFS_SET_ATIME;
+	a->mtime_ns = time_set(to_set, FUSE_SET_ATTR_MTIME, &attr->st_mtim,
+			       now);
+	a->atime_ns = time_set(to_set, FUSE_SET_ATTR_ATIME, &attr->st_atim,
+			       now);
 	return mask;
 }
 

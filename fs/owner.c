@@ -2,10 +2,13 @@
  * owner: who owns what the mount makes, who may change an owner or a
  * mode, and the setuid and setgid bits that a change by another user
  * clears, as Linux does on ext4.  The kernel checks chmod and chown itself
- * only with default_permissions (with allow_other, fs.c); it leaves the
- * clearing to us (libfuse's FUSE_CAP_HANDLE_KILLPRIV, on by default), and
- * no check here trusts that it ran.  Root is uid 0: a FUSE request
- * carries no capabilities.
+ * only with default_permissions (with allow_other, fs.c), and no check
+ * here trusts that it ran.  Without FUSE_CAP_HANDLE_KILLPRIV (libfuse 3.14
+ * does not ask for it) the kernel clears the bits on a write itself, by a
+ * SETATTR of the mode on behalf of the writer, who need not own the file
+ * (kills_only); they are cleared here too, after a write, a truncation or
+ * a chown, for a kernel that leaves it to us.  Root is uid 0: a FUSE
+ * request carries no capabilities.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -91,6 +94,31 @@ static unsigned killed(unsigned mode)
 	return kill;
 }
 
+/* Whether req's process may write n, by its mode bits (Linux's
+ * generic_permission, less root, who needs no check). */
+static int may_write(fuse_req_t req, const struct tcfs_node *n)
+{
+	struct tcfs_fs *fs = fs_of(req);
+
+	if (fuse_req_ctx(req)->uid == fs_uid_of(fs, n))
+		return !!(n->mode & S_IWUSR);
+	if (in_group(req, fs_gid_of(fs, n)))
+		return !!(n->mode & S_IWGRP);
+	return !!(n->mode & S_IWOTH);
+}
+
+/* Whether mode is n's less some of the bits a write by another user
+ * clears, asked by one who may write it: the kernel's own clearing
+ * (file_remove_privs), which any writer may cause. */
+static int kills_only(fuse_req_t req, const struct tcfs_node *n,
+		      unsigned mode)
+{
+	unsigned gone = n->mode & ~mode;
+
+	return n->kind == TCFS_FILE && !(mode & ~n->mode) && gone &&
+	       !(gone & ~killed(n->mode)) && may_write(req, n);
+}
+
 /* chown and chgrp: root gives a node to anyone; its owner may only
  * change its group, to one of the owner's groups.  A file's setuid goes
  * (even for root: Linux's chown_common) and its setgid as Linux's
@@ -139,7 +167,8 @@ int fs_owner_setattr(fuse_req_t req, const struct tcfs_node *n,
 			return rc;
 	}
 	if (to_set & FUSE_SET_ATTR_MODE) {
-		if (!root && fuse_req_ctx(req)->uid != fs_uid_of(fs, n))
+		if (!root && fuse_req_ctx(req)->uid != fs_uid_of(fs, n) &&
+		    !kills_only(req, n, attr->st_mode & 07777))
 			return -EPERM;
 		a->mode = attr->st_mode & 07777;
 		/* Only a member of its group may make a file setgid. */

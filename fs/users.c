@@ -427,7 +427,7 @@ unsigned fs_users_mode(fuse_req_t req, uint64_t parent, const char *name,
  * (kernel.h), or its user could change what everyone loads. */
 static int disown(struct tcfs_fs *fs, uint64_t ino)
 {
-	struct tcfs_attrs a = { 0, 0, { TCFS_OWNER_MOUNT, TCFS_OWNER_MOUNT } };
+	struct tcfs_attrs a = { .own = { TCFS_OWNER_MOUNT, TCFS_OWNER_MOUNT } };
 	struct tcfs_node *kids = NULL, d;
 	size_t n = 0;
 	int rc = tcfs_ns_get(fs->store, ino, &d);

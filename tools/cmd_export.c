@@ -21,6 +21,7 @@
 #include "cmds.h"
 #include "export_flat.h"
 #include "progress.h"
+#include "index/base/text.h"
 #include "index/blob/cas.h"
 #include "index/base/err.h"
 #include "index/model/group.h"
@@ -299,13 +300,16 @@ static int print_summary(const struct export *ex, int json)
 					(double)ex->failed);
 		return cli_print_json(o);
 	}
-	printf("exported %llu kernels in %llu key dirs: %llu files, %s, to %s\n",
-	       (unsigned long long)ex->kernels,
-	       (unsigned long long)ex->keydirs, (unsigned long long)ex->files,
+	printf("exported %llu %s in %llu %s: %llu %s, %s, to %s\n",
+	       (unsigned long long)ex->kernels, TCFS_NOUN(ex->kernels, "kernel"),
+	       (unsigned long long)ex->keydirs,
+	       TCFS_NOUN(ex->keydirs, "key dir"),
+	       (unsigned long long)ex->files, TCFS_NOUN(ex->files, "file"),
 	       cli_human(ex->bytes, b, sizeof(b)), ex->root);
 	if (ex->failed)
-		printf("%llu key dirs not (completely) exported\n",
-		       (unsigned long long)ex->failed);
+		printf("%llu %s not (completely) exported\n",
+		       (unsigned long long)ex->failed,
+		       TCFS_NOUN(ex->failed, "key dir"));
 	return CLI_OK;
 }
 

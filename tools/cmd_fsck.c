@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "index/base/text.h"
 #include "index/maint/fsck.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
@@ -86,15 +87,18 @@ static int print_result(const struct tcfs_fsck_result *res,
 	}
 	if (o->quiet)
 		return CLI_OK;
-	printf("checked %llu blobs and %llu files: %llu problems, "
-	       "%llu repaired\n",
-	       (unsigned long long)res->blobs, (unsigned long long)res->files,
+	printf("checked %llu %s and %llu %s: %llu %s, %llu repaired\n",
+	       (unsigned long long)res->blobs, TCFS_NOUN(res->blobs, "blob"),
+	       (unsigned long long)res->files, TCFS_NOUN(res->files, "file"),
 	       (unsigned long long)res->problems,
+	       TCFS_NOUN(res->problems, "problem"),
 	       (unsigned long long)res->repaired);
 	if (res->orphans)
-		printf("%llu unreferenced blobs (%s): tcfs gc removes them\n",
+		printf("%llu unreferenced %s (%s): tcfs gc removes %s\n",
 		       (unsigned long long)res->orphans,
-		       cli_human(res->orphan_bytes, b, sizeof(b)));
+		       TCFS_NOUN(res->orphans, "blob"),
+		       cli_human(res->orphan_bytes, b, sizeof(b)),
+		       tcfs_plural(res->orphans, "it", "them"));
 	return CLI_OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "index/base/text.h"
 #include "index/maint/gc.h"
 #include "index/store/store.h"
 #include "progress.h"
@@ -47,11 +48,12 @@ static int print_result(const struct tcfs_gc_result *res, int dry, int json)
 					(double)res->kept_bytes);
 		return cli_print_json(o);
 	}
-	printf("%s %llu unreferenced blobs, %s %s; %llu blobs (%s) in use\n",
+	printf("%s %llu unreferenced %s, %s %s; %llu %s (%s) in use\n",
 	       dry ? "would remove" : "removed",
-	       (unsigned long long)res->removed, dry ? "freeing" : "freed",
+	       (unsigned long long)res->removed,
+	       TCFS_NOUN(res->removed, "blob"), dry ? "freeing" : "freed",
 	       cli_human(res->freed_bytes, b1, sizeof(b1)),
-	       (unsigned long long)res->kept,
+	       (unsigned long long)res->kept, TCFS_NOUN(res->kept, "blob"),
 	       cli_human(res->kept_bytes, b2, sizeof(b2)));
 	return CLI_OK;
 }

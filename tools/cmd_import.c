@@ -10,6 +10,7 @@
 #include "cmds.h"
 #include "import.h"
 #include "progress.h"
+#include "index/base/text.h"
 #include "index/store/store.h"
 
 static const struct opt_cmd cmd = {
@@ -55,11 +56,12 @@ static int print_summary(const struct import *im, int nsrc, int json)
 					(double)s->failed_dirs);
 		return cli_print_json(o);
 	}
-	printf("imported %llu kernels in %llu key dirs from %d source%s: "
-	       "%llu files (%llu new), %s\n",
-	       (unsigned long long)s->kernels,
-	       (unsigned long long)s->keydirs, nsrc, nsrc == 1 ? "" : "s",
-	       (unsigned long long)s->files,
+	printf("imported %llu %s in %llu %s from %d %s: %llu %s (%llu new), "
+	       "%s\n",
+	       (unsigned long long)s->kernels, TCFS_NOUN(s->kernels, "kernel"),
+	       (unsigned long long)s->keydirs, TCFS_NOUN(s->keydirs, "key dir"),
+	       nsrc, TCFS_NOUN((unsigned)nsrc, "source"),
+	       (unsigned long long)s->files, TCFS_NOUN(s->files, "file"),
 	       (unsigned long long)s->new_files,
 	       cli_human(s->bytes, b1, sizeof(b1)));
 	printf("stored %s of new blobs; dedup saved %s (%.1f%%)\n",
@@ -67,11 +69,13 @@ static int print_summary(const struct import *im, int nsrc, int json)
 	       cli_human(saved, b3, sizeof(b3)),
 	       s->bytes ? 100.0 * (double)saved / (double)s->bytes : 0.0);
 	if (s->skipped || s->conflicts || s->failed_dirs)
-		printf("skipped %llu entries, %llu conflicts, %llu key dirs "
-		       "not imported\n",
+		printf("skipped %llu %s, %llu %s, %llu %s not imported\n",
 		       (unsigned long long)s->skipped,
+		       tcfs_plural(s->skipped, "entry", "entries"),
 		       (unsigned long long)s->conflicts,
-		       (unsigned long long)s->failed_dirs);
+		       TCFS_NOUN(s->conflicts, "conflict"),
+		       (unsigned long long)s->failed_dirs,
+		       TCFS_NOUN(s->failed_dirs, "key dir"));
 	return CLI_OK;
 }
 

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/model/event.h"
 #include "index/model/kernel.h"
 #include "index/base/name.h"
@@ -156,9 +157,11 @@ static int sink_file(void *ctx, const char *path, const char *keydir,
 	p->files += rc == 0;
 	p->kernels += rc == 0 && tcfs_name_artifact(n->name) == TCFS_ART_GROUP;
 	if (progress_due(&p->prog))
-		progress_show(&p->prog, "%llu kernels, %llu files",
+		progress_show(&p->prog, "%llu %s, %llu %s",
 			      (unsigned long long)p->kernels,
-			      (unsigned long long)p->files);
+			      TCFS_NOUN(p->kernels, "kernel"),
+			      (unsigned long long)p->files,
+			      TCFS_NOUN(p->files, "file"));
 	return rc;
 }
 
@@ -599,14 +602,18 @@ static int print_summary(const struct pack *p, const char *dest,
 							     : 0));
 		return cli_print_json(o);
 	}
-	printf("packed %llu kernels, %llu files, %s into %s:%s "
-	       "(layer %s)\n",
-	       (unsigned long long)p->kernels, (unsigned long long)p->files,
+	printf("packed %llu %s, %llu %s, %s into %s:%s (layer %s)\n",
+	       (unsigned long long)p->kernels, TCFS_NOUN(p->kernels, "kernel"),
+	       (unsigned long long)p->files, TCFS_NOUN(p->files, "file"),
 	       cli_human(bytes, b1, sizeof(b1)), dest, tag,
 	       cli_human(layer->size, b2, sizeof(b2)));
 	if (p->links_dropped)
-		printf("%llu symlinks left out (they point up or out of their "
-		       "dir)\n", (unsigned long long)p->links_dropped);
+		printf("%llu %s left out (%s up or out of %s dir)\n",
+		       (unsigned long long)p->links_dropped,
+		       TCFS_NOUN(p->links_dropped, "symlink"),
+		       tcfs_plural(p->links_dropped, "it points",
+				   "they point"),
+		       tcfs_plural(p->links_dropped, "its", "their"));
 	if (p->has_base)
 		printf("on top of %zu base layer%s\n", p->base.nlayers,
 		       p->base.nlayers == 1 ? "" : "s");
@@ -656,8 +663,9 @@ static int pack_image(struct pack *p, struct oci_out *o, struct oci_desc *m,
 	}
 	progress_step(&p->prog, "writing the image");
 	if (rc == 0 && p->failed)
-		rc = tcfs_err_set(-EIO, "%llu entries could not be read",
-				  (unsigned long long)p->failed);
+		rc = tcfs_err_set(-EIO, "%llu %s could not be read",
+				  (unsigned long long)p->failed,
+				  tcfs_plural(p->failed, "entry", "entries"));
 	*bytes = layer_bytes(p->lw);
 	if (rc == 0)
 		rc = put_mcv_manifest(p);

@@ -15,6 +15,7 @@
 #include "progress.h"
 #include "fs/fs.h"
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/model/kernel.h"
 #include "index/remote/keyfmt.h"
 #include "index/remote/land.h"
@@ -169,7 +170,8 @@ static int status(struct run *u, struct tcfs_store *s)
 		return CLI_FAIL;
 	}
 	printf("answers  yes, in %.2f ms (%s)\n", (double)ns / 1e6, info);
-	printf("holds    %zu of the store's %zu kernels\n", have, n);
+	printf("holds    %zu of the store's %zu %s\n", have, n,
+	       TCFS_NOUN(n, "kernel"));
 	return CLI_OK;
 }
 
@@ -209,8 +211,9 @@ static int push(struct run *u, struct tcfs_store *s)
 		cJSON_AddNumberToObject(o, "failed", (double)failed);
 		cli_print_json(o);
 	} else if (!u->quiet) {
-		printf("published %zu kernels (%zu there already or from the "
-		       "remote), %zu failed\n", sent, skipped, failed);
+		printf("published %zu %s (%zu there already or from the "
+		       "remote), %zu failed\n", sent, TCFS_NOUN(sent, "kernel"),
+		       skipped, failed);
 	}
 	return failed ? CLI_FAIL : CLI_OK;
 }
@@ -380,9 +383,10 @@ static int pull_report(struct run *u, const struct tally *t)
 		cJSON_AddNumberToObject(o, "failed", (double)t->failed);
 		cli_print_json(o);
 	} else if (!u->quiet) {
-		printf("pulled %zu kernels (%zu here already, %zu gone from the "
-		       "remote or refused), %zu failed\n", t->landed, t->here,
-		       t->missing, t->failed);
+		printf("pulled %zu %s (%zu here already, %zu gone from the "
+		       "remote or refused), %zu failed\n", t->landed,
+		       TCFS_NOUN(t->landed, "kernel"), t->here, t->missing,
+		       t->failed);
 	}
 	return t->failed ? CLI_FAIL : CLI_OK;
 }

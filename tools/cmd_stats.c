@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "index/base/text.h"
 #include "index/model/event.h"
 #include "index/model/report.h"
 #include "index/store/store.h"
@@ -60,9 +61,10 @@ static int run(const struct cli_common *co, int prom, int reset,
 	if (rc < 0)
 		return CLI_FAIL;
 	if (misses > max_misses) {
-		cli_err("stats", "%llu kernel probes missed, more than "
+		cli_err("stats", "%llu kernel %s missed, more than "
 				 "--max-misses %llu allows",
 			(unsigned long long)misses,
+			TCFS_NOUN(misses, "probe"),
 			(unsigned long long)max_misses);
 		return CLI_FAIL;
 	}

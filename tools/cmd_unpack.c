@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "import.h"
+#include "index/base/text.h"
 #include "index/store/config.h"
 #include "index/base/err.h"
 #include "index/model/group.h"
@@ -392,16 +393,21 @@ static int print_summary(const struct unpack *u, const char *store,
 		cJSON_AddStringToObject(o, "gpus", gpus);
 		return cli_print_json(o);
 	}
-	printf("unpacked %llu kernels, %llu files, %s from %s into %s%s%s\n",
-	       (unsigned long long)kernels, (unsigned long long)files,
+	printf("unpacked %llu %s, %llu %s, %s from %s into %s%s%s\n",
+	       (unsigned long long)kernels, TCFS_NOUN(kernels, "kernel"),
+	       (unsigned long long)files, TCFS_NOUN(files, "file"),
 	       cli_human(bytes, b, sizeof(b)), u->src, mount[0] ? mount : store,
 	       mount[0] ? " (mounted)" : "", "");
 	if (kept)
-		printf("%llu files were there already and were kept\n",
-		       (unsigned long long)kept);
+		printf("%llu %s there already and %s kept\n",
+		       (unsigned long long)kept,
+		       tcfs_plural(kept, "file was", "files were"),
+		       tcfs_plural(kept, "was", "were"));
 	if (ng)
-		printf("%llu of the image's %zu kernels fit the GPUs here: %s\n",
-		       (unsigned long long)u->fit, u->entries.n, gpus);
+		printf("%llu of the image's %zu %s the GPUs here: %s\n",
+		       (unsigned long long)u->fit, u->entries.n,
+		       tcfs_plural(u->entries.n, "kernel fits", "kernels fit"),
+		       gpus);
 	else
 		printf("no GPU found here (nvidia-smi, rocminfo): targets not "
 		       "checked\n");

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "index/base/text.h"
 #include "index/blob/cas.h"
 #include "index/base/err.h"
 #include "index/base/io.h"
@@ -266,14 +267,16 @@ static int print_summary(const struct flat *fl, int json)
 					(double)fl->failed);
 		return cli_print_json(o);
 	}
-	printf("exported %llu kernels flat (%llu in KEY dirs, their names "
-	       "being shared): %llu files, %s, to %s\n",
-	       (unsigned long long)fl->kernels,
-	       (unsigned long long)fl->in_keys, (unsigned long long)fl->files,
+	printf("exported %llu %s flat (%llu in KEY dirs, their names "
+	       "being shared): %llu %s, %s, to %s\n",
+	       (unsigned long long)fl->kernels, TCFS_NOUN(fl->kernels, "kernel"),
+	       (unsigned long long)fl->in_keys,
+	       (unsigned long long)fl->files, TCFS_NOUN(fl->files, "file"),
 	       cli_human(fl->bytes, b, sizeof(b)), fl->root);
 	if (fl->failed)
-		printf("%llu kernels not (completely) exported\n",
-		       (unsigned long long)fl->failed);
+		printf("%llu %s not (completely) exported\n",
+		       (unsigned long long)fl->failed,
+		       TCFS_NOUN(fl->failed, "kernel"));
 	return CLI_OK;
 }
 

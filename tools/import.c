@@ -24,6 +24,7 @@
 #include "import.h"
 #include "progress.h"
 #include "putq.h"
+#include "index/base/text.h"
 #include "index/blob/cas.h"
 #include "index/blob/durable.h"
 #include "index/blob/space.h"
@@ -54,9 +55,11 @@ static void show_progress(struct import *im)
 
 	if (!im->o.progress || !progress_due(im->o.progress))
 		return;
-	progress_show(im->o.progress, "%llu kernels, %llu files, %s",
+	progress_show(im->o.progress, "%llu %s, %llu %s, %s",
 		      (unsigned long long)im->st.kernels,
+		      TCFS_NOUN(im->st.kernels, "kernel"),
 		      (unsigned long long)im->st.files,
+		      TCFS_NOUN(im->st.files, "file"),
 		      cli_human(im->st.bytes, b, sizeof(b)));
 }
 
@@ -447,8 +450,10 @@ static void commit_batch(struct import *im)
 	im->st.keydirs -= im->batch_dirs;
 	im->st.failed_dirs += im->batch_dirs;
 	if (!im->o.quiet || rc < 0)
-		cli_err(im->o.cmd, "%s: the last %zu key dirs were not "
-			"committed: %s", im->src, im->batch_dirs,
+		cli_err(im->o.cmd, "%s: the last %zu %s not committed: %s",
+			im->src, im->batch_dirs,
+			tcfs_plural(im->batch_dirs, "key dir was",
+				    "key dirs were"),
 			strerror(rc < 0 ? -rc : EIO));
 	im->batch_dirs = 0;
 	im->lost = 0;

@@ -96,3 +96,9 @@ void tcfs_text_pystr(struct tcfs_text *t, const char *s)
 		p += add_pychar(t, p);
 	tcfs_text_add(t, "\"", 1);
 }
+
+const char *tcfs_plural(unsigned long long n, const char *one,
+			const char *many)
+{
+	return n == 1 ? one : many;
+}

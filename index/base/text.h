@@ -25,4 +25,11 @@ void tcfs_text_str(struct tcfs_text *t, const char *s);
  * characters as a surrogate pair. */
 void tcfs_text_pystr(struct tcfs_text *t, const char *s);
 
+/* The noun of a count of n: one for 1, else many ("1 blob", "0 blobs",
+ * "2 entries"); TCFS_NOUN for a noun whose plural takes an s.  The
+ * strings are the caller's (literals). */
+const char *tcfs_plural(unsigned long long n, const char *one,
+			const char *many);
+#define TCFS_NOUN(n, one) tcfs_plural((n), one, one "s")
+
 #endif

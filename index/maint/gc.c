@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "index/base/hash.h"
 #include "index/blob/cas.h"
 #include "index/store/db.h"
 #include "index/store/store.h"
@@ -35,9 +36,21 @@ static int any_row(struct tcfs_store *s, const char *sql,
 	return rc;
 }
 
+/* The empty blob is the mount's own: it puts it at every start, and every
+ * file it creates names it before a row does (fs.c, tcfs_cas_free).  Were
+ * it unreferenced, fsck would count it and gc remove it, only for the
+ * next mount to put it back. */
+static int is_empty_blob(const struct tcfs_hash *h)
+{
+	struct tcfs_hash empty;
+
+	tcfs_hash_buf("", 0, &empty);
+	return tcfs_hash_equal(h, &empty);
+}
+
 int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h)
 {
-	return any_row(s, sql_ref, h);
+	return is_empty_blob(h) ? 1 : any_row(s, sql_ref, h);
 }
 
 int tcfs_gc_live(struct tcfs_store *s, const struct tcfs_hash *h)

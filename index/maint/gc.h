@@ -27,7 +27,8 @@ int tcfs_gc_run(struct tcfs_store *s, int dry_run,
 		struct tcfs_gc_result *res);
 
 /* 1 when some file references blob h, 0 when none does, or -errno.  A
- * file removed but kept for the mount (limbo, ns.h) counts. */
+ * file removed but kept for the mount (limbo, ns.h) counts, and the empty
+ * blob always does (the mount's own). */
 struct tcfs_hash;
 int tcfs_gc_referenced(struct tcfs_store *s, const struct tcfs_hash *h);
 /* The same for files in the tree only: 0 for a blob that only removed

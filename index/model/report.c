@@ -14,6 +14,7 @@
 #include "index/model/kernel.h"
 #include "index/maint/prune.h"
 #include "index/base/json.h"
+#include "index/base/text.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
 #include "index/model/why.h"
@@ -326,11 +327,14 @@ static void print_eviction(const struct stats *st, FILE *out)
 		? tcfs_config_show(tcfs_config_find(TCFS_CONFIG_MAX_SIZE),
 				   st->max_size, a, sizeof(a))
 		: "none in the store (-o max_size is the mount's own)");
-	fprintf(out, "; %llu kernels evicted (%s freed), %llu misses were "
-		"of evicted kernels\n",
+	fprintf(out, "; %llu %s evicted (%s freed), %llu %s of evicted "
+		"kernels\n",
 		(unsigned long long)st->ev.evictions,
+		TCFS_NOUN(st->ev.evictions, "kernel"),
 		tcfs_report_bytes(st->ev.evicted_bytes, b, sizeof(b)),
-		(unsigned long long)st->ev.evicted_requested);
+		(unsigned long long)st->ev.evicted_requested,
+		tcfs_plural(st->ev.evicted_requested, "miss was",
+			    "misses were"));
 	if (too_small(st))
 		fprintf(out, "                 the limit is too small: %.0f%% of "
 			"misses recompiled kernels it had evicted; raise it "
@@ -346,13 +350,17 @@ static void print_remote(const struct stats *st, FILE *out)
 
 	if (!st->remote)
 		return;
-	fprintf(out, "remote           %lld kernel hits, %lld module hits, "
-		"%lld misses (%s fetched); %lld errors, %lld refused, %lld "
-		"not asked; breaker %s (opened %lld times)\n",
-		(long long)v[0], (long long)v[1], (long long)v[2],
+	fprintf(out, "remote           %lld kernel %s, %lld module %s, "
+		"%lld %s (%s fetched); %lld %s, %lld refused, %lld "
+		"not asked; breaker %s (opened %lld %s)\n",
+		(long long)v[0], TCFS_NOUN((unsigned long long)v[0], "hit"),
+		(long long)v[1], TCFS_NOUN((unsigned long long)v[1], "hit"),
+		(long long)v[2],
+		tcfs_plural((unsigned long long)v[2], "miss", "misses"),
 		tcfs_report_bytes((uint64_t)v[5], b, sizeof(b)),
-		(long long)v[3], (long long)v[4], (long long)v[8],
-		breakers[st->breaker], (long long)v[9]);
+		(long long)v[3], TCFS_NOUN((unsigned long long)v[3], "error"),
+		(long long)v[4], (long long)v[8], breakers[st->breaker],
+		(long long)v[9], TCFS_NOUN((unsigned long long)v[9], "time"));
 	fprintf(out, "                 %lld published, %lld dropped from a "
 		"full publish queue\n", (long long)v[6], (long long)v[7]);
 }
@@ -415,8 +423,8 @@ static void print_users(const struct stats *st, FILE *out)
 				tcfs_report_bytes(u->bytes, a, sizeof(a)),
 				tcfs_report_bytes((uint64_t)st->user_max_size,
 						  b, sizeof(b)));
-		fprintf(out, ", %llu kernels\n",
-			(unsigned long long)u->kernels);
+		fprintf(out, ", %llu %s\n", (unsigned long long)u->kernels,
+			TCFS_NOUN(u->kernels, "kernel"));
 	}
 }
 
@@ -488,6 +496,14 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 	return tcfs_json_print(o, out);
 }
 
+/* "N hits, M misses", each noun as its count says. */
+static void hits_misses(FILE *out, unsigned long long hits,
+			unsigned long long misses)
+{
+	fprintf(out, "%llu %s, %llu %s", hits, TCFS_NOUN(hits, "hit"), misses,
+		tcfs_plural(misses, "miss", "misses"));
+}
+
 static void print_proc(const struct tcfs_event_count *p, FILE *out)
 {
 	char c[TCFS_UTF8_SHOW_MAX];
@@ -496,8 +512,9 @@ static void print_proc(const struct tcfs_event_count *p, FILE *out)
 		tcfs_utf8_printable(p->comm, c, sizeof(c)));
 	if (p->uid >= 0)
 		fprintf(out, " (uid %lld)", (long long)p->uid);
-	fprintf(out, ": %llu hits, %llu misses\n",
-		(unsigned long long)p->hits, (unsigned long long)p->misses);
+	fputs(": ", out);
+	hits_misses(out, p->hits, p->misses);
+	fputc('\n', out);
 }
 
 /* Inductor's kinds, each on a line of its own when it was probed. */
@@ -511,12 +528,14 @@ static void print_inductor(const struct stats *st, FILE *out)
 		[TCFS_PROBE_VLLM] = "vllm artifacts",
 	};
 
-	for (int k = TCFS_PROBE_FXGRAPH; k <= TCFS_PROBE_KINDS; k++)
-		if (st->khits[k] + st->kmisses[k])
-			fprintf(out, "%-16s %llu hits, %llu misses (%s)\n",
-				label[k], (unsigned long long)st->khits[k],
-				(unsigned long long)st->kmisses[k],
-				k == TCFS_PROBE_VLLM ? "vLLM" : "Inductor");
+	for (int k = TCFS_PROBE_FXGRAPH; k <= TCFS_PROBE_KINDS; k++) {
+		if (!(st->khits[k] + st->kmisses[k]))
+			continue;
+		fprintf(out, "%-16s ", label[k]);
+		hits_misses(out, st->khits[k], st->kmisses[k]);
+		fprintf(out, " (%s)\n",
+			k == TCFS_PROBE_VLLM ? "vLLM" : "Inductor");
+	}
 }
 
 static void print_probes(const struct stats *st, FILE *out)
@@ -526,26 +545,28 @@ static void print_probes(const struct stats *st, FILE *out)
 	/* No probe, no rate: 0.0% would read as a cold cache.  And an FX
 	 * graph hit brings its Triton kernels along without a probe of
 	 * Triton's cache: say so, rather than a rate of misses alone. */
-	if (st->hits + st->misses == 0)
+	if (st->hits + st->misses == 0) {
 		fprintf(out, "kernel probes    %s\n", fx ? "none: the kernels "
 			"came with the FX graph hits below" : "no probes yet");
-	else if (fx && st->hits == 0)
-		fprintf(out, "kernel probes    %llu misses (compiled); every run "
+	} else if (fx && st->hits == 0) {
+		fprintf(out, "kernel probes    %llu %s (compiled); every run "
 			"after took its kernels from the FX graph cache (%llu "
-			"hits below), not from Triton's\n",
+			"%s below), not from Triton's\n",
 			(unsigned long long)st->misses,
-			(unsigned long long)fx);
-	else
-		fprintf(out, "kernel probes    %llu hits, %llu misses, hit rate "
-			"%.1f%%\n", (unsigned long long)st->hits,
-			(unsigned long long)st->misses,
+			tcfs_plural(st->misses, "miss", "misses"),
+			(unsigned long long)fx, TCFS_NOUN(fx, "hit"));
+	} else {
+		fputs("kernel probes    ", out);
+		hits_misses(out, st->hits, st->misses);
+		fprintf(out, ", hit rate %.1f%%\n",
 			100 * rate(st->hits, st->misses));
+	}
 	if (st->remote && st->rfig[0])
 		fprintf(out, "                 %lld of the hits fetched from the "
 			"remote\n", (long long)st->rfig[0]);
-	fprintf(out, "module probes    %llu hits, %llu misses\n",
-	       (unsigned long long)st->mod_hits,
-	       (unsigned long long)st->mod_misses);
+	fputs("module probes    ", out);
+	hits_misses(out, st->mod_hits, st->mod_misses);
+	fputc('\n', out);
 	print_inductor(st, out);
 }
 
@@ -558,16 +579,19 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 						     : "(not mounted)");
 	fprintf(out, "store            %s\n", tcfs_store_path(s));
 	print_probes(st, out);
-	fprintf(out, "probe log        %llu events", (unsigned long long)st->log.events);
+	fprintf(out, "probe log        %llu %s",
+		(unsigned long long)st->log.events,
+		TCFS_NOUN(st->log.events, "event"));
 	if (st->log.events)
 		fprintf(out, " since %s", tcfs_report_time(st->log.oldest_ns, a, sizeof(a)));
 	fprintf(out, " (keeps %lld, for %s)\n", (long long)st->max_events,
 	       tcfs_config_show(tcfs_config_find(TCFS_CONFIG_LOG_MAX_AGE),
 				st->max_age, b, sizeof(b)));
 	if (st->log.dropped)
-		fprintf(out, "                 %llu probes dropped while the disk "
+		fprintf(out, "                 %llu %s dropped while the disk "
 		       "was nearly full (not in these counts)\n",
-		       (unsigned long long)st->log.dropped);
+		       (unsigned long long)st->log.dropped,
+		       TCFS_NOUN(st->log.dropped, "probe"));
 	print_eviction(st, out);
 	print_users(st, out);
 	print_remote(st, out);
@@ -580,11 +604,12 @@ static void print_text(struct tcfs_store *s, const struct stats *st,
 	}
 	if (st->nkernel)
 		fprintf(out, "\nper kernel\n");
-	for (size_t i = 0; i < st->nkernel; i++)
-		fprintf(out, "  %s: %llu hits, %llu misses\n",
-		       tcfs_utf8_printable(st->kernel[i].name, a, sizeof(a)),
-		       (unsigned long long)st->kernel[i].hits,
-		       (unsigned long long)st->kernel[i].misses);
+	for (size_t i = 0; i < st->nkernel; i++) {
+		fprintf(out, "  %s: ",
+		       tcfs_utf8_printable(st->kernel[i].name, a, sizeof(a)));
+		hits_misses(out, st->kernel[i].hits, st->kernel[i].misses);
+		fputc('\n', out);
+	}
 	if (st->nproc)
 		fprintf(out, "\nper process\n");
 	for (size_t i = 0; i < st->nproc; i++)

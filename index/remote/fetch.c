@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/base/name.h"
 #include "index/remote/keyfmt.h"
 #include "index/remote/remote.h"
@@ -172,9 +173,10 @@ static int fetch_group(struct fetch *x, const char *name)
 		return tcfs_err_prefix(rc, "remote %s", x->rkey[F_HEAD]);
 	/* Every file the sidecar lists is the group's, and only those. */
 	if (x->has_sc && x->sc.n != x->names.n + 1)
-		return tcfs_err_set(-EBADMSG, "remote %s: lists %zu files,"
+		return tcfs_err_set(-EBADMSG, "remote %s: lists %zu %s,"
 				    " the group %zu and itself",
 				    x->rkey[F_SIDECAR], x->sc.n,
+				    TCFS_NOUN(x->sc.n, "file"),
 				    x->names.n + 1);
 	return 0;
 }

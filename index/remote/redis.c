@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/remote/keyfmt.h"
 #include "index/remote/remote.h"
 
@@ -453,8 +454,10 @@ static int rd_take(struct rd_conn *c, redisReply *r, const char *const *keys,
 	int rc = rd_check(c, r, REDIS_REPLY_ARRAY, "MGET");
 
 	if (!rc && r->elements != n)
-		rc = tcfs_err_set(-EPROTO, "redis %s: MGET: %zu values for %zu"
-				  " keys", c->where, r->elements, n);
+		rc = tcfs_err_set(-EPROTO, "redis %s: MGET: %zu %s for %zu"
+				  " %s", c->where, r->elements,
+				  TCFS_NOUN(r->elements, "value"), n,
+				  TCFS_NOUN(n, "key"));
 	for (size_t i = 0; i < n && !rc; i++) {
 		redisReply *e = r->element[i];
 
@@ -565,8 +568,10 @@ static int rd_exec_reply(struct rd_conn *c, size_t natomic)
 	if (!rc)
 		rc = rd_check(c, r, REDIS_REPLY_ARRAY, "EXEC");
 	if (!rc && r->elements != natomic)
-		rc = tcfs_err_set(-EPROTO, "redis %s: EXEC: %zu replies for %zu"
-				  " commands", c->where, r->elements, natomic);
+		rc = tcfs_err_set(-EPROTO, "redis %s: EXEC: %zu %s for %zu"
+				  " %s", c->where, r->elements,
+				  tcfs_plural(r->elements, "reply", "replies"),
+				  natomic, TCFS_NOUN(natomic, "command"));
 	for (size_t i = 0; !rc && i < natomic; i++)
 		rc = rd_check(c, r->element[i], REDIS_REPLY_STATUS, "EXEC");
 	freeReplyObject(r);

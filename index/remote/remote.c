@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/remote/keyfmt.h"
 
 /* One connection, used by one caller at a time (its mutex held). */
@@ -216,8 +217,8 @@ static int slot_take(struct tcfs_remote *r, int64_t until_ns,
 		return 0;
 	}
 	atomic_fetch_add(&r->stats.skipped, 1);
-	return tcfs_err_set(-EBUSY, "remote: all %zu connections busy",
-			    r->nslots);
+	return tcfs_err_set(-EBUSY, "remote: all %zu %s busy", r->nslots,
+			    TCFS_NOUN(r->nslots, "connection"));
 }
 
 /* Lets a slot go, and wakes a caller waiting for one. */
@@ -246,8 +247,10 @@ static int call_begin(struct tcfs_remote *r, int64_t until_ns,
 		slot_give(r, s);
 		atomic_fetch_add(&r->stats.skipped, 1);
 		return tcfs_err_set(-EAGAIN, "remote: not asked: the breaker"
-				    " is open after %d failures",
-				    r->cfg.breaker_fails);
+				    " is open after %d %s",
+				    r->cfg.breaker_fails,
+				    TCFS_NOUN((unsigned)r->cfg.breaker_fails,
+					      "failure"));
 	}
 	if (!s->conn)
 		rc = r->ops->connect(&r->cfg, until_ns, &s->conn);

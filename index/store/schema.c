@@ -9,6 +9,7 @@
 #include "index/store/db.h"
 #include "index/base/err.h"
 #include "index/base/name.h"
+#include "index/base/text.h"
 
 /*
  * Version 1.
@@ -334,6 +335,17 @@ static const char schema_v13[] =
 	"ALTER TABLE probe_counts_v13 RENAME TO probe_counts;";
 
 /*
+ * Version 14.
+ *
+ * nodes.atime (ns): the last access a utimensat set, apart from mtime;
+ * NULL is "as mtime", every row from before and every row whose atime was
+ * never set, so the step rewrites no row.  Reads leave it (the mount is
+ * noatime, doc/mount.md); setting mtime alone keeps the atime it had.
+ */
+static const char schema_v14[] =
+	"ALTER TABLE nodes ADD COLUMN atime INTEGER;";
+
+/*
  * Version 15: what is shared is decided by the writer, never the path.
  *
  * kernels.shared: 1 when every file of the kernel's key dir was written by
@@ -368,6 +380,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 11, schema_v11 },
 	{ 12, schema_v12 },
 	{ 13, schema_v13 },
+	{ 14, schema_v14 },
 	{ 15, schema_v15 },
 };
 
@@ -420,8 +433,11 @@ static int foreign_keys_hold(struct tcfs_db *db)
 	rc = pragma_int(db, "SELECT count(*) FROM pragma_foreign_key_check",
 			&bad);
 	if (rc == 0 && bad)
-		rc = tcfs_err_set(-EUCLEAN, "%s: %d rows name rows that are "
-				  "gone", tcfs_db_path(db), bad);
+		rc = tcfs_err_set(-EUCLEAN, "%s: %d %s that %s gone",
+				  tcfs_db_path(db), bad,
+				  tcfs_plural((unsigned)bad, "row names a row",
+					      "rows name rows"),
+				  tcfs_plural((unsigned)bad, "is", "are"));
 	return rc;
 }
 

@@ -18,8 +18,12 @@ static const char sql_insert[] =
 	" ?, ?, ?, ?, ?, ?, ?)";
 static const char sql_touch[] =
 	"UPDATE nodes SET mtime = ?1, ctime = ?1 WHERE ino = ?2";
+/* An atime that followed mtime (NULL) keeps the value it showed. */
 static const char sql_set_mtime[] =
-	"UPDATE nodes SET mtime = ?, ctime = ? WHERE ino = ?";
+	"UPDATE nodes SET atime = coalesce(atime, mtime), mtime = ?, ctime = ?"
+	" WHERE ino = ?";
+static const char sql_set_atime[] =
+	"UPDATE nodes SET atime = ?, ctime = ? WHERE ino = ?";
 static const char sql_changed[] =
 	"UPDATE nodes SET ctime = ? WHERE ino = ?";
 static const char sql_content[] =
@@ -255,6 +259,10 @@ int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,
 	if (rc == 0 && (mask & TCFS_SET_MODE))
 		rc = tcfs_db_exec(db, sql_mode, "dii", (int)(a->mode & 07777),
 				  now, (int64_t)n.ino);
+	/* atime first: mtime's statement keeps an atime already set. */
+	if (rc >= 0 && (mask & TCFS_SET_ATIME))
+		rc = tcfs_db_exec(db, sql_set_atime, "iii", a->atime_ns, now,
+				  (int64_t)n.ino);
 	if (rc >= 0 && (mask & TCFS_SET_MTIME))
 		rc = tcfs_db_exec(db, sql_set_mtime, "iii", a->mtime_ns, now,
 				  (int64_t)n.ino);

@@ -81,9 +81,11 @@ int tcfs_ns_set_content(struct tcfs_store *s, uint64_t ino,
 #define TCFS_SET_MTIME 2
 #define TCFS_SET_UID 4
 #define TCFS_SET_GID 8
+#define TCFS_SET_ATIME 16
 struct tcfs_attrs {
 	unsigned mode;
 	int64_t mtime_ns;
+	int64_t atime_ns;
 	struct tcfs_owner own;
 };
 int tcfs_ns_setattr(struct tcfs_store *s, uint64_t ino, int mask,

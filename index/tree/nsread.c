@@ -14,7 +14,7 @@
 
 #define NODE_COLS                                                           \
 	"ino, parent, name, kind, mode, size, mtime, blob, fmt, ctime, nlink," \
-	" inode, uid, gid"
+	" inode, uid, gid, coalesce(atime, mtime)"
 
 static const char sql_get[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE ino = ?";
@@ -79,6 +79,7 @@ static void node_from_row(sqlite3_stmt *st, struct tcfs_node *n)
 	n->nlink = (uint32_t)sqlite3_column_int64(st, 10);
 	n->uid = sqlite3_column_int64(st, 12);
 	n->gid = sqlite3_column_int64(st, 13);
+	n->atime_ns = sqlite3_column_int64(st, 14);
 }
 
 /* Runs a one-row node query, for the row as it is (a hard link's too);

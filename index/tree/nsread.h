@@ -60,6 +60,7 @@ struct tcfs_node {
 	uint64_t size;		/* as written; see schema.c for group files;
 				 * a symlink's target length */
 	int64_t mtime_ns;
+	int64_t atime_ns;	/* mtime_ns until a utimensat sets it */
 	int64_t ctime_ns;
 	uint32_t nlink;		/* names; 2 + subdirs for a dir; 0 in limbo */
 	struct tcfs_hash blob;	/* files only */
@@ -94,7 +95,8 @@ int tcfs_ns_path(struct tcfs_store *s, uint64_t ino, char *buf, size_t len);
  * index of them alone.  *out owned by the caller (free()). */
 int tcfs_ns_private_dirs(struct tcfs_store *s, struct tcfs_node **out,
 			 size_t *n);
-/* Current time in nanoseconds, the unit of mtime_ns and ctime_ns. */
+/* Current time in nanoseconds, the unit of mtime_ns, atime_ns and
+ * ctime_ns. */
 int64_t tcfs_ns_now(void);
 
 #endif

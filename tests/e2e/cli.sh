@@ -168,6 +168,48 @@ tcfs info --store "$T_TMP/none"
 check_grep "and of none 'in 0 blobs', 'in 0 directories'" \
 	'^files +0 in 0 directories$' "$OUT"
 check_grep_fixed "(the blobs)" " in 0 blobs" "$OUT"
+tcfs fsck --store "$T_TMP/one"
+check_eq "fsck of one file in one blob says so" \
+	"checked 1 blob and 1 file: 0 problems, 0 repaired" "$(cat "$OUT")"
+ONEBLOB=$(find "$T_TMP/one/objects" -type f)
+mv "$ONEBLOB" "$T_TMP/one-blob"
+tcfs fsck --store "$T_TMP/one"
+check_grep "and of its blob gone '1 problem'" \
+	'^checked 0 blobs and 1 file: 1 problem, 0 repaired$' "$OUT"
+mv "$T_TMP/one-blob" "$ONEBLOB"
+tcfs import --store "$T_TMP/orphan" "$T_TMP/one-src"
+sqlite3 "$T_TMP/orphan/index.db" "DELETE FROM nodes WHERE kind = 'f'"
+tcfs fsck --store "$T_TMP/orphan"
+check_grep_fixed "fsck of one orphan blob: '1 unreferenced blob', 'removes it'" \
+	"1 unreferenced blob (1 B): tcfs gc removes it" "$OUT"
+tcfs gc --store "$T_TMP/orphan"
+check_eq "gc of it: 'removed 1 unreferenced blob', '0 blobs in use'" \
+	"removed 1 unreferenced blob, freed 1 B; 0 blobs (0 B) in use" \
+	"$(cat "$OUT")"
+
+# A store only ever mounted holds the empty blob, which the mount puts
+# and every file it creates names: fsck, gc and info all count it in
+# use, and gc keeps it.
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+	mkdir -p "$T_TMP/mounted-mnt"
+	at_exit "fusermount3 -uz '$T_TMP/mounted-mnt'"
+	tcfs mount --store "$T_TMP/mounted" "$T_TMP/mounted-mnt"
+	check_rc "a new store mounts" 0
+	tcfs umount "$T_TMP/mounted-mnt"
+	tcfs fsck --store "$T_TMP/mounted"
+	check_eq "fsck of a store only mounted finds no unreferenced blob" \
+		"checked 1 blob and 0 files: 0 problems, 0 repaired" \
+		"$(cat "$OUT")"
+	tcfs gc --store "$T_TMP/mounted"
+	check_eq "gc keeps its empty blob, in use" \
+		"removed 0 unreferenced blobs, freed 0 B; 1 blob (0 B) in use" \
+		"$(cat "$OUT")"
+	tcfs info --store "$T_TMP/mounted"
+	check_grep "info counts it as gc does" \
+		'^stored size +0 B \(0 bytes\) in 1 blob$' "$OUT"
+else
+	skip "fsck, gc and info of a store only mounted" "no /dev/fuse"
+fi
 
 mkdir -p "$T_TMP/empty-dir"
 tcfs info --store "$T_TMP/empty-dir"

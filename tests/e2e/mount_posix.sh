@@ -717,6 +717,138 @@ EOF
 	unmount_checked attrs
 }
 
+# --- atime apart from mtime (utimensat) -----------------------------------
+
+# A snippet's utimensat(2): python's os.utime has no UTIME_OMIT.
+read -r -d '' PY_UTIMENSAT <<'EOF'
+import ctypes
+UTIME_NOW, UTIME_OMIT = (1 << 30) - 1, (1 << 30) - 2
+class _ts(ctypes.Structure):
+    _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+_libc = ctypes.CDLL(None, use_errno=True)
+def utimensat(path, a, m):
+    """a, m: ns since the epoch, or UTIME_NOW / UTIME_OMIT."""
+    def one(t):
+        return _ts(0, t) if t in (UTIME_NOW, UTIME_OMIT) else _ts(t // 10**9, t % 10**9)
+    if _libc.utimensat(-100, os.fsencode(path), (_ts * 2)(one(a), one(m)), 0) != 0:
+        raise OSError(ctypes.get_errno(), "utimensat")
+def times(path):
+    st = os.stat(path)
+    return (st.st_atime_ns, st.st_mtime_ns)
+EOF
+
+mount_fresh times && {
+	pycheck "times" <<EOF
+$PY_UTIMENSAT
+p = os.path.join(M, "t")
+write(p, b"x")
+os.utime(p, (1900000000, 1950000000))
+check("os.utime(atime, mtime) keeps them apart", times(p) == (1900000000 * 10**9, 1950000000 * 10**9), times(p))
+A, B = 1500000000_123456789, 1550000000_987654321
+utimensat(p, A, B)
+check("utimensat sets atime and mtime apart, to the ns", times(p) == (A, B), times(p))
+utimensat(p, B, A)
+check("... mtime below atime too", times(p) == (B, A), times(p))
+C = 1400000000_000000007
+c0 = os.stat(p).st_ctime_ns
+utimensat(p, C, UTIME_OMIT)
+check("atime alone (mtime UTIME_OMIT) leaves mtime", times(p) == (C, A), times(p))
+check("... and moves ctime to now", os.stat(p).st_ctime_ns > c0, (c0, os.stat(p).st_ctime_ns))
+utimensat(p, UTIME_OMIT, B)
+check("mtime alone (atime UTIME_OMIT) leaves atime", times(p) == (C, B), times(p))
+before = time.time_ns()
+utimensat(p, UTIME_NOW, UTIME_OMIT)
+a, m = times(p)
+check("atime UTIME_NOW sets atime to now, mtime stays", a >= before - 2 * 10**9 and m == B, (a, m, before))
+utimensat(p, C, UTIME_NOW)
+a, m = times(p)
+check("mtime UTIME_NOW sets mtime to now, atime given stays", a == C and m >= before - 2 * 10**9, (a, m, before))
+q = os.path.join(M, "fresh")
+write(q, b"y")
+st = os.stat(q)
+utimensat(q, UTIME_OMIT, A)
+check("mtime set on a file whose atime was never set keeps the atime it showed",
+      times(q) == (st.st_atime_ns, A), (st.st_atime_ns, times(q)))
+d = os.path.join(M, "d")
+os.mkdir(d)
+utimensat(d, A, B)
+check("utimensat of a directory keeps atime and mtime apart", times(d) == (A, B), times(d))
+read(p)
+check("a read leaves atime (noatime)", times(p)[0] == C, times(p))
+write(os.environ["T_TMP"] + "/times.json", json.dumps(times(p)).encode())
+EOF
+	T=$M/tm
+	touch "$T"
+	touch -a -d @1600000000 "$T"
+	touch -m -d @1650000000 "$T"
+	check_eq "touch -a then touch -m: each sets its own time" \
+		"1600000000 1650000000" "$(stat -c '%X %Y' "$T")"
+	touch -a -d @1610000000 "$T"
+	check_eq "touch -a leaves mtime" "1610000000 1650000000" \
+		"$(stat -c '%X %Y' "$T")"
+	unmount_checked times
+	tcfs mount -o noviews --store "$S" "$M"
+	check_rc "the store mounts again" 0
+	pycheck "times-remount" <<'EOF'
+p = os.path.join(M, "t")
+st = os.stat(p)
+want = json.loads(read(os.environ["T_TMP"] + "/times.json"))
+check("atime and mtime stay apart across a remount", [st.st_atime_ns, st.st_mtime_ns] == want,
+      ([st.st_atime_ns, st.st_mtime_ns], want))
+EOF
+	unmount_checked times-remount
+}
+
+# --- set-id bits cleared by another user's write ----------------------------
+
+# A file of mode 04777 (or 02777) is anyone's to write, and a write by a
+# user other than root clears the set-id bits (ext4; pjdfstest chmod/12):
+# the kernel asks for the clearing on behalf of the writer, who does not
+# own the file.  Checked with allow_other alone (which brings
+# default_permissions, fs.c) and with default_permissions said too.
+setid_checks() {
+	local opts=$1 f
+	S=$T_TMP/setid-$opts/store
+	M=$T_TMP/setid-$opts/mnt
+	mkdir -p "$M"
+	chmod 755 "$T_TMP/setid-$opts"
+	at_exit "fusermount3 -uz '$M'"
+	tcfs mount -o "noviews,$opts" --store "$S" "$M"
+	check_rc "$opts: mount" 0
+	mountpoint -q "$M" || return
+	chmod 1777 "$M"
+	for mode in 4777 2777 6777; do
+		f=$M/f$mode
+		printf a >"$f"
+		chmod "$mode" "$f"
+		run setpriv --reuid=65534 --regid=65534 --clear-groups \
+			sh -c "printf b >>'$f'"
+		check_rc "$opts: another uid appends to a $mode file" 0
+		check_eq "... which has its bytes and loses its set-id bits" \
+			"ab 777" "$(cat "$f") $(stat -c %a "$f")"
+	done
+	f=$M/keep
+	printf a >"$f"
+	chmod 4777 "$f"
+	check "$opts: another uid may not chmod it (only the kernel's clearing)" \
+		eval "! setpriv --reuid=65534 --regid=65534 --clear-groups chmod 777 '$f' 2>/dev/null"
+	chmod 4775 "$f"
+	check "... nor write a 04775 file, that it may not write" \
+		eval "! setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \"printf b >>'$f'\" 2>/dev/null"
+	check_eq "... which keeps its mode" "4775" "$(stat -c %a "$f")"
+	printf c >>"$f"
+	check_eq "a write by root keeps the bits" "4775" "$(stat -c %a "$f")"
+	unmount_checked "setid-$opts"
+}
+
+if ! is_root || ! command -v setpriv >/dev/null; then
+	skip "set-id bits cleared by another user's write" "needs root and setpriv"
+else
+	chmod o+x "$T_TMP"	# for uid 65534, to reach the mount points
+	setid_checks allow_other
+	setid_checks allow_other,default_permissions
+fi
+
 # --- statfs, name lengths -------------------------------------------------
 
 mount_fresh statfs && {

@@ -33,12 +33,15 @@ as_nobody() {
 as_nobody "$T_TMP/nobodyjob" "$M/$KEY/__grp__b.json" >/dev/null 2>&1
 
 cat "$M/.tcfs/stats" >"$T_TMP/root.txt"
-check_grep_fixed "root sees its own job in .tcfs/stats" " rootsecretjob (uid 0): 0 hits, 1 misses" \
+check_grep "root sees its own job in .tcfs/stats (one miss, not '1 misses')" \
+	" rootsecretjob \(uid 0\): 0 hits, 1 miss$" \
 	"$T_TMP/root.txt"
-check_grep_fixed "... and nobody's" " nobodyjob (uid 65534): 0 hits, 1 misses" "$T_TMP/root.txt"
+check_grep "... and nobody's" " nobodyjob \(uid 65534\): 0 hits, 1 miss$" \
+	"$T_TMP/root.txt"
 # Read right after root's read: a view shared with root would show root's.
 as_nobody cat "$M/.tcfs/stats" >"$T_TMP/nobody.txt" 2>&1
-check_grep_fixed "nobody sees its own job in .tcfs/stats" " nobodyjob (uid 65534): 0 hits, 1 misses" \
+check_grep "nobody sees its own job in .tcfs/stats" \
+	" nobodyjob \(uid 65534\): 0 hits, 1 miss$" \
 	"$T_TMP/nobody.txt"
 check "... not root's" eval "! grep -q rootsecretjob '$T_TMP/nobody.txt'"
 check_grep "... and the totals of everyone" "^kernel probes    0 hits, 2 misses" "$T_TMP/nobody.txt"

@@ -70,6 +70,34 @@ static int at_version(struct tcfs_db *db, int version)
 	return tcfs_schema_apply(db, steps, version);
 }
 
+/* Version 14 keeps atime apart from mtime: NULL for every row from
+ * before (read as its mtime), so the step rewrites no row. */
+static void test_v14(const char *dir)
+{
+	char path[512];
+	struct tcfs_db *db;
+
+	snprintf(path, sizeof(path), "%s/v13.db", dir);
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 13), 0, "made again at version 13");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO nodes (ino, parent, name, kind, mode,"
+			    " mtime, ctime, blob) VALUES"
+			    " (2, 1, 'K', 'd', 493, 5, 5, NULL),"
+			    " (3, 2, 'f', 'f', 420, 6, 6, 'h1');",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "with a dir and a file");
+	tap_eq(tcfs_schema_upgrade(db), 0, "an index at version 13 upgrades");
+	tap_eq(user_version(db), tcfs_schema_version(), "to this version");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes WHERE atime IS NULL"),
+	       3, "every row's atime is NULL, the root's too (no row "
+		  "rewritten)");
+	tap_eq(count_rows(db, "SELECT sum(coalesce(atime, mtime)) FROM nodes"
+			  " WHERE ino > 1"),
+	       11, "and reads as its mtime");
+	tcfs_db_close(db);
+}
+
 /* Version 7 rebuilds nodes: rows, kernels, inode numbers and counts. */
 /* Version 11 gives nodes owners: every row from before is -1, whoever
  * mounts, as is a row written without naming one. */
@@ -299,6 +327,7 @@ int main(void)
 	tcfs_db_close(db);
 	test_v7(dir);
 	test_v11(dir);
+	test_v14(dir);
 	test_v15(dir);
 
 	/* Some other program's database. */
