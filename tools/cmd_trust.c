@@ -22,8 +22,10 @@ static const struct opt_cmd cmd = {
 	"that -o trust does not name writes kernels of their own, which no\n"
 	"other user loads.  promote KEY makes that key's own kernels (of every\n"
 	"user, or of --user U) shared: every user's probes hit them from then\n"
-	"on.  promote --user U makes all of U's shared.  Where a shared kernel\n"
-	"of the key is there already, the user's copy goes.  Done by the\n"
+	"on.  promote --user U makes all of U's shared.  A promoted kernel's\n"
+	"files become the mount owner's, so their writer can no longer change\n"
+	"them.  Where a shared kernel of the key is there already, the user's\n"
+	"copy goes.  Done by the\n"
 	"mount's daemon: the store must be mounted, and only root and the\n"
 	"mount's owner reach it (STORE/ctl.sock).\n",
 	NULL,
