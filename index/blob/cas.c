@@ -56,6 +56,7 @@ struct tcfs_cas {
 	atomic_size_t fresh_next;
 	_Atomic uint64_t created_bytes;	/* blobs this handle added */
 	_Atomic uint64_t freed_bytes;	/* and freed */
+	_Atomic uint64_t opens;		/* blobs opened to read */
 };
 
 struct tcfs_cas_stage {
@@ -927,6 +928,7 @@ int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h)
 
 	if (fd < 0)
 		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
+	atomic_fetch_add_explicit(&cas->opens, 1, memory_order_relaxed);
 	return fd;
 }
 
@@ -1113,6 +1115,11 @@ void tcfs_cas_settled(struct tcfs_cas *cas)
 	pthread_rwlock_wrlock(&cas->free_lock);
 	memset(cas->fresh, 0, sizeof(cas->fresh));
 	pthread_rwlock_unlock(&cas->free_lock);
+}
+
+uint64_t tcfs_cas_opens(struct tcfs_cas *cas)
+{
+	return atomic_load(&cas->opens);
 }
 
 int64_t tcfs_cas_growth(struct tcfs_cas *cas)

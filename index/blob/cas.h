@@ -131,6 +131,10 @@ int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
  * committed: tcfs_cas_free need keep no blob for being new. */
 void tcfs_cas_settled(struct tcfs_cas *cas);
 
+/* Blobs this handle opened to read (tcfs_cas_open_blob and the checked
+ * opens and reads): a count that no retry of a system call inflates. */
+uint64_t tcfs_cas_opens(struct tcfs_cas *cas);
+
 /* Bytes of the blobs this handle created, less those it freed: with one
  * walk of objects/ (tcfs_cas_foreach), what the store holds now. */
 int64_t tcfs_cas_growth(struct tcfs_cas *cas);
