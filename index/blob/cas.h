@@ -85,9 +85,11 @@ int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h);
 /*
  * Opens a blob whose bytes are about to be served (the mount reads them
  * to a process).  A damaged blob is never served: the first time this
- * handle serves a blob, its bytes are read back and checked against its
- * name (blobs it stored or compared itself count as checked).  Returns
- * the descriptor (caller closes it).  A blob found bad is never served by
+ * handle serves a blob's file, its bytes are read back and checked
+ * against its name (files it stored or compared itself count as
+ * checked).  A verdict holds for that file only (its device, inode, size
+ * and change time): another put at the blob's path is checked in turn.
+ * Returns the descriptor of the file checked (caller closes it).  A blob found bad is never served by
  * this handle again: the call that finds it gets -EBADMSG (damaged) or
  * -ENOENT (gone), every later one -EIO, all with a message naming it.
  */
