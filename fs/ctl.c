@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
@@ -537,6 +538,29 @@ void fs_ctl_stop(struct tcfs_fs *fs)
 	fs->ctl = NULL;
 }
 
+/* Whether the listener on fd (connected) may be the store's daemon: it
+ * runs as root or as the store's owner.  Another user who can write the
+ * store's dir could have put a socket of theirs in its place, to be sent
+ * the request and to answer it.  0, or -EPERM with a message. */
+static int ctl_peer_trusted(const char *store, int dirfd, int fd)
+{
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+	struct stat st;
+
+	if (fstat(dirfd, &st) < 0)
+		return tcfs_err_errno(-errno, "%s", store);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
+		return tcfs_err_errno(-errno, "%s/%s", store, CTL_NAME);
+	if (peer.uid == 0 || peer.uid == st.st_uid)
+		return 0;
+	return tcfs_err_set(-EPERM, "%s/%s: its listener runs as uid %u, "
+			    "which is neither root nor the store's owner "
+			    "(uid %u): not the mount's daemon, not asked",
+			    store, CTL_NAME, (unsigned)peer.uid,
+			    (unsigned)st.st_uid);
+}
+
 int tcfs_fs_ctl_call(const char *store, const cJSON *req, cJSON **resp)
 {
 	int dirfd = open(store, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -555,6 +579,8 @@ int tcfs_fs_ctl_call(const char *store, const cJSON *req, cJSON **resp)
 	if (rc == 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		rc = tcfs_err_errno(-errno, "%s/%s: cannot reach the mount's "
 				    "daemon", store, CTL_NAME);
+	if (rc == 0)
+		rc = ctl_peer_trusted(store, dirfd, fd);
 	if (rc == 0) {
 		text = cJSON_PrintUnformatted(req);
 		rc = text ? tcfs_io_write_all(fd, text, strlen(text)) : -ENOMEM;

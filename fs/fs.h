@@ -35,7 +35,8 @@ struct cJSON;
  * fs/ctl.c) and waits for the answer: *resp is owned by the caller
  * (cJSON_Delete).  An answer {"error": MSG} is the daemon's failure.
  * 0, or -errno with a message (tcfs_err_msg): -ECONNREFUSED or -ENOENT
- * when no daemon listens. */
+ * when no daemon listens, -EPERM when the listener runs as a user other
+ * than root and the store's owner (nothing is sent to it). */
 int tcfs_fs_ctl_call(const char *store, const struct cJSON *req,
 		     struct cJSON **resp);
 

@@ -164,17 +164,18 @@ int cli_print_json(cJSON *doc)
 	return CLI_OK;
 }
 
-void cli_mount_sync(struct tcfs_store *s, char *mount)
+int cli_mount_sync(struct tcfs_store *s, char *mount)
 {
 	char store[PATH_MAX], point[PATH_MAX], path[PATH_MAX + 16];
 	struct stat st;
+	int rc = cli_find_mount(tcfs_store_path(s), NULL, store, point);
 
-	if (cli_find_mount(tcfs_store_path(s), NULL, store, point) < 0)
+	if (rc < 0)
 		point[0] = '\0';
 	if (mount)
 		snprintf(mount, PATH_MAX, "%s", point);
 	if (!point[0])
-		return;
+		return rc == -EPERM ? rc : 0;
 	/* A stat of .tcfs/sync commits what the mount holds (an older mount,
 	 * without it, commits at a stat of .tcfs/stats, which it renders). */
 	snprintf(path, sizeof(path), "%s/.tcfs/sync", point);
@@ -182,6 +183,7 @@ void cli_mount_sync(struct tcfs_store *s, char *mount)
 		snprintf(path, sizeof(path), "%s/.tcfs/stats", point);
 		(void)stat(path, &st);
 	}
+	return 0;
 }
 
 const char *cli_time(int64_t ns, char *buf, size_t len)
@@ -258,6 +260,41 @@ static int mount_table(struct libmnt_table **tb)
 	return rc < 0 ? rc : 0;
 }
 
+/* The uid that made a fuse mount (its user_id option), or -1. */
+static long long mount_user(struct libmnt_fs *fs)
+{
+	const char *opts = mnt_fs_get_fs_options(fs);
+	char num[24], *v, *end;
+	size_t n;
+	long long uid;
+
+	if (!opts || mnt_optstr_get_option(opts, "user_id", &v, &n) != 0 ||
+	    n == 0 || n >= sizeof(num))
+		return -1;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	uid = strtoll(num, &end, 10);
+	return *end || num[0] == '-' ? -1 : uid;
+}
+
+/* Whether a fuse.tcfs mount of src at dst may be tcfs's mount of that
+ * store: any user may mount a FUSE file system of that type with any
+ * source (-o fsname=), but only root and the store's owner can serve the
+ * store.  0, or -EPERM with a message naming the mount and its user. */
+static int mount_trusted(struct libmnt_fs *fs, const char *src,
+			 const char *dst)
+{
+	long long uid = mount_user(fs);
+	struct stat st;
+
+	if (uid == 0 || (uid > 0 && stat(src, &st) == 0 &&
+			 (long long)st.st_uid == uid))
+		return 0;
+	return tcfs_err_set(-EPERM, "%s: a mount of %s by uid %lld, which is "
+			    "neither root nor the store's owner: not tcfs's "
+			    "mount of that store, left alone", dst, src, uid);
+}
+
 int cli_find_mount(const char *want_store, const char *want_point,
 		   char *store, char *point)
 {
@@ -272,7 +309,9 @@ int cli_find_mount(const char *want_store, const char *want_point,
 		rc = it ? -ENOENT : -ENOMEM;
 	if (!realpath(w, want))
 		snprintf(want, sizeof(want), "%s", w);
-	while (rc == -ENOENT && mnt_table_next_fs(tb, it, &fs) == 0) {
+	/* An impostor's mount is passed over: the store's own may follow. */
+	while ((rc == -ENOENT || rc == -EPERM) &&
+	       mnt_table_next_fs(tb, it, &fs) == 0) {
 		const char *type = mnt_fs_get_fstype(fs);
 		const char *src = mnt_fs_get_source(fs);
 		const char *dst = mnt_fs_get_target(fs);
@@ -280,6 +319,9 @@ int cli_find_mount(const char *want_store, const char *want_point,
 		if (!type || !src || !dst || strcmp(type, "fuse.tcfs") != 0 ||
 		    strcmp(want_store ? src : dst, want) != 0 ||
 		    strlen(src) >= PATH_MAX || strlen(dst) >= PATH_MAX)
+			continue;
+		rc = mount_trusted(fs, src, dst);
+		if (rc < 0)
 			continue;
 		memcpy(store, src, strlen(src) + 1);
 		memcpy(point, dst, strlen(dst) + 1);

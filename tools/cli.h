@@ -111,15 +111,19 @@ int cli_parse_count(const char *arg, uint64_t *out);
 
 /* Finds a tcfs mount in /proc/self/mountinfo by its store or by its mount
  * point (give one, the other NULL) and writes both, absolute, into store
- * and point (PATH_MAX bytes each).  -ENOENT when there is none. */
+ * and point (PATH_MAX bytes each).  Only a mount made by root or by the
+ * store's owner (its user_id) counts.  -ENOENT when there is none,
+ * -EPERM (with a message naming the mount and its user) when the only
+ * ones are another user's. */
 int cli_find_mount(const char *want_store, const char *want_point,
 		   char *store, char *point);
 
 /* When a mount serves store s, has it commit the probes and the writes
  * it holds (a stat of its .tcfs/stats), so that what is read next counts
  * every probe answered so far and sees every file closed.  Writes the mount point into mount (PATH_MAX bytes;
- * "" when not mounted) unless it is NULL. */
-void cli_mount_sync(struct tcfs_store *s, char *mount);
+ * "" when not mounted) unless it is NULL.  0, or -EPERM (with a message)
+ * when only another user's mount claims the store (cli_find_mount). */
+int cli_mount_sync(struct tcfs_store *s, char *mount);
 
 /* dir/name into buf (len bytes): 0, or -ENAMETOOLONG with a message. */
 int cli_path_join(char *buf, size_t len, const char *dir, const char *name);

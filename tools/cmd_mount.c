@@ -366,7 +366,7 @@ int cmd_umount(int argc, char **argv)
 {
 	char mp[PATH_MAX], store[PATH_MAX], point[PATH_MAX];
 	pid_t pid, daemon;
-	int status;
+	int status, rc;
 
 	char **args;
 	struct opt opts[] = { OPT_HELP(), OPT_END() };
@@ -377,8 +377,12 @@ int cmd_umount(int argc, char **argv)
 		cli_err("umount", "%s: %s", args[0], strerror(errno));
 		return CLI_FAIL;
 	}
-	if (cli_find_mount(NULL, mp, store, point) < 0) {
-		cli_err("umount", "%s: not a tcfs mount", mp);
+	rc = cli_find_mount(NULL, mp, store, point);
+	if (rc < 0) {
+		if (rc == -EPERM)
+			cli_lib_err("umount", rc, mp);
+		else
+			cli_err("umount", "%s: not a tcfs mount", mp);
 		return CLI_FAIL;
 	}
 	daemon = daemon_pid(store);

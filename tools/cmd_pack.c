@@ -511,8 +511,7 @@ static int put_manifest(struct pack *p, struct oci_out *o,
 	cJSON_AddItemToObject(m, "config", oci_desc_json(config));
 	layers = cJSON_AddArrayToObject(m, "layers");
 	for (size_t i = 0; layers && p->has_base && i < p->base.nlayers; i++) {
-		rc = oci_out_link_blob(o, p->base.layer_path[i],
-				       &p->base.layers[i]);
+		rc = oci_out_link_layer(o, &p->base, i);
 		if (rc < 0)
 			break;
 		cJSON_AddItemToArray(layers, oci_desc_json(&p->base.layers[i]));

@@ -178,12 +178,17 @@ static cJSON *run(const struct cli_common *co,
 	char mount[PATH_MAX], store[PATH_MAX];
 	struct tcfs_store *s;
 	cJSON *report;
+	int rc;
 
 	if (cli_open_store("prune", &co->store, 0, 0, &s) != CLI_OK)
 		return NULL;
 	/* Mounted, the daemon commits what it holds first: a dry run sees
 	 * what a real one would. */
-	cli_mount_sync(s, mount);
+	if ((rc = cli_mount_sync(s, mount)) < 0) {
+		cli_lib_err("prune", rc, tcfs_store_path(s));
+		tcfs_store_close(s);
+		return NULL;
+	}
 	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
 	if (dry) {
 		report = run_here(s, sel, how, 1, prog);

@@ -56,6 +56,7 @@ struct tcfs_cas {
 	atomic_size_t fresh_next;
 	_Atomic uint64_t created_bytes;	/* blobs this handle added */
 	_Atomic uint64_t freed_bytes;	/* and freed */
+	_Atomic uint64_t opens;		/* blobs opened to read */
 };
 
 struct tcfs_cas_stage {
@@ -108,6 +109,53 @@ static enum cas_verdict judge(struct tcfs_cas *cas, const struct tcfs_hash *h,
 	tcfs_blobset_set(&cas->verdicts, h, (int)v);
 	pthread_mutex_unlock(&cas->verdict_mu);
 	return (enum cas_verdict)old;
+}
+
+/* The key of a verdict on the file fd has open as blob h: h with the
+ * file's identity (device, inode, size, change time).  Bytes are served
+ * unread only from the very file that was checked: another put at h's
+ * path later (by whoever can write objects/) is a file of its own, and
+ * is checked before it is served.  0, or -errno. */
+static int file_key(const struct tcfs_hash *h, int fd, struct tcfs_hash *k)
+{
+	struct {
+		struct tcfs_hash h;
+		uint64_t dev, ino, size;
+		int64_t ctime_s, ctime_ns;
+	} id;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	memset(&id, 0, sizeof(id));
+	id.h = *h;
+	id.dev = (uint64_t)st.st_dev;
+	id.ino = (uint64_t)st.st_ino;
+	id.size = (uint64_t)st.st_size;
+	id.ctime_s = (int64_t)st.st_ctim.tv_sec;
+	id.ctime_ns = (int64_t)st.st_ctim.tv_nsec;
+	tcfs_hash_buf(&id, sizeof(id), k);
+	return 0;
+}
+
+/* Blob h is whole and not judged bad, and fd is the file of it whose
+ * bytes were read or written and matched. */
+static void judge_file(struct tcfs_cas *cas, const struct tcfs_hash *h, int fd)
+{
+	struct tcfs_hash k;
+
+	judge(cas, h, CAS_GOOD);
+	if (file_key(h, fd, &k) == 0)
+		judge(cas, &k, CAS_GOOD);
+}
+
+/* Whether fd is a file of blob h already checked (judge_file). */
+static int file_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
+			int fd)
+{
+	struct tcfs_hash k;
+
+	return file_key(h, fd, &k) == 0 && verdict(cas, &k) == CAS_GOOD;
 }
 
 /* How a stage's file is made (newfile_how). */
@@ -658,13 +706,14 @@ static int settle_existing(struct tcfs_cas_stage *s, const struct tcfs_hash *h,
 	if (objfd < 0)
 		return -errno;
 	rc = tcfs_io_same_bytes(objfd, s->fd);
+	if (rc == 1)
+		judge_file(cas, h, objfd);
 	close(objfd);
 	if (rc < 0)
 		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
 	if (rc == 1) {
 		*put = TCFS_CAS_SHARED;
 		stage_close(s);
-		judge(cas, h, CAS_GOOD);
 		return 0;
 	}
 	rc = tcfs_cas_verify(cas, h);
@@ -684,7 +733,7 @@ static int settle_existing(struct tcfs_cas_stage *s, const struct tcfs_hash *h,
 		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
 	s->name[0] = '\0';	/* it is the blob now */
 	*put = TCFS_CAS_HEALED;
-	judge(cas, h, CAS_GOOD);
+	judge_file(cas, h, s->fd);
 	return 0;
 }
 
@@ -730,7 +779,7 @@ static int install(struct tcfs_cas_stage *s, const struct tcfs_hash *h,
 		goto fail;
 	s->name[0] = '\0';
 	*put = TCFS_CAS_CREATED;
-	judge(cas, h, CAS_GOOD);
+	judge_file(cas, h, s->fd);
 	return 0;
 fail:
 	return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
@@ -748,11 +797,10 @@ static int put_buf_existing(struct tcfs_cas *cas, const void *buf, size_t len,
 	if (fd < 0)
 		return -errno;
 	rc = tcfs_io_equals_buf(fd, buf, len);
+	if (rc == 1)
+		judge_file(cas, h, fd);
 	close(fd);
-	if (rc != 1)
-		return -EAGAIN;
-	judge(cas, h, CAS_GOOD);
-	return 0;
+	return rc == 1 ? 0 : -EAGAIN;
 }
 
 static int64_t now_ns(void)
@@ -927,6 +975,7 @@ int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h)
 
 	if (fd < 0)
 		return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);
+	atomic_fetch_add_explicit(&cas->opens, 1, memory_order_relaxed);
 	return fd;
 }
 
@@ -972,13 +1021,15 @@ int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h)
 {
 	struct blob_path p = blob_path(h);
 	enum cas_verdict v;
-	struct tcfs_hash got;
+	struct tcfs_hash got, k;
 	uint64_t size;
-	int fd, rc;
+	int fd, rc, keyed;
 
 	fd = open_served(cas, h, &v);
-	if (fd < 0 || v == CAS_GOOD)
+	if (fd < 0 || (v == CAS_GOOD && file_checked(cas, h, fd)))
 		return fd;
+	/* The identity as it was before the bytes were read. */
+	keyed = file_key(h, fd, &k) == 0;
 	rc = hash_fd(fd, &got, &size);
 	if (rc < 0) {	/* no verdict: the read failed, not the bytes */
 		close(fd);
@@ -990,6 +1041,8 @@ int tcfs_cas_open_checked(struct tcfs_cas *cas, const struct tcfs_hash *h)
 		return rc;
 	}
 	assert(tcfs_hash_equal(&got, h));	/* only its own bytes */
+	if (keyed)
+		judge(cas, &k, CAS_GOOD);
 	return fd;
 }
 
@@ -1011,23 +1064,31 @@ int tcfs_cas_read_checked(struct tcfs_cas *cas, const struct tcfs_hash *h,
 {
 	struct blob_path p = blob_path(h);
 	enum cas_verdict v;
-	struct tcfs_hash got;
-	int fd, rc;
+	struct tcfs_hash got, k;
+	int fd, rc, checked, keyed;
 
 	fd = open_served(cas, h, &v);
 	if (fd < 0)
 		return fd;
+	checked = v == CAS_GOOD && file_checked(cas, h, fd);
+	keyed = !checked && file_key(h, fd, &k) == 0;
 	rc = tcfs_io_read_small(fd, max, buf, len);
-	close(fd);
 	if (rc == -EFBIG)
 		free(*buf);
-	if (rc < 0)
+	if (rc < 0) {
+		close(fd);
 		return tcfs_err_errno(rc, "%s/objects/%s", cas->path, p.s);
+	}
 	assert(*len <= max);
-	if (v == CAS_GOOD)
+	if (checked) {
+		close(fd);
 		return 0;
+	}
 	tcfs_hash_buf(*buf, *len, &got);
 	rc = judge_served(cas, h, &got);
+	if (rc == 0 && keyed)
+		judge(cas, &k, CAS_GOOD);
+	close(fd);
 	if (rc < 0)
 		free(*buf);
 	/* What is served is the blob's bytes, whole, and never more than
@@ -1113,6 +1174,11 @@ void tcfs_cas_settled(struct tcfs_cas *cas)
 	pthread_rwlock_wrlock(&cas->free_lock);
 	memset(cas->fresh, 0, sizeof(cas->fresh));
 	pthread_rwlock_unlock(&cas->free_lock);
+}
+
+uint64_t tcfs_cas_opens(struct tcfs_cas *cas)
+{
+	return atomic_load(&cas->opens);
 }
 
 int64_t tcfs_cas_growth(struct tcfs_cas *cas)

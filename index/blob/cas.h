@@ -85,9 +85,11 @@ int tcfs_cas_open_blob(struct tcfs_cas *cas, const struct tcfs_hash *h);
 /*
  * Opens a blob whose bytes are about to be served (the mount reads them
  * to a process).  A damaged blob is never served: the first time this
- * handle serves a blob, its bytes are read back and checked against its
- * name (blobs it stored or compared itself count as checked).  Returns
- * the descriptor (caller closes it).  A blob found bad is never served by
+ * handle serves a blob's file, its bytes are read back and checked
+ * against its name (files it stored or compared itself count as
+ * checked).  A verdict holds for that file only (its device, inode, size
+ * and change time): another put at the blob's path is checked in turn.
+ * Returns the descriptor of the file checked (caller closes it).  A blob found bad is never served by
  * this handle again: the call that finds it gets -EBADMSG (damaged) or
  * -ENOENT (gone), every later one -EIO, all with a message naming it.
  */
@@ -130,6 +132,10 @@ int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
 /* Says that no put is in flight and every row that names a blob put is
  * committed: tcfs_cas_free need keep no blob for being new. */
 void tcfs_cas_settled(struct tcfs_cas *cas);
+
+/* Blobs this handle opened to read (tcfs_cas_open_blob and the checked
+ * opens and reads): a count that no retry of a system call inflates. */
+uint64_t tcfs_cas_opens(struct tcfs_cas *cas);
 
 /* Bytes of the blobs this handle created, less those it freed: with one
  * walk of objects/ (tcfs_cas_foreach), what the store holds now. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "index/blob/cas.h"
 #include "index/store/config.h"
 #include "index/model/event.h"
 #include "index/model/info.h"
@@ -771,6 +772,9 @@ int tcfs_report_metrics(struct tcfs_store *s,
 		     "Requests the mount served.");
 		fprintf(out, "tcfs_requests_total %llu\n",
 			(unsigned long long)d->requests);
+		counter(out, "tcfs_blob_opens_total",
+			"Blobs the mount opened to read.",
+			tcfs_cas_opens(tcfs_store_cas(s)));
 		gauge(out, "tcfs_start_time_seconds",
 		      "When the mount started, in seconds since the epoch.",
 		      (double)d->start_ns / 1e9);

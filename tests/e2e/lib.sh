@@ -615,3 +615,19 @@ daemon_pid() {
 is_root() {
 	[ "$(id -u)" = 0 ]
 }
+
+# others_copy: copies of what runs as other uids (setpriv) in a dir of
+# the script's own that every uid may read, $T_TMP/others: the source and
+# build trees may be under a dir only their owner can enter (a clone in
+# /root, mode 0700).  Sets OTHERS_TCFS (the tcfs binary, which links
+# libtcfs statically) and OTHERS_REPLAY (tests/replay's scripts).
+others_copy() {
+	local replay=${REPLAY:-$(dirname "$0")/../replay}
+	OTHERS_TCFS=$T_TMP/others/bin/tcfs
+	OTHERS_REPLAY=$T_TMP/others/replay
+	mkdir -p "${OTHERS_TCFS%/*}" "$OTHERS_REPLAY" &&
+		cp "$TCFS" "$OTHERS_TCFS" &&
+		cp "$replay"/*.py "$OTHERS_REPLAY" &&
+		chmod -R a+rX "$T_TMP/others" && chmod o+x "$T_TMP" ||
+		bail_out "cannot copy tcfs and the replays into $T_TMP/others"
+}

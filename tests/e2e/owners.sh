@@ -19,6 +19,7 @@ S=$T_TMP/store
 M=$T_TMP/mnt
 mkdir -p "$M"
 chmod o+x "$T_TMP"	# for the other users, to reach the mount point
+others_copy		# and to run tcfs
 at_exit "fusermount3 -uz '$M'"
 # as U G [SUPPLEMENTARY,...] CMD...: runs CMD as uid U, gid G.
 as() {
@@ -128,11 +129,11 @@ tcfs import --store "$T_TMP/store2" "$T_TMP/src"
 check_rc "import" 0
 chown -R 1001:1001 "$T_TMP/store2" "$T_TMP/m2"
 at_exit "fusermount3 -uz '$T_TMP/m2'"
-if as 1001 1001 "" "$TCFS" mount --store "$T_TMP/store2" "$T_TMP/m2" \
+if as 1001 1001 "" "$OTHERS_TCFS" mount --store "$T_TMP/store2" "$T_TMP/m2" \
 	>"$OUT" 2>"$ERR"; then
 	check_eq "an imported file is the mounting user's" "1001:1001" \
 		"$(as 1001 1001 "" stat -c '%u:%g' "$T_TMP/m2/KEY/x.cubin")"
-	as 1001 1001 "" "$TCFS" umount "$T_TMP/m2" >/dev/null 2>&1
+	as 1001 1001 "" "$OTHERS_TCFS" umount "$T_TMP/m2" >/dev/null 2>&1
 else
 	skip "an imported file is the mounting user's" "uid 1001 cannot mount"
 fi

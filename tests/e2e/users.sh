@@ -21,8 +21,10 @@ fi
 require_cmds setpriv
 
 UA=2101 UB=2102 UC=2103
-# Other users read the fixture and write the replays' output dirs.
+# Other users read the fixture and the replay (copies of our own, never
+# the source tree's) and write the replays' output dirs.
 chmod 755 "$T_TMP"
+others_copy
 SRC=$(fixture_top triton-3.6-h200-small.tgz cA)
 chmod -R a+rX "$T_TMP/fixtures"
 KERNELS=26
@@ -42,7 +44,7 @@ as() {
 replay_as() {
 	local uid=$1 name=$2
 	shift 2
-	as "$uid" timeout 300 python3 "$REPLAY/replay.py" "$@" \
+	as "$uid" timeout 300 python3 "$OTHERS_REPLAY/replay.py" "$@" \
 		>"$T_TMP/$name.json" 2>"$T_TMP/$name.err"
 	if [ $? = 0 ]; then
 		ok "$name: replay as uid $uid read back every byte, 0 errors"
@@ -152,7 +154,7 @@ echo "# --- eight processes per user, three users: counts exact per user"
 tcfs stats --reset --store "$S"
 pids=
 for u in "$UA" "$UB" "$UC"; do
-	as "$u" timeout 300 python3 "$REPLAY/replay.py" --procs 8 --shuffle \
+	as "$u" timeout 300 python3 "$OTHERS_REPLAY/replay.py" --procs 8 --shuffle \
 		"$SRC" "$M" >"$T_TMP/P$u.json" 2>"$T_TMP/P$u.err" &
 	pids="$pids $!"
 done

@@ -28,9 +28,9 @@ import errno
 import io
 import json
 import mmap
-import multiprocessing
 import os
 import random
+import subprocess
 import sys
 import time
 import uuid
@@ -224,6 +224,25 @@ def worker(args):
             "read_bytes": READ_BYTES}
 
 
+def run_procs(job, n):
+    """n workers, each a process of its own that prints its result.  Not
+    multiprocessing's pool: its semaphores need a /dev/shm that this user
+    may write, and a chroot's may be 0755 (a replay runs as other uids)."""
+    argv = [sys.executable, os.path.abspath(__file__), "--worker",
+            "--protocol", job[2], "--opens", job[4]]
+    argv += ["--shuffle"] if job[3] else []
+    argv += ["--landed", job[5]] if job[5] else []
+    procs = [subprocess.Popen(argv + [job[0], job[1]],
+                              stdout=subprocess.PIPE) for _ in range(n)]
+    results = []
+    for p in procs:
+        out, _ = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(f"a worker exited {p.returncode}")
+        results.append(json.loads(out))
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source", help="a Triton cache to replay (read-only)")
@@ -239,16 +258,20 @@ def main():
     ap.add_argument("--landed", metavar="FILE",
                     help="append KEY/NAME of every file as soon as its "
                     "os.replace returns (what a crash must not lose)")
+    ap.add_argument("--worker", action="store_true",
+                    help=argparse.SUPPRESS)  # one of --procs' processes
     a = ap.parse_args()
     root = os.path.abspath(a.cache)
     t0 = time.perf_counter()
     jobs = [(a.source, root, a.protocol, a.shuffle, a.opens,
              a.landed)] * a.procs
+    if a.worker:
+        print(json.dumps(worker(jobs[0])))
+        return 0
     if a.procs == 1:
         results = [worker(jobs[0])]
     else:
-        with multiprocessing.Pool(a.procs) as pool:
-            results = pool.map(worker, jobs, chunksize=1)
+        results = run_procs(jobs[0], a.procs)
     elapsed = time.perf_counter() - t0
     errors = [e for r in results for e in r["errors"]]
     print(json.dumps({"elapsed": elapsed, "procs": results,

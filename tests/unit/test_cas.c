@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -308,6 +309,37 @@ static void test_checked(const char *dir)
 	tcfs_store_close(s);
 }
 
+/* A file put at a blob's path after the blob was checked (by whoever can
+ * write objects/) is checked in turn, never served on the first one's
+ * verdict; the descriptor the check gave reads the bytes it checked. */
+static void test_swapped(const char *dir)
+{
+	struct tcfs_store *s = open_store(dir);
+	struct tcfs_cas *cas = tcfs_store_cas(s);
+	char path[512], tmp[600], got[16] = { 0 };
+	struct tcfs_hash h;
+	int fd, out;
+
+	tap_eq(tcfs_cas_put_buf(cas, "checked bytes", 13, &h, NULL), 0,
+	       "a blob put");
+	fd = tcfs_cas_open_checked(cas, &h);
+	tap_ok(fd >= 0, "and opened checked");
+	blob_path(dir, &h, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.swap", path);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0444);
+	tap_ok(out >= 0 && write(out, "swapped bytes", 13) == 13 &&
+	       close(out) == 0 && rename(tmp, path) == 0,
+	       "another file put at its path");
+	tap_ok(fd >= 0 && pread(fd, got, 13, 0) == 13 &&
+	       memcmp(got, "checked bytes", 13) == 0,
+	       "the checked descriptor reads the bytes checked");
+	if (fd >= 0)
+		close(fd);
+	tap_eq(tcfs_cas_open_checked(cas, &h), -EBADMSG,
+	       "an open after the swap checks the new file: EBADMSG");
+	tcfs_store_close(s);
+}
+
 int main(void)
 {
 	char *dir = tap_tmpdir(), path[512];
@@ -423,6 +455,7 @@ int main(void)
 	free(big);
 	tcfs_store_close(s);
 	test_checked(dir);
+	test_swapped(dir);
 	tap_rmtree(dir);
 	return tap_done();
 }

@@ -932,41 +932,68 @@ int oci_out_put_file(struct oci_out *o, const char *path,
 	return 0;
 }
 
-int oci_out_link_blob(struct oci_out *o, const char *from_path,
-		      const struct oci_desc *d)
+/* Copies layer fd (at its start) to tmp, checking the bytes copied
+ * against d: what goes into the new layout is what was checked. */
+static int copy_checked(int in, const char *shown, const char *tmp,
+			const struct oci_desc *d)
 {
-	char to[OCI_PATH], tmp[OCI_PATH + 32];
-	int in, out, rc = 0;
-	char buf[1 << 16];
+	struct oci_sha256 *h = oci_sha256_new();
+	char buf[1 << 16], got[OCI_DIGEST_LEN + 1];
+	uint64_t total = 0;
+	int out, rc = 0;
 	ssize_t n;
 
-	blob_path(o->dir, d->digest, to, sizeof(to));
-	if (access(to, F_OK) == 0 || link(from_path, to) == 0)
-		return 0;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", to, (long)getpid());
-	in = open(from_path, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return tcfs_err_errno(-errno, "%s", from_path);
 	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		close(in);
-		return tcfs_err_errno(-errno, "%s", tmp);
+	if (!h || out < 0) {
+		rc = h ? tcfs_err_errno(-errno, "%s", tmp) : -ENOMEM;
+		if (out >= 0)
+			close(out);
+		if (h)
+			oci_sha256_done(h, got);
+		return rc;
 	}
-	while (rc == 0 && (n = read(in, buf, sizeof(buf))) != 0) {
+	while (rc == 0 && total <= d->size &&
+	       (n = read(in, buf, sizeof(buf))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
-		rc = n < 0 ? -errno : tcfs_io_write_all(out, buf, (size_t)n);
+		rc = n < 0 ? tcfs_err_errno(-errno, "%s", shown)
+			   : tcfs_io_write_all(out, buf, (size_t)n);
+		if (n > 0) {
+			oci_sha256_add(h, buf, (size_t)n);
+			total += (uint64_t)n;
+		}
 	}
+	oci_sha256_done(h, got);
 	if (close(out) < 0 && rc == 0)
-		rc = -errno;
+		rc = tcfs_err_errno(-errno, "%s", tmp);
+	if (rc == 0 && (strcmp(got, d->digest) != 0 || total != d->size))
+		rc = tcfs_err_set(-EBADMSG, "%s: its bytes do not match its "
+				  "digest (%s, %llu bytes)", shown, d->digest,
+				  (unsigned long long)d->size);
+	return rc;
+}
+
+int oci_out_link_layer(struct oci_out *o, const struct oci_image *img,
+		       size_t i)
+{
+	const struct oci_desc *d = &img->layers[i];
+	char to[OCI_PATH], tmp[OCI_PATH + 32];
+	int in, rc;
+
+	blob_path(o->dir, d->digest, to, sizeof(to));
+	if (access(to, F_OK) == 0)
+		return 0;
+	in = oci_image_open_layer(img, i);
+	if (in < 0)
+		return in;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", to, (long)getpid());
+	rc = copy_checked(in, img->layer_path[i], tmp, d);
 	close(in);
 	if (rc == 0 && rename(tmp, to) < 0)
-		rc = -errno;
-	if (rc < 0) {
+		rc = tcfs_err_errno(-errno, "%s", to);
+	if (rc < 0)
 		unlink(tmp);
-		return tcfs_err_errno(rc, "%s", to);
-	}
-	return 0;
+	return rc;
 }
 
 /* index.json with manifest m tagged o->ref.tag, other tags kept. */

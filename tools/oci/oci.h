@@ -109,10 +109,13 @@ int oci_out_put_buf(struct oci_out *o, const char *mt, const void *buf,
 /* Moves a finished file in as blob d->digest (a rename: same fs). */
 int oci_out_put_file(struct oci_out *o, const char *path,
 		     const struct oci_desc *d);
-/* Makes a blob of another layout available here: a hard link, else a
- * copy.  Nothing to do when it is there already. */
-int oci_out_link_blob(struct oci_out *o, const char *from_path,
-		      const struct oci_desc *d);
+/* Makes layer i of img a blob here, unless it is there already: a copy
+ * made from one descriptor and checked against the layer's digest as it
+ * is copied, never a link or a second open by path, which another user
+ * who can write img's dir could have swapped after the layer's check.
+ * 0, or -errno with a message. */
+int oci_out_link_layer(struct oci_out *o, const struct oci_image *img,
+		       size_t i);
 /* Tags manifest m in index.json (replacing that tag), then, for an
  * oci-archive, writes the archive.  Frees nothing; oci_out_close does. */
 int oci_out_commit(struct oci_out *o, const struct oci_desc *m);
