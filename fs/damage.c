@@ -22,6 +22,7 @@
 #include "index/blob/cas.h"
 #include "index/maint/damage.h"
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/store/store.h"
 #include "priv.h"
 
@@ -52,11 +53,12 @@ int fs_blob_failed(struct tcfs_fs *fs, const struct tcfs_hash *h, int rc)
 		syslog(LOG_ERR, "tcfs: %s; its files could not be removed: %s",
 		       why, tcfs_err_msg());
 	else
-		syslog(LOG_ERR, "tcfs: %s%s; removed the %llu files that "
+		syslog(LOG_ERR, "tcfs: %s%s; removed the %llu %s that "
 		       "named blob %s, with their kernels' group files: those "
 		       "kernels will be recompiled", why,
 		       gone ? "" : " (moved to quarantine/)",
-		       (unsigned long long)dropped, hex);
+		       (unsigned long long)dropped, TCFS_NOUN(dropped, "file"),
+		       hex);
 	return -EIO;
 }
 

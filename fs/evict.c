@@ -54,6 +54,7 @@
 #include "index/blob/cas.h"
 #include "index/store/config.h"
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/maint/gc.h"
 #include "index/model/kernel.h"
 #include "index/maint/prune.h"
@@ -590,9 +591,10 @@ static uint64_t evict_some(struct tcfs_fs *fs, const struct victims *vs,
 	for (size_t i = 0; i < r.ntaken; i++)
 		taken += r.taken[i].total_bytes;
 	if (r.ntaken)
-		syslog(LOG_INFO, "tcfs: %s: evicted %zu kernels, freed %"
-		       PRIu64 " bytes, %zu kept (held open)", why, r.ntaken,
-		       r.freed_bytes, r.skipped);
+		syslog(LOG_INFO, "tcfs: %s: evicted %zu %s, freed %" PRIu64
+		       " %s, %zu kept (held open)", why, r.ntaken,
+		       TCFS_NOUN(r.ntaken, "kernel"), r.freed_bytes,
+		       TCFS_NOUN(r.freed_bytes, "byte"), r.skipped);
 	tcfs_prune_report_free(&r);
 	return taken;
 }
@@ -863,9 +865,10 @@ static void sweep_step(struct tcfs_fs *fs)
 		syslog(LOG_ERR, "tcfs: looking for orphan blobs: %s",
 		       tcfs_err_msg());
 	if (e->sweep_found)
-		syslog(LOG_INFO, "tcfs: %zu blobs (%" PRIu64 " bytes) that no "
+		syslog(LOG_INFO, "tcfs: %zu %s (%" PRIu64 " %s) that no "
 		       "file names: freed once written a minute ago",
-		       e->sweep_found, e->sweep_bytes);
+		       e->sweep_found, TCFS_NOUN(e->sweep_found, "blob"),
+		       e->sweep_bytes, TCFS_NOUN(e->sweep_bytes, "byte"));
 	tcfs_cas_walk_end(e->walk);
 	e->walk = NULL;
 	e->swept = 1;

@@ -27,6 +27,7 @@
 #include "index/blob/cas.h"
 #include "index/store/config.h"
 #include "index/base/err.h"
+#include "index/base/text.h"
 #include "index/model/group.h"
 #include "index/model/kernel.h"
 #include "index/maint/recover.h"
@@ -478,9 +479,10 @@ static int loop(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		close(r->fd);
 		r->fd = -1;
 	}
-	syslog(LOG_INFO, "serving %s at %s (%zu kernels redirected)",
+	syslog(LOG_INFO, "serving %s at %s (%zu %s redirected)",
 	       tcfs_store_path(fs->store), fs->root,
-	       fs_redirects_count(fs->redirects));
+	       fs_redirects_count(fs->redirects),
+	       TCFS_NOUN(fs_redirects_count(fs->redirects), "kernel"));
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	fuse_loop_cfg_set_max_threads(cfg, 16);

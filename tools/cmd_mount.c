@@ -52,9 +52,12 @@ static const struct opt_cmd mount_cmd = {
 static const struct opt_cmd umount_cmd = {
 	"umount", "MOUNTPOINT", 1, 1, "give one mount point",
 	"Unmounts a tcfs mount (fusermount3 -u) and waits until its daemon has\n"
-	"committed pending writes, flushed the probe log and exited.\n",
+	"committed pending writes, flushed the probe log and exited.  Only a\n"
+	"mount of root or of the store's owner counts: another user's mount\n"
+	"that names the same store is refused.\n",
 	NULL,
-	"Exit status: 0 unmounted, 1 error (not a tcfs mount, busy), 2 usage.\n",
+	"Exit status: 0 unmounted, 1 error (not a tcfs mount, another user's,\n"
+	"busy), 2 usage.\n",
 };
 
 /* The store's path goes in the mount's fsname, so tcfs umount (and
