@@ -13,10 +13,12 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tcfs=${1:-$top/build-release/tools/tcfs}
 runs=${2:-7}
 fixtures=${FIXTURES:-$top/tests/fixtures}
-replay=$top/tests/replay/replay.py
 [ "$(id -u)" = 0 ] || { echo "users.sh: needs root (setpriv)" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/tcfs-bench-users.XXXXXX")
 chmod 755 "$tmp"
+# The other user reads a copy of its own: the clone may sit in a 0700 home.
+cp "$top"/tests/replay/*.py "$tmp/" && chmod a+r "$tmp"/*.py
+replay=$tmp/replay.py
 trap 'for m in "$tmp"/m*; do fusermount3 -uz "$m" 2>/dev/null; done; rm -rf "$tmp"' EXIT
 tar -xzf "$fixtures/triton-3.6-multitarget.tgz" -C "$tmp"
 chmod -R a+rX "$tmp/big"
