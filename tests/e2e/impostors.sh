@@ -6,20 +6,12 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	echo "1..0 # SKIP no /dev/fuse or fusermount3"
-	exit 0
-fi
-if ! is_root; then
-	echo "1..0 # SKIP needs root to run as another user (setpriv)"
-	exit 0
-fi
-require_cmds setpriv
+require_other_users
 
 U=2201
 others_copy
 as() {
-	setpriv --reuid="$U" --regid="$U" --clear-groups "$@"
+	as_uid "$U" "$@"
 }
 mounted() {
 	grep -q " $1 " /proc/self/mountinfo

@@ -150,6 +150,30 @@ require_cmds() {
 	done
 }
 
+# require_other_users: skips the whole test unless it can mount and run
+# commands as other users: /dev/fuse, fusermount3, root, setpriv.
+require_other_users() {
+	if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "1..0 # SKIP no /dev/fuse or fusermount3"
+		TAP_PLAN_DONE=1
+		exit 0
+	fi
+	if ! is_root; then
+		echo "1..0 # SKIP needs root to run as other users (setpriv)"
+		TAP_PLAN_DONE=1
+		exit 0
+	fi
+	require_cmds setpriv
+}
+
+# as_uid UID CMD...: CMD as that user and the group of that number, with
+# no other groups.
+as_uid() {
+	local u=$1
+	shift
+	setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
+}
+
 # diag TEXT...: a TAP comment (each line prefixed with "# ").
 diag() {
 	printf '%s\n' "$@" | sed 's/^/# /'

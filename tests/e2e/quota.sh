@@ -10,24 +10,12 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-if ! is_root; then
-	echo "1..0 # SKIP needs root to run as other users (setpriv)"
-	exit 0
-elif [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	echo "1..0 # SKIP no /dev/fuse or fusermount3"
-	exit 0
-fi
+require_other_users
 S=$T_TMP/store
 M=$T_TMP/mnt
 mkdir -p "$M"
 chmod o+x "$T_TMP"	# for the other users, to reach the mount point
 at_exit "fusermount3 -uz '$M'"
-# as U CMD...: runs CMD as uid U (and gid U).
-as() {
-	local u=$1
-	shift
-	setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
-}
 # The system's python3, which other users can run (root's may be under
 # /root).
 PY3=/usr/bin/python3
@@ -43,7 +31,7 @@ jpy() {
 put() {
 	local u=$1
 	shift
-	as "$u" "$PY3" - "$M" "$@" <<'PY'
+	as_uid "$u" "$PY3" - "$M" "$@" <<'PY'
 import base64, errno, hashlib, json, os, sys
 root, names = sys.argv[1], sys.argv[2:]
 quota = 0
@@ -75,7 +63,7 @@ PY
 has() {
 	local u=$1
 	shift
-	as "$u" "$PY3" - "$M" "$@" <<'PY'
+	as_uid "$u" "$PY3" - "$M" "$@" <<'PY'
 import base64, hashlib, os, sys
 root, names = sys.argv[1], sys.argv[2:]
 n = 0
@@ -118,7 +106,7 @@ check_eq "... stats shows the store's share" 307200 \
 tcfs stats --store "$S"
 check_grep "stats shows a line per user when the store sets a share" \
 	"uid 1001: .* of 300.0 KiB, 2 kernels" "$OUT"
-as 1002 cat "$M/.tcfs/stats.json" >"$T_TMP/own.json"
+as_uid 1002 cat "$M/.tcfs/stats.json" >"$T_TMP/own.json"
 check_eq ".tcfs/stats.json shows uid 1002 only its own figures" "1002" \
 	"$(jpy '" ".join(str(u["uid"]) for u in d["users"])' <"$T_TMP/own.json")"
 
@@ -146,11 +134,11 @@ tcfs config --store "$S" log-max-events 100
 check_rc "config log-max-events 100" 0
 K=JLI3W7YUZ6H6IB4PG6NA55MGXJ3OX4IC7GWTMUKQ2I2QRVL7WMAQ
 mkdir -m 1777 "$M/$K"
-as 1002 "$PY3" -c '
+as_uid 1002 "$PY3" -c '
 import os, sys
 for i in range(5):
     os.path.exists(os.path.join(sys.argv[1], "__grp__quiet%d.json" % i))' "$M/$K"
-as 1001 "$PY3" -c '
+as_uid 1001 "$PY3" -c '
 import os, sys
 for i in range(1000):
     os.path.exists(os.path.join(sys.argv[1], "__grp__flood%d.json" % i))' "$M/$K"
@@ -170,7 +158,7 @@ check_rc "mount with allow_other,user_max_size=1M" 0
 # write; prints the errno's name of the write that failed, or ok, and the
 # bytes written.
 big() {
-	as "$1" "$PY3" - "$2" <<'PY'
+	as_uid "$1" "$PY3" - "$2" <<'PY'
 import errno, os, sys
 n = 0
 try:
@@ -200,7 +188,7 @@ check_eq "... uid 1004 writes no new file past its share" "EDQUOT 0" \
 	"$(big 1004 "$M/plain2-1004")"
 check_eq "... nor does uid 1006, the bytes once committed" "EDQUOT 0" \
 	"$(big 1006 "$M/plain-1006")"
-run as 1004 "$PY3" -c '
+run as_uid 1004 "$PY3" -c '
 import sys
 with open(sys.argv[1], "r+b", buffering=0) as f:
     f.write(b"y" * 65536)' "$M/plain-1004"

@@ -17,15 +17,8 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	echo "1..0 # SKIP no /dev/fuse or fusermount3"
-	exit 0
-fi
-if ! is_root; then
-	echo "1..0 # SKIP needs root (setpriv to other uids, allow_other)"
-	exit 0
-fi
-require_cmds setpriv redis-server redis-cli
+require_other_users
+require_cmds redis-server redis-cli
 
 UA=2201 UB=2202
 chmod 755 "$T_TMP"
@@ -33,18 +26,12 @@ SRC=$(fixture_top triton-3.6-h200-small.tgz cA)
 chmod -R a+rX "$T_TMP/fixtures"
 mapfile -t KEYS < <(ls "$SRC" | grep -E '^[A-Z2-7]{52}$' | head -8)
 
-as() {
-	local uid=$1
-	shift
-	setpriv --reuid "$uid" --regid "$uid" --clear-groups "$@"
-}
-
 # put_kernel UID DIR KEY: KEY's files of the fixture into DIR/KEY as
 # Triton writes them (the key dir made, each file under a temp name then
 # renamed into place, the group file last).
 put_kernel() {
 	local uid=$1 dir=$2 key=$3 f
-	as "$uid" sh -c '
+	as_uid "$uid" sh -c '
 		set -e
 		mkdir -p "$2/$3"
 		for f in $(ls "$1/$3" | grep -v "^__grp__") \
@@ -106,38 +93,38 @@ attack() {
 
 	put_kernel "$UA" "$M" "$K"
 	check "$name: A wrote K as Triton does (its own)" \
-		as "$UA" test -f "$M/$K/$(ls "$SRC/$K" | grep '^__grp__' | head -1)"
+		as_uid "$UA" test -f "$M/$K/$(ls "$SRC/$K" | grep '^__grp__' | head -1)"
 	check_eq "$name: root reaches no file of A's K" "" \
 		"$(find "$M/$K" -type f 2>/dev/null)"
 
-	run as "$UA" mv "$M/.tcfs-private-$UA" "$M/zzz"
+	run as_uid "$UA" mv "$M/.tcfs-private-$UA" "$M/zzz"
 	check_grep "$name: A's rename of its own dir: EPERM" \
 		"Operation not permitted" "$ERR"
 	run mv "$M/.tcfs-private-$UA" "$M/zzz"
 	check "$name: root's rename of it: refused too" [ "$RC" != 0 ]
-	run as "$UA" mv "$M/$K" "$M/zzz"
+	run as_uid "$UA" mv "$M/$K" "$M/zzz"
 	check_grep "$name: A's rename of its key dir out of its own dir: EPERM" \
 		"Operation not permitted" "$ERR"
 	G=$(ls "$SRC/$K" | grep cubin | head -1)
-	run as "$UA" ln "$M/$K/$G" "$M/hard"
+	run as_uid "$UA" ln "$M/$K/$G" "$M/hard"
 	check_grep "$name: a hard link out of it: EPERM" \
 		"Operation not permitted" "$ERR"
-	run as "$UA" mv "$M/$K/$G" "$M/moved"
+	run as_uid "$UA" mv "$M/$K/$G" "$M/moved"
 	check_grep "$name: a file moved out of it: EPERM" \
 		"Operation not permitted" "$ERR"
 	check_eq "$name: nothing of A's at a shared name" "" \
 		"$(find "$M" -path "$M/by-*" -prune -o -path "$M/binary-only" -prune -o -type f -print)"
 
-	as "$UA" mkdir "$M/nest"
+	as_uid "$UA" mkdir "$M/nest"
 	put_kernel "$UA" "$M/nest" "$K2"
-	run as "$UA" mv "$M/nest" "$M/nest2"
+	run as_uid "$UA" mv "$M/nest" "$M/nest2"
 	check_grep "$name: a nested root that holds A's own dir: A's rename, EPERM" \
 		"Operation not permitted" "$ERR"
 	run mv "$M/nest" "$M/nest3"
 	check_grep "$name: ... root's rename of it, EPERM" \
 		"Operation not permitted" "$ERR"
-	as "$UA" mkdir "$M/plain"
-	run as "$UA" mv "$M/plain" "$M/$K3"
+	as_uid "$UA" mkdir "$M/plain"
+	run as_uid "$UA" mv "$M/plain" "$M/$K3"
 	check_rc "$name: A's dir renamed to a key's name: allowed" 0
 	check_eq "$name: ... as A's own: root does not see it" "" \
 		"$(find "$M" -maxdepth 1 -name "$K3" -user "$UA")"
@@ -172,7 +159,7 @@ attack() {
 	check "$name: root now sees A's K" test -d "$M/$K"
 	check_eq "$name: promoted: the mount's, writable by none but it" \
 		"0 -rw-r--r--" "$(stat -c '%u %A' "$M/$K/$G")"
-	run as "$UA" sh -c "echo evil >> '$M/$K/$G'"
+	run as_uid "$UA" sh -c "echo evil >> '$M/$K/$G'"
 	check "$name: A cannot change what it had written, now shared" [ "$RC" != 0 ]
 	tcfs list --json --store "$S"
 	check_eq "$name: list: K shared now" "shared" \
@@ -208,7 +195,7 @@ ENTRIES=("fxgraph/ab $FK e1" "aotautograd $AK e1" "zq $CK -"
 # write_entry UID DIR NAME FILE TEXT: as Inductor writes (makedirs, a temp
 # file beside, then a rename onto the name).
 write_entry() {
-	as "$1" sh -c '
+	as_uid "$1" sh -c '
 		set -e
 		mkdir -p "$1"
 		if [ "$3" = - ]; then
@@ -224,7 +211,7 @@ write_entry() {
 read_entry() {
 	local p=$M/$2/$3
 	[ "$4" = - ] || p=$p/$4
-	as "$1" cat "$p" 2>/dev/null || echo -
+	as_uid "$1" cat "$p" 2>/dev/null || echo -
 }
 
 for e in "${ENTRIES[@]}"; do
@@ -252,7 +239,7 @@ done
 # root's compiled module makes A's own, never replaces root's.
 CK2=czq$(printf 'f%.0s' $(seq 49)).py
 write_entry 0 zq "$CK2" - "root's $CK2"
-as "$UA" sh -c "printf evil > '$M/zq/.x.tmp' && mv '$M/zq/.x.tmp' '$M/zq/$CK2'"
+as_uid "$UA" sh -c "printf evil > '$M/zq/.x.tmp' && mv '$M/zq/.x.tmp' '$M/zq/$CK2'"
 check_eq "A's rename onto root's module: root's stays" "root's $CK2" \
 	"$(read_entry 0 zq "$CK2" -)"
 check_eq "... B loads root's" "root's $CK2" "$(read_entry "$UB" zq "$CK2" -)"
@@ -260,11 +247,11 @@ check_eq "... B loads root's" "root's $CK2" "$(read_entry "$UB" zq "$CK2" -)"
 # A name that becomes an entry's only when a dir above it is renamed: what
 # A wrote there is never loaded by root, whatever the path says.
 CK3=cqq$(printf 'g%.0s' $(seq 49)).py
-as "$UA" sh -c "mkdir '$M/q' && printf evil > '$M/q/$CK3' && mv '$M/q' '$M/qq'"
+as_uid "$UA" sh -c "mkdir '$M/q' && printf evil > '$M/q/$CK3' && mv '$M/q' '$M/qq'"
 check_eq "A's file under a dir renamed to make it an entry: A reads it" \
 	"evil" "$(read_entry "$UA" qq "$CK3" -)"
 check_eq "... root does not load it" "-" "$(read_entry 0 qq "$CK3" -)"
-as "$UA" sh -c "mkdir -p '$M/r/h/x' && printf evil > '$M/r/h/x/artifact_compile_range_9' && mv '$M/r/h/x' '$M/r/h/rank_0_0'"
+as_uid "$UA" sh -c "mkdir -p '$M/r/h/x' && printf evil > '$M/r/h/x/artifact_compile_range_9' && mv '$M/r/h/x' '$M/r/h/rank_0_0'"
 check_eq "... nor a vLLM artifact whose dir became a rank's" "-" \
 	"$(read_entry 0 r/h/rank_0_0 artifact_compile_range_9 -)"
 check_eq "... which A still reads" "evil" \

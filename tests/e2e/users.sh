@@ -10,15 +10,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	echo "1..0 # SKIP no /dev/fuse or fusermount3"
-	exit 0
-fi
-if ! is_root; then
-	echo "1..0 # SKIP needs root (setpriv to other uids, allow_other)"
-	exit 0
-fi
-require_cmds setpriv
+require_other_users
 
 UA=2101 UB=2102 UC=2103
 # Other users read the fixture and the replay (copies of our own, never
@@ -33,18 +25,12 @@ S=$T_TMP/store
 M=$T_TMP/mnt
 mkdir -p "$M"
 
-# as UID CMD...: CMD as that user (and group), with no other groups.
-as() {
-	local uid=$1
-	shift
-	setpriv --reuid "$uid" --regid "$uid" --clear-groups "$@"
-}
 
 # replay_as UID NAME ARGS...: the replay as that user.
 replay_as() {
 	local uid=$1 name=$2
 	shift 2
-	as "$uid" timeout 300 python3 "$OTHERS_REPLAY/replay.py" "$@" \
+	as_uid "$uid" timeout 300 python3 "$OTHERS_REPLAY/replay.py" "$@" \
 		>"$T_TMP/$name.json" 2>"$T_TMP/$name.err"
 	if [ $? = 0 ]; then
 		ok "$name: replay as uid $uid read back every byte, 0 errors"
@@ -79,16 +65,16 @@ replay_as "$UB" B-warm "$SRC" "$M"
 check_eq "B warm: its own, every one a hit" "$KERNELS/0 $MODULES/0" \
 	"$(seen_of B-warm)"
 K=$(ls "$SRC" | grep -E '^[A-Z2-7]{52}$' | head -1)
-check_eq "stat as A: A owns its key dir" "$UA" "$(as "$UA" stat -c %u "$M/$K")"
-check_eq "stat as B: B owns its key dir" "$UB" "$(as "$UB" stat -c %u "$M/$K")"
+check_eq "stat as A: A owns its key dir" "$UA" "$(as_uid "$UA" stat -c %u "$M/$K")"
+check_eq "stat as B: B owns its key dir" "$UB" "$(as_uid "$UB" stat -c %u "$M/$K")"
 check_eq "stat as A: A owns its files" "$UA" \
-	"$(as "$UA" stat -c %u "$M/$K/$(ls "$SRC/$K" | head -1)")"
+	"$(as_uid "$UA" stat -c %u "$M/$K/$(ls "$SRC/$K" | head -1)")"
 check_eq "root sees neither's key dirs" "" "$(ls "$M" | grep -E '^[A-Z2-7]{52}$')"
 check_eq "no listing shows users' own dirs" "" \
-	"$(as "$UA" ls -a "$M" | grep tcfs-private)"
-run as "$UB" ls "$M/.tcfs-private-$UA"
+	"$(as_uid "$UA" ls -a "$M" | grep tcfs-private)"
+run as_uid "$UB" ls "$M/.tcfs-private-$UA"
 check "B cannot reach A's own dir (ENOENT)" grep -q "No such file" "$ERR"
-run as "$UB" cat "$M/.tcfs-private-$UA/$K/$(ls "$SRC/$K" | head -1)"
+run as_uid "$UB" cat "$M/.tcfs-private-$UA/$K/$(ls "$SRC/$K" | head -1)"
 check "B cannot read A's files by path" [ "$RC" != 0 ]
 tcfs info --json --store "$S"
 files=$(json_get "$OUT" files)
@@ -108,16 +94,16 @@ check_eq "root's key dir: not writable by others" "drwxr-xr-x" \
 
 echo "# --- an untrusted user tries"
 G=$(ls "$SRC/$K" | grep '^__grp__' | head -1)
-run as "$UC" sh -c "echo evil > '$M/$K/$G'"
+run as_uid "$UC" sh -c "echo evil > '$M/$K/$G'"
 check "C cannot replace a shared group file" [ "$RC" != 0 ]
 SO=$(cd "$SRC" && ls -d */*.so 2>/dev/null | head -1)
 if [ -n "$SO" ]; then
-	run as "$UC" sh -c "echo evil > '$M/$SO'"
+	run as_uid "$UC" sh -c "echo evil > '$M/$SO'"
 	check "C cannot replace a shared launcher .so" [ "$RC" != 0 ]
-	run as "$UC" mv "$M/$SO" "$M/$SO.x"
+	run as_uid "$UC" mv "$M/$SO" "$M/$SO.x"
 	check "C cannot rename one away" [ "$RC" != 0 ]
 fi
-run as "$UC" chmod 4777 "$M/$K/$G"
+run as_uid "$UC" chmod 4777 "$M/$K/$G"
 check "C cannot chmod a shared file setuid" [ "$RC" != 0 ]
 run chmod 0666 "$M/$K/$G"
 check "root's chmod making a shared kernel's file writable by others: refused" \
@@ -134,7 +120,7 @@ check_eq "list: users' kernels are theirs, root's shared, each with its writer" 
 	"0:shared $UA:$UA $UB:$UB" \
 	"$(json_eval "$OUT" '" ".join(sorted(set("%s:%s" % (k["writer"] if k["writer"] is not None else 0, k["visibility"]) for k in d)))')"
 check_eq "B's .tcfs/stats.json shows B's processes only" "$UB" \
-	"$(as "$UB" cat "$M/.tcfs/stats.json" | python3 -c 'import json,sys; print(" ".join(sorted(set(str(p["uid"]) for p in json.load(sys.stdin)["per_process"]))))')"
+	"$(as_uid "$UB" cat "$M/.tcfs/stats.json" | python3 -c 'import json,sys; print(" ".join(sorted(set(str(p["uid"]) for p in json.load(sys.stdin)["per_process"]))))')"
 
 echo "# --- promote"
 tcfs trust promote --user "$UA" --store "$S"
@@ -154,7 +140,7 @@ echo "# --- eight processes per user, three users: counts exact per user"
 tcfs stats --reset --store "$S"
 pids=
 for u in "$UA" "$UB" "$UC"; do
-	as "$u" timeout 300 python3 "$OTHERS_REPLAY/replay.py" --procs 8 --shuffle \
+	as_uid "$u" timeout 300 python3 "$OTHERS_REPLAY/replay.py" --procs 8 --shuffle \
 		"$SRC" "$M" >"$T_TMP/P$u.json" 2>"$T_TMP/P$u.err" &
 	pids="$pids $!"
 done
@@ -179,7 +165,7 @@ HOLD=$T_TMP/hold
 mkdir -m 1777 "$HOLD"
 holders=
 for u in $(seq 3000 3069); do
-	as "$u" /usr/bin/python3 -c '
+	as_uid "$u" /usr/bin/python3 -c '
 import os, sys, time
 os.path.exists(os.path.join(sys.argv[1], "__grp__held.json"))
 open(os.path.join(sys.argv[2], str(os.getuid())), "w").close()
