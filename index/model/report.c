@@ -62,6 +62,7 @@ static const char *const remote_help[] = {
 	"Publishes dropped because the queue was full.",
 	"Misses the remote was not asked about: breaker open, or all busy.",
 	"Times the circuit breaker opened.",
+	"Inductor's and vLLM's entries the fleet tier served on a local miss.",
 };
 _Static_assert(sizeof(remote_help) / sizeof(remote_help[0]) ==
 		       TCFS_REMOTE_FIGS, "one help line per figure");

@@ -404,6 +404,18 @@ static int set_trust(struct tcfs_remote_cfg *c, const char *v)
 	return rc;
 }
 
+static int set_inductor(struct tcfs_remote_cfg *c, const char *v)
+{
+	static const char *const w[] = { [TCFS_INDUCTOR_OFF] = "off",
+					 [TCFS_INDUCTOR_SIGNED] = "signed",
+					 [TCFS_INDUCTOR_ANY] = "any", NULL };
+	int i = 0, rc = set_word("inductor", v, w, "any, signed or off", &i);
+
+	if (rc == 0)
+		c->inductor = (enum tcfs_remote_inductor)i;
+	return rc;
+}
+
 static int set_modules(struct tcfs_remote_cfg *c, const char *v)
 {
 	static const char *const w[] = { "off", "on", NULL };
@@ -486,6 +498,7 @@ static const struct {
 	{ "publish", set_publish },
 	{ "trust", set_trust },
 	{ "modules", set_modules },
+	{ "inductor", set_inductor },
 	{ "ttl", set_ttl },
 	{ "connect_timeout", set_connect_timeout },
 	{ "timeout", set_timeout },
@@ -503,6 +516,12 @@ int tcfs_remote_cfg_check(const struct tcfs_remote_cfg *c)
 		return tcfs_err_set(-EINVAL, "remote_trust=signed: needs "
 				    "remote_key_file, the key signatures are "
 				    "checked with");
+	/* Entries are pickles: a sidecar without an HMAC proves nothing of
+	 * who wrote one, so "signed" with no key would take none. */
+	if (c->inductor == TCFS_INDUCTOR_SIGNED && c->hmac_len == 0)
+		return tcfs_err_set(-EINVAL, "remote_inductor=signed: needs "
+				    "remote_key_file, the key entries are "
+				    "signed and checked with");
 	return 0;
 }
 

@@ -28,6 +28,17 @@ enum tcfs_remote_trust {
 	TCFS_TRUST_SIGNED,	/* a sidecar with a valid HMAC-SHA256 */
 };
 
+/* Whether Inductor's and vLLM's entries (pickles: code, once read) go
+ * through the tier, both ways. */
+enum tcfs_remote_inductor {
+	TCFS_INDUCTOR_OFF,	/* never (default) */
+	TCFS_INDUCTOR_SIGNED,	/* only entries whose sidecar carries a
+				 * valid HMAC (needs remote_key_file) */
+	TCFS_INDUCTOR_ANY,	/* also unsigned ones, and what stock
+				 * PyTorch wrote: as safe as PyTorch's own
+				 * remote cache, which is not at all */
+};
+
 #define TCFS_REMOTE_HOST_MAX 255
 #define TCFS_REMOTE_USER_MAX 128
 #define TCFS_REMOTE_SECRET_MAX 512
@@ -55,6 +66,7 @@ struct tcfs_remote_cfg {
 	enum tcfs_remote_trust trust;
 	int modules;			/* fetch launcher .so files (code
 					 * every node dlopens); default 0 */
+	enum tcfs_remote_inductor inductor;
 	int64_t ttl_s;			/* EXPIRE of what is published;
 					 * 0: none */
 	uint64_t file_max;		/* bytes of one value; 64 MiB */
@@ -72,9 +84,9 @@ int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url);
 
 /* Sets one option by its mount-option name without the "remote_" prefix:
  * key_format, auth_file, key_file, publish (all|binary|off), trust
- * (any|checked|signed), modules (on|off), ttl (seconds), connect_timeout
- * and timeout (ms), budget (ms), breaker (FAILS or FAILS:MS), miss_ttl
- * (ms), conns, file_max, kernel_max (bytes, with K/M/G).  auth_file and
+ * (any|checked|signed), modules (on|off), inductor (off|signed|any), ttl
+ * (seconds), connect_timeout and timeout (ms), budget (ms), breaker (FAILS
+ * or FAILS:MS), miss_ttl (ms), conns, file_max, kernel_max (bytes, with K/M/G).  auth_file and
  * key_file are read now (tcfs_remote_read_secret).  0, -ENOENT for a name
  * that is not an option, or -EINVAL with a message naming it. */
 int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,

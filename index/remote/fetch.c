@@ -11,6 +11,7 @@
 #include "index/base/text.h"
 #include "index/base/name.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/pt2.h"
 #include "index/remote/remote.h"
 
 /* Slots of a fetch: the group (or the file), its sidecar, the children. */
@@ -18,6 +19,13 @@
 #define F_SIDECAR 1
 #define F_CHILD 2
 #define F_SLOTS (F_CHILD + TCFS_WIRE_FILES_MAX)
+
+/* What a fetch is of: it is counted as such. */
+enum fetch_what {
+	FETCH_FILE,
+	FETCH_KERNEL,
+	FETCH_ENTRY,
+};
 
 /* One fetch's state: on the heap, as its keys alone are 130 KiB. */
 struct fetch {
@@ -35,6 +43,8 @@ struct fetch {
 	size_t lens[F_SLOTS];
 	uint64_t got;		/* bytes of values received */
 	int64_t until_ns;	/* the probe's budget ends (monotonic) */
+	enum tcfs_remote_trust trust;	/* what its sidecar must prove */
+	const char *trust_option;	/* the option that said so */
 };
 
 static int64_t mono_ns(void)
@@ -94,13 +104,13 @@ static int fetch_trust(struct fetch *x, const char *name, int group)
 	int rc;
 
 	if (!x->vals[F_SIDECAR]) {
-		if (cfg->trust == TCFS_TRUST_ANY)
+		if (x->trust == TCFS_TRUST_ANY)
 			return 0;
-		return tcfs_err_set(cfg->trust == TCFS_TRUST_SIGNED ? -EPERM
-								    : -EBADMSG,
+		return tcfs_err_set(x->trust == TCFS_TRUST_SIGNED ? -EPERM
+								  : -EBADMSG,
 				    "remote %s: absent: refused under"
-				    " remote_trust=%s", skey,
-				    trust_name(cfg->trust));
+				    " %s=%s", skey, x->trust_option,
+				    trust_name(x->trust));
 	}
 	rc = tcfs_sidecar_parse(x->vals[F_SIDECAR], x->lens[F_SIDECAR],
 				x->key, name, &x->sc);
@@ -115,7 +125,7 @@ static int fetch_trust(struct fetch *x, const char *name, int group)
 	 * trust: unsigned or wrongly signed, its writer is one who should
 	 * not be (remote_trust=any still takes stock Triton's groups, which
 	 * have no sidecar at all). */
-	if (cfg->trust == TCFS_TRUST_SIGNED || cfg->hmac_len) {
+	if (x->trust == TCFS_TRUST_SIGNED || cfg->hmac_len) {
 		rc = tcfs_sidecar_verify(&x->sc, cfg->hmac_key, cfg->hmac_len);
 		if (rc)
 			return tcfs_err_prefix(rc, "remote %s", skey);
@@ -255,12 +265,14 @@ static int fetch_children(struct fetch *x)
 }
 
 /* Counts a fetch's result (the calls counted their own errors). */
-static int fetch_count(struct tcfs_remote *r, int rc, int group)
+static int fetch_count(struct tcfs_remote *r, int rc, enum fetch_what what)
 {
 	struct tcfs_remote_stats *st = tcfs_remote_stats(r);
 
 	if (!rc)
-		atomic_fetch_add(group ? &st->kernel_hits : &st->module_hits,
+		atomic_fetch_add(what == FETCH_KERNEL ? &st->kernel_hits
+				 : what == FETCH_FILE ? &st->module_hits
+						      : &st->entry_hits,
 				 1);
 	else if (rc == -ENOENT)
 		atomic_fetch_add(&st->misses, 1);
@@ -289,7 +301,7 @@ static void fetch_hand(struct fetch *x, size_t from, size_t n,
 }
 
 static struct fetch *fetch_new(struct tcfs_remote *r, const char *key,
-			       const char *name, int group,
+			       const char *name, enum fetch_what what,
 			       struct tcfs_fetched *out)
 {
 	struct fetch *x = calloc(1, sizeof(*x));
@@ -297,17 +309,19 @@ static struct fetch *fetch_new(struct tcfs_remote *r, const char *key,
 	memset(out, 0, sizeof(*out));
 	snprintf(out->key, sizeof(out->key), "%s", key);
 	snprintf(out->name, sizeof(out->name), "%s", name);
-	out->group = group;
+	out->group = what == FETCH_KERNEL;
 	if (!x)
 		return NULL;
 	x->r = r;
 	x->cfg = tcfs_remote_cfg_of(r);
 	x->key = key;
 	x->until_ns = mono_ns() + (int64_t)x->cfg->budget_ms * 1000000;
+	x->trust = x->cfg->trust;
+	x->trust_option = "remote_trust";
 	return x;
 }
 
-static int fetch_end(struct fetch *x, int rc, int group,
+static int fetch_end(struct fetch *x, int rc, enum fetch_what what,
 		     struct tcfs_fetched *out)
 {
 	struct tcfs_remote *r = x->r;
@@ -318,13 +332,13 @@ static int fetch_end(struct fetch *x, int rc, int group,
 	free(x);
 	if (rc)
 		tcfs_fetched_free(out);
-	return fetch_count(r, rc, group);
+	return fetch_count(r, rc, what);
 }
 
 int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
 			     const char *name, struct tcfs_fetched *out)
 {
-	struct fetch *x = fetch_new(r, key, name, 1, out);
+	struct fetch *x = fetch_new(r, key, name, FETCH_KERNEL, out);
 	int rc;
 
 	if (!x)
@@ -340,11 +354,12 @@ int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
 		fetch_hand(x, F_CHILD, x->names.n,
 			   (const char (*)[TCFS_NAME_MAX + 1])x->names.name,
 			   out);
-	return fetch_end(x, rc, 1, out);
+	return fetch_end(x, rc, FETCH_KERNEL, out);
 }
 
-/* A single file's size and its sidecar's, against the bounds. */
-static int fetch_file_sizes(struct fetch *x)
+/* A single file's size (at most max) and its sidecar's, against the
+ * bounds. */
+static int fetch_file_sizes(struct fetch *x, uint64_t max)
 {
 	int rc = tcfs_remote_sizes_until(x->r, x->kp, 2, x->sizes,
 					 x->until_ns);
@@ -354,7 +369,7 @@ static int fetch_file_sizes(struct fetch *x)
 	if (x->sizes[F_HEAD] < 0)
 		return tcfs_err_set(-ENOENT, "remote %s: absent",
 				    x->rkey[F_HEAD]);
-	if ((uint64_t)x->sizes[F_HEAD] > x->cfg->file_max)
+	if ((uint64_t)x->sizes[F_HEAD] > max)
 		return tcfs_err_set(-EFBIG, "remote %s: %lld bytes, over"
 				    " remote_file_max", x->rkey[F_HEAD],
 				    (long long)x->sizes[F_HEAD]);
@@ -366,21 +381,12 @@ static int fetch_file_sizes(struct fetch *x)
 	return 0;
 }
 
-/* The file and its sidecar: sizes, then both in one call, checked. */
-static int fetch_one(struct fetch *x, const char *file)
+/* A value (at most max bytes) and its sidecar, whose keys are in place:
+ * sizes, then both in one call. */
+static int fetch_pair(struct fetch *x, uint64_t max)
 {
-	char sfile[TCFS_NAME_MAX + 1];
-	uint64_t max;
-	int rc;
+	int rc = fetch_file_sizes(x, max);
 
-	if (tcfs_wire_sidecar_file(file, sfile, sizeof(sfile)))
-		return tcfs_err_set(-ENAMETOOLONG, "remote: %s: name too long",
-				    file);
-	rc = fetch_key(x, F_HEAD, file);
-	if (!rc)
-		rc = fetch_key(x, F_SIDECAR, sfile);
-	if (!rc)
-		rc = fetch_file_sizes(x);
 	if (rc)
 		return rc;
 	max = (uint64_t)x->sizes[F_HEAD];
@@ -394,7 +400,25 @@ static int fetch_one(struct fetch *x, const char *file)
 	if (!x->vals[F_HEAD])
 		return tcfs_err_set(-ENOENT, "remote %s: gone while fetched",
 				    x->rkey[F_HEAD]);
-	rc = fetch_trust(x, file, 0);
+	return 0;
+}
+
+/* The file and its sidecar: sizes, then both in one call, checked. */
+static int fetch_one(struct fetch *x, const char *file)
+{
+	char sfile[TCFS_NAME_MAX + 1];
+	int rc;
+
+	if (tcfs_wire_sidecar_file(file, sfile, sizeof(sfile)))
+		return tcfs_err_set(-ENAMETOOLONG, "remote: %s: name too long",
+				    file);
+	rc = fetch_key(x, F_HEAD, file);
+	if (!rc)
+		rc = fetch_key(x, F_SIDECAR, sfile);
+	if (!rc)
+		rc = fetch_pair(x, x->cfg->file_max);
+	if (!rc)
+		rc = fetch_trust(x, file, 0);
 	if (!rc && x->has_sc && x->sc.n != 1)
 		rc = tcfs_err_set(-EBADMSG, "remote %s: lists %zu files, not"
 				  " 1", x->rkey[F_SIDECAR], x->sc.n);
@@ -418,7 +442,7 @@ int tcfs_remote_fetch_file(struct tcfs_remote *r, const char *key,
 		return tcfs_err_set(-EPERM, "remote: %s/%s: a module, and"
 				    " remote_modules is off", key, file);
 	}
-	x = fetch_new(r, key, file, 0, out);
+	x = fetch_new(r, key, file, FETCH_FILE, out);
 	if (!x)
 		return -ENOMEM;
 	rc = tcfs_name_check(file);
@@ -431,5 +455,71 @@ int tcfs_remote_fetch_file(struct tcfs_remote *r, const char *key,
 		fetch_hand(x, F_HEAD, 1, (const char (*)[TCFS_NAME_MAX + 1])name,
 			   out);
 	}
-	return fetch_end(x, rc, 0, out);
+	return fetch_end(x, rc, FETCH_FILE, out);
+}
+
+/* The entry in slot F_HEAD's value, decoded in its place and named as
+ * PyTorch names it, then checked against the sidecar as x->trust says:
+ * before the caller, or anyone, sees a byte of it. */
+static int fetch_entry_check(struct fetch *x, char name[TCFS_NAME_MAX + 1])
+{
+	char *entry = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = tcfs_pt2_value_parse(x->vals[F_HEAD], x->lens[F_HEAD],
+				  x->cfg->file_max, &entry, &len);
+	if (rc)
+		return tcfs_err_prefix(rc, "remote %s", x->rkey[F_HEAD]);
+	free(x->vals[F_HEAD]);
+	x->vals[F_HEAD] = entry;
+	x->lens[F_HEAD] = len;
+	tcfs_pt2_entry_name(entry, len, name);
+	rc = fetch_trust(x, name, 0);
+	if (!rc && x->has_sc && x->sc.n != 1)
+		rc = tcfs_err_set(-EBADMSG, "remote %s: lists %zu files, not"
+				  " 1", x->rkey[F_SIDECAR], x->sc.n);
+	return rc ? rc : fetch_check(x, F_HEAD, name);
+}
+
+int tcfs_remote_fetch_entry(struct tcfs_remote *r, const char *cache_id,
+			    const char *key, struct tcfs_fetched *out)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	char name[1][TCFS_NAME_MAX + 1];
+	struct fetch *x;
+	int rc;
+
+	/* An entry is a pickle, code once read: only when asked for. */
+	if (cfg->inductor == TCFS_INDUCTOR_OFF) {
+		memset(out, 0, sizeof(*out));
+		return tcfs_err_set(-EPERM, "remote: %s: an entry, and"
+				    " remote_inductor is off", key);
+	}
+	x = fetch_new(r, key, "", FETCH_ENTRY, out);
+	if (!x)
+		return -ENOMEM;
+	x->trust = cfg->inductor == TCFS_INDUCTOR_ANY ? TCFS_TRUST_ANY
+						      : TCFS_TRUST_SIGNED;
+	x->trust_option = "remote_inductor";
+	rc = tcfs_pt2_key(cache_id, key, x->rkey[F_HEAD],
+			  sizeof(x->rkey[F_HEAD]));
+	if (!rc)
+		rc = tcfs_pt2_sidecar_key(cache_id, key, x->rkey[F_SIDECAR],
+					  sizeof(x->rkey[F_SIDECAR]));
+	if (rc)
+		rc = tcfs_err_set(-EINVAL, "remote: %s: not an entry's key",
+				  key);
+	x->kp[F_HEAD] = x->rkey[F_HEAD];
+	x->kp[F_SIDECAR] = x->rkey[F_SIDECAR];
+	if (!rc)
+		rc = fetch_pair(x, tcfs_pt2_value_max(cfg->file_max));
+	if (!rc)
+		rc = fetch_entry_check(x, name[0]);
+	if (!rc) {
+		snprintf(out->name, sizeof(out->name), "%s", name[0]);
+		fetch_hand(x, F_HEAD, 1, (const char (*)[TCFS_NAME_MAX + 1])name,
+			   out);
+	}
+	return fetch_end(x, rc, FETCH_ENTRY, out);
 }

@@ -14,6 +14,7 @@
 #include "index/model/kernel.h"
 #include "index/store/store.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/pt2.h"
 #include "index/tree/nsread.h"
 
 /* What one publish sends: the files' bytes (owned), their Redis keys. */
@@ -246,4 +247,86 @@ int tcfs_remote_publish_file(struct tcfs_remote *r, struct tcfs_store *s,
 		return 0;
 	return rc < 0 ? tcfs_err_prefix(rc, "publishing %s/%s", key, file)
 		      : rc;
+}
+
+/* Whether the remote's sidecar of key names the entry name already. */
+static int entry_published(struct tcfs_remote *r, const char *skey,
+			   const char *key, const char *name)
+{
+	const char *keys[1] = { skey };
+	struct tcfs_sidecar *sc;
+	char *val = NULL;
+	size_t len = 0;
+	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_JSON_MAX, &val, &len);
+
+	if (rc < 0)
+		return rc == -EFBIG ? 0 : rc;
+	if (!val)
+		return 0;
+	sc = malloc(sizeof(*sc));
+	rc = sc ? tcfs_sidecar_parse(val, len, key, name, sc) == 0 : -ENOMEM;
+	tcfs_err_clear();	/* another variant's, or garbage: replaced */
+	free(sc);
+	free(val);
+	return rc;
+}
+
+int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
+			      uint64_t dir, const char *cache_id,
+			      const char *key, const char *name)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	char rkey[TCFS_KEYFMT_KEY_MAX], skey[TCFS_KEYFMT_KEY_MAX];
+	char hashed[TCFS_PT2_NAME_LEN + 1], *bytes = NULL, *val = NULL;
+	char *side = NULL;
+	struct tcfs_remote_kv kv[2];
+	struct tcfs_sidecar *sc = NULL;
+	size_t len = 0, vlen = 0, slen = 0;
+	int rc;
+
+	if (cfg->publish == TCFS_PUBLISH_OFF ||
+	    cfg->inductor == TCFS_INDUCTOR_OFF)
+		return 0;
+	rc = tcfs_pt2_key(cache_id, key, rkey, sizeof(rkey));
+	if (rc == 0)
+		rc = tcfs_pt2_sidecar_key(cache_id, key, skey, sizeof(skey));
+	if (rc == 0)
+		rc = read_file(s, dir, name, cfg->file_max, &bytes, &len);
+	/* PyTorch names an entry by its bytes, and so does every reader of
+	 * the value: any other file in a key dir is not an entry. */
+	if (rc == 0) {
+		tcfs_pt2_entry_name(bytes, len, hashed);
+		if (strcmp(hashed, name) != 0)
+			rc = -ENOENT;
+	}
+	if (rc == 0)
+		rc = entry_published(r, skey, key, name);
+	if (rc == 0 && !(sc = calloc(1, sizeof(*sc))))
+		rc = -ENOMEM;
+	if (rc == 0) {
+		snprintf(sc->key, sizeof(sc->key), "%s", key);
+		snprintf(sc->name, sizeof(sc->name), "%s", name);
+		rc = tcfs_sidecar_add(sc, name, bytes, len);
+	}
+	if (rc == 0)
+		rc = tcfs_sidecar_render(sc, cfg->hmac_key, cfg->hmac_len,
+					 &side, &slen);
+	if (rc == 0)
+		rc = tcfs_pt2_value_render(bytes, len, 0, &val, &vlen);
+	/* Both in one MULTI/EXEC: a reader never sees the value of one
+	 * variant with the sidecar of another. */
+	kv[0] = (struct tcfs_remote_kv){ rkey, val, vlen };
+	kv[1] = (struct tcfs_remote_kv){ skey, side, slen };
+	if (rc == 0)
+		rc = tcfs_remote_put(r, kv, 2, 2);
+	if (rc == 0)
+		atomic_fetch_add(&tcfs_remote_stats(r)->published, 1);
+	free(sc);
+	free(side);
+	free(val);
+	free(bytes);
+	if (rc == -ENOENT || rc == 1)
+		return 0;
+	return rc < 0 ? tcfs_err_prefix(rc, "publishing %s/%s", key, name)
+		      : 1;
 }

@@ -29,4 +29,14 @@ int tcfs_remote_publish_kernel(struct tcfs_remote *r, struct tcfs_store *s,
 int tcfs_remote_publish_file(struct tcfs_remote *r, struct tcfs_store *s,
 			     uint64_t dir, const char *key, const char *file);
 
+/* An entry of Inductor's (file name of the key dir dir, named key), in
+ * PyTorch's own format (pt2.h) under cache_id, with its sidecar, both in
+ * one MULTI/EXEC.  1 when published; 0 when there was nothing to do:
+ * publishing or remote_inductor is off, the file is not an entry (its
+ * name is not its bytes' hash), or the remote's sidecar names it already;
+ * else -errno with a message. */
+int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
+			      uint64_t dir, const char *cache_id,
+			      const char *key, const char *name);
+
 #endif

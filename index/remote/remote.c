@@ -364,7 +364,7 @@ const char *const tcfs_remote_fig_names[TCFS_REMOTE_FIGS] = {
 	"remote_kernel_hits", "remote_module_hits", "remote_misses",
 	"remote_errors", "remote_refused", "remote_bytes_fetched",
 	"remote_published", "remote_queue_drops", "remote_skipped",
-	"remote_breaker_opens",
+	"remote_breaker_opens", "remote_entry_hits",
 };
 
 void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS])
@@ -381,4 +381,5 @@ void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS])
 	v[7] = atomic_load(&st->queue_drops);
 	v[8] = atomic_load(&st->skipped);
 	v[9] = atomic_load(&st->breaker_opens);
+	v[10] = atomic_load(&st->entry_hits);
 }

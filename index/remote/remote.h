@@ -78,6 +78,7 @@ extern const struct tcfs_remote_ops tcfs_remote_redis;
 struct tcfs_remote_stats {
 	atomic_ullong kernel_hits;	/* kernels fetched and accepted */
 	atomic_ullong module_hits;	/* single files fetched and accepted */
+	atomic_ullong entry_hits;	/* Inductor's and vLLM's entries */
 	atomic_ullong misses;		/* asked, and absent or partial */
 	atomic_ullong errors;		/* calls that failed (timeouts...) */
 	atomic_ullong refused;		/* bytes a check refused */
@@ -92,7 +93,7 @@ struct tcfs_remote_stats {
 /* The figures as the store's counters name them ("remote_kernel_hits",
  * ...: the stats' fields in order), where the mount saves them and tcfs
  * stats reads them; and their values now, in that order. */
-#define TCFS_REMOTE_FIGS 10
+#define TCFS_REMOTE_FIGS 11
 extern const char *const tcfs_remote_fig_names[TCFS_REMOTE_FIGS];
 void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS]);
 
@@ -173,5 +174,13 @@ int tcfs_remote_fetch_kernel(struct tcfs_remote *r, const char *key,
  * -EPERM, nothing asked nor counted. */
 int tcfs_remote_fetch_file(struct tcfs_remote *r, const char *key,
 			   const char *file, struct tcfs_fetched *out);
+/* The same for an entry of Inductor's, in PyTorch's format (pt2.h): the
+ * value of cache_id's key, decoded, its sidecar checked as
+ * remote_inductor says (signed: a sidecar with a valid HMAC; any: also
+ * none, as stock PyTorch writes).  f[0] is the entry, named as PyTorch
+ * names it, and out->name that name.  Only when cfg.inductor is on: else
+ * -EPERM, nothing asked nor counted. */
+int tcfs_remote_fetch_entry(struct tcfs_remote *r, const char *cache_id,
+			    const char *key, struct tcfs_fetched *out);
 
 #endif
