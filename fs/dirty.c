@@ -377,6 +377,7 @@ static int commit(struct tcfs_fs *fs, struct dirty *d)
 		if (d->err)
 			syslog(LOG_NOTICE, "tcfs: inode %llu: its writes are "
 			       "stored now", (unsigned long long)d->ino);
+		fs_remote_written(fs, d->ino);
 		unhook(fs->dirties, d);
 		return 0;
 	}

@@ -26,7 +26,8 @@ static void reply_miss(fuse_req_t req, double ttl)
 /* parent/nm into *n, a probe noted as it is answered (hit or miss).
  * *looked: whether the name was looked for (-ENOENT then is a miss). */
 static int find(fuse_req_t req, const struct fs_ino *parent,
-		const struct fs_name *nm, struct tcfs_node *n, int *looked)
+		const struct fs_name *nm, struct tcfs_node *n, int *looked,
+		int *uncached)
 {
 	struct tcfs_fs *fs = fs_of(req);
 	enum tcfs_probe probe = 0;
@@ -57,6 +58,13 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 			     : -ENOENT;
 		hit = rc == 0 ? FS_HIT_REMOTE : 0;
 	}
+	/* A dir above Inductor's or vLLM's entries, on a fresh node. */
+	if (!probe && rc == -ENOENT && fs->remote) {
+		rc = fs_remote_above(fs, parent->row, nm, n);
+		*uncached = rc == 1;
+		if (rc == 1)
+			rc = -ENOENT;
+	}
 	if (probe && rc == 0)
 		rc = fs_probe_whole(fs, &dir, n, probe);
 	if (probe && (rc == 0 || rc == -ENOENT))
@@ -72,15 +80,15 @@ void fs_row_lookup(fuse_req_t req, const struct fs_ino *parent,
 {
 	double ttl = fs_name_uncached(nm) ? 0 : FS_TTL;
 	struct tcfs_node n;
-	int rc, looked = 0;
+	int rc, looked = 0, uncached = 0;
 
 	if (fs_hides(fs_of(req), parent->kind, nm)) {
 		reply_miss(req, FS_TTL);	/* hidden for good */
 		return;
 	}
-	rc = find(req, parent, nm, &n, &looked);
+	rc = find(req, parent, nm, &n, &looked, &uncached);
 	if (rc == -ENOENT && looked)
-		reply_miss(req, ttl);
+		reply_miss(req, uncached ? 0 : ttl);
 	else if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

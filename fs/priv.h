@@ -350,10 +350,23 @@ void fs_remote_stop(struct tcfs_fs *fs);
 int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		    const struct fs_name *nm, enum tcfs_probe kind,
 		    struct tcfs_node *to);
+/* A lookup's local miss of nm in parent, when nm is a dir that Inductor
+ * or vLLM looks up on the way to an entry (entry.h: tcfs_entry_above) and
+ * the remote may hold entries below it (remote_inductor): the dir is
+ * made, into *n, so that a fresh node's lookups go on to the entry's key,
+ * where the remote is asked; when nm is a vLLM rank dir, the remote is
+ * asked for it, whole.  0; 1 when nm is such a name but is not here even
+ * so (a miss the kernel must not cache); -ENOENT for any other name. */
+int fs_remote_above(struct tcfs_fs *fs, uint64_t parent,
+		    const struct fs_name *nm, struct tcfs_node *n);
 /* After a rename that landed nm in dir: a kernel, module or key dir to
  * publish is queued (never waits; a full queue drops it, counted). */
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 		      const struct fs_name *nm);
+/* After a file's writes were committed (dirty.c): a vLLM rank dir it
+ * lies in is queued to publish, whole (vLLM may write its files in
+ * place, with no rename). */
+void fs_remote_written(struct tcfs_fs *fs, uint64_t ino);
 /* tcfs remote pull through the mount (ctl.c): kernel name of cache key
  * key, fetched into the key dir key at the mount's root (made if need
  * be).  1 when it landed, 0 when it was here, -ENOENT when the remote has

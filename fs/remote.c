@@ -23,10 +23,13 @@
 #include <xxhash.h>
 
 #include "index/base/err.h"
+#include "index/model/entry.h"
 #include "index/model/event.h"
 #include "index/model/kernel.h"
 #include "index/remote/land.h"
+#include "index/remote/pack.h"
 #include "index/remote/publish.h"
+#include "index/remote/pt2.h"
 #include "index/store/store.h"
 #include "index/tree/nsread.h"
 #include "priv.h"
@@ -48,8 +51,10 @@ struct flight {
 struct job {
 	uint64_t dir;
 	char key[TCFS_NAME_MAX + 1];
-	char name[TCFS_NAME_MAX + 1];	/* kernel NAME or module FILE */
+	char name[TCFS_NAME_MAX + 1];	/* kernel NAME, module FILE, or an
+					 * entry's name */
 	int group;
+	enum tcfs_probe kind;		/* an entry's kind; 0: Triton's */
 };
 
 struct fs_remote {
@@ -71,6 +76,11 @@ struct fs_remote {
 	/* What the store's counters have of stats (the events thread's). */
 	uint64_t saved[TCFS_REMOTE_FIGS];
 	int breaker_saved;
+	/* Hits per kind (of the kinds whose entries travel apart from
+	 * Triton's kernels), and their counters' names and saved values. */
+	_Atomic uint64_t kind_hits[TCFS_PROBE_KINDS + 1];
+	uint64_t kind_saved[TCFS_PROBE_KINDS + 1];
+	char kind_fig[TCFS_PROBE_KINDS + 1][64];
 };
 
 static int64_t mono_ns(void)
@@ -147,34 +157,100 @@ static int wait_flight(struct fs_remote *rm, struct flight *f)
 	return rc;
 }
 
+/* Name in the dir parent, made (by the mount, 0755) if it is not there:
+ * into *out. */
+static int made(struct tcfs_fs *fs, uint64_t parent, const char *name,
+		struct tcfs_node *out)
+{
+	int rc = tcfs_ns_mkdir(fs->store, parent, name, 0755, tcfs_ns_now(),
+			       NULL, out);
+
+	if (rc == -EEXIST)
+		rc = tcfs_ns_lookup(fs->store, parent, name, out);
+	if (rc == 0 && out->kind != TCFS_DIR)
+		rc = -EEXIST;
+	return rc;
+}
+
+/* Whether what a probe of kind fetches is a dir, named as the probe's
+ * name, in the dir probed: an FX graph's key dir, a vLLM rank dir. */
+static int fetches_dir(enum tcfs_probe kind)
+{
+	const struct tcfs_probe_kind *k = tcfs_probe_kind(kind);
+
+	return k->holds_entries || k->remote == TCFS_ENTRY_REMOTE_TCFS;
+}
+
+/* The key of a pack of a dir in dir: "PARENT/DIR" by name (vLLM's
+ * torch_compile_cache/HASH, torch_aot_compile/HASH), *up the parent. */
+static int pack_key(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		    struct tcfs_node *up, char *buf, size_t len)
+{
+	int rc = tcfs_ns_get(fs->store, dir->parent, up);
+
+	if (rc == 0 && snprintf(buf, len, "%s/%s", up->name, dir->name) >=
+			       (int)len)
+		rc = -ENAMETOOLONG;
+	return rc;
+}
+
+/* The fetch a probe of kind asks for: a kernel or a file of Triton's key
+ * dir dir, or an entry of Inductor's in PyTorch's format (the entry's dir
+ * is nm, in dir). */
+static int fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
+		 const struct fs_name *nm, enum tcfs_probe kind,
+		 struct tcfs_fetched *got)
+{
+	const struct tcfs_probe_kind *k = tcfs_probe_kind(kind);
+	struct tcfs_remote *r = fs->remote->r;
+
+	char key[2 * TCFS_NAME_MAX + 2];
+	struct tcfs_node up;
+
+	if (k->remote == TCFS_ENTRY_REMOTE_PT2)
+		return tcfs_remote_fetch_entry(r, k->remote_id, nm->s, got);
+	if (k->remote == TCFS_ENTRY_REMOTE_TCFS)
+		return pack_key(fs, dir, &up, key, sizeof(key)) < 0
+			       ? -ENOENT
+			       : tcfs_remote_fetch_pack(r, k->remote_id, key,
+							nm->s, got);
+	if (kind == TCFS_PROBE_KERNEL)
+		return tcfs_remote_fetch_kernel(r, dir->name, nm->kernel, got);
+	return tcfs_remote_fetch_file(r, dir->name, nm->s, got);
+}
+
 /* Fetches what the probe nm of dir names and lands it: 0 when it is
- * here now.  A dir of ino 0 (target_of) is made in its parent first. */
+ * here now.  A dir of ino 0 (target_of) is made in its parent first; an
+ * entry's dir (nm) is made in dir. */
 static int fetch_and_land(struct tcfs_fs *fs, struct tcfs_node *dir,
 			  const struct fs_name *nm, enum tcfs_probe kind)
 {
+	int entry = fetches_dir(kind);
+	int pack = tcfs_probe_kind(kind)->remote == TCFS_ENTRY_REMOTE_TCFS;
 	struct tcfs_fetched got = { 0 };
 	const char *landed[TCFS_WIRE_FILES_MAX + 1];
+	struct tcfs_node into;
 	size_t n = 0;
 	int rc;
 
-	rc = kind == TCFS_PROBE_KERNEL
-		     ? tcfs_remote_fetch_kernel(fs->remote->r, dir->name,
-						nm->kernel, &got)
-		     : tcfs_remote_fetch_file(fs->remote->r, dir->name, nm->s,
-					      &got);
-	if (rc == 0 && !dir->ino) {
-		rc = tcfs_ns_mkdir(fs->store, dir->parent, dir->name, 0755,
-				   tcfs_ns_now(), NULL, dir);
-		if (rc == -EEXIST)
-			rc = tcfs_ns_lookup(fs->store, dir->parent, dir->name,
-					    dir);
-	}
-	if (rc == 0)
-		rc = tcfs_remote_land(fs->store, dir->ino, &got, landed, &n);
+	rc = fetch(fs, dir, nm, kind, &got);
+	if (rc == 0 && !dir->ino)
+		rc = made(fs, dir->parent, dir->name, dir);
+	into = *dir;
+	if (rc == 0 && pack)
+		rc = tcfs_remote_land_pack(fs->store, dir->ino, &got, &into);
+	else if (rc == 0 && entry)
+		rc = made(fs, dir->ino, nm->s, &into);
+	if (rc == 0 && !pack)
+		rc = tcfs_remote_land(fs->store, into.ino, &got, landed, &n);
 	/* The kernel may hold misses of the names that are here now. */
+	if (rc == 0 && entry) {
+		fs_events_inval(fs, dir->ino, nm->s);
+		fs_changed(fs, dir->ino, FS_KIND_STORE, nm->s);
+	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		fs_events_inval(fs, dir->ino, landed[i]);
-		fs_changed(fs, dir->ino, FS_KIND_STORE, landed[i]);
+		fs_events_inval(fs, into.ino, landed[i]);
+		fs_changed(fs, into.ino, FS_KIND_STORE, landed[i]);
 	}
 	if (rc < 0 && rc != -ENOENT && rc != -EAGAIN && rc != -EBUSY)
 		syslog(LOG_WARNING, "remote: %s/%s: %s", dir->name, nm->s,
@@ -183,16 +259,30 @@ static int fetch_and_land(struct tcfs_fs *fs, struct tcfs_node *dir,
 	return rc;
 }
 
-/* Whether a probe of nm may ask the remote: a kernel, an autotune result,
- * and a launcher module only when remote_modules says so (it is code). */
+/* Whether a probe of nm may ask the remote: as its kind's row says
+ * (entry.h), and the option it names.  A launcher module only when
+ * remote_modules says so, an entry only when remote_inductor does (both
+ * are code). */
 static int askable(const struct tcfs_fs *fs, const struct fs_name *nm,
 		   enum tcfs_probe kind)
 {
-	if (kind == TCFS_PROBE_KERNEL)
-		return nm->group;
-	if (nm->art == TCFS_ART_MODULE)
-		return tcfs_remote_cfg_of(fs->remote->r)->modules;
-	return nm->art == TCFS_ART_AUTOTUNE;
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(fs->remote->r);
+	const struct tcfs_probe_kind *k = tcfs_probe_kind(kind);
+
+	switch (k->remote) {
+	case TCFS_ENTRY_REMOTE_TRITON:
+		if (kind == TCFS_PROBE_KERNEL)
+			return nm->group;
+		if (nm->art == TCFS_ART_MODULE)
+			return cfg->modules;
+		return nm->art == TCFS_ART_AUTOTUNE;
+	case TCFS_ENTRY_REMOTE_PT2:
+		return cfg->inductor != TCFS_INDUCTOR_OFF && k->holds_entries;
+	case TCFS_ENTRY_REMOTE_TCFS:
+		return cfg->inductor != TCFS_INDUCTOR_OFF;
+	default:
+		return 0;
+	}
 }
 
 /* Where a kernel fetched for a probe in dir lands: dir, or when dir is a
@@ -200,12 +290,18 @@ static int askable(const struct tcfs_fs *fs, const struct fs_name *nm,
  * be; the remote's kernels are shared, as remote_trust vetted them.  The
  * user's own dir, empty, then goes: its name is the shared one again. */
 static int target_of(struct tcfs_fs *fs, const struct tcfs_node *dir,
-		     struct tcfs_node *to)
+		     enum tcfs_probe kind, struct tcfs_node *to)
 {
 	struct tcfs_node own;
 	int rc;
 
 	*to = *dir;
+	/* An entry's dir is looked up in a user's own dir, which stands for
+	 * its parent, the place where shared entries sit. */
+	if (fetches_dir(kind))
+		return fs->users && tcfs_name_private(dir->name, NULL)
+			       ? tcfs_ns_get(fs->store, dir->parent, to)
+			       : 0;
 	if (!fs->users || tcfs_ns_get(fs->store, dir->parent, &own) < 0 ||
 	    !tcfs_name_private(own.name, NULL))
 		return 0;
@@ -223,9 +319,9 @@ static int target_of(struct tcfs_fs *fs, const struct tcfs_node *dir,
 }
 
 static void drop_own(struct tcfs_fs *fs, const struct tcfs_node *dir,
-		     const struct tcfs_node *to)
+		     enum tcfs_probe kind, const struct tcfs_node *to)
 {
-	if (to->ino != dir->ino)
+	if (to->ino != dir->ino && !fetches_dir(kind))
 		tcfs_ns_rmdir(fs->store, dir->parent, dir->name);
 }
 
@@ -239,7 +335,7 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	uint64_t h;
 	int mine, rc;
 
-	if (!rm || !askable(fs, nm, kind) || target_of(fs, dir, to) < 0)
+	if (!rm || !askable(fs, nm, kind) || target_of(fs, dir, kind, to) < 0)
 		return -ENOENT;
 	h = hash_of(dir->name, nm->s);
 	if (missed_lately(rm, h))
@@ -255,7 +351,7 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		rc = wait_flight(rm, f);
 		pthread_mutex_unlock(&rm->mu);
 		/* The fetch it waited for made the shared dir. */
-		if (rc == 0 && !to->ino && (target_of(fs, dir, to) < 0 ||
+		if (rc == 0 && !to->ino && (target_of(fs, dir, kind, to) < 0 ||
 					    !to->ino))
 			rc = -ENOENT;
 		return rc;
@@ -266,8 +362,10 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		     : -ENOENT;
 	if (rc < 0)
 		rc = fetch_and_land(fs, to, nm, kind);
-	if (rc == 0)
-		drop_own(fs, dir, to);
+	if (rc == 0) {
+		drop_own(fs, dir, kind, to);
+		atomic_fetch_add(&rm->kind_hits[kind], 1);
+	}
 	if (rc == -ENOENT || rc == -EBADMSG || rc == -EPERM ||
 	    rc == -EEXIST || rc == -EFBIG)
 		remember_miss(rm, h);
@@ -281,14 +379,46 @@ int fs_remote_fetch(struct tcfs_fs *fs, const struct tcfs_node *dir,
 	return rc;
 }
 
+int fs_remote_above(struct tcfs_fs *fs, uint64_t parent,
+		    const struct fs_name *nm, struct tcfs_node *n)
+{
+	struct tcfs_node p, to;
+	enum tcfs_probe k;
+
+	if (!fs->remote ||
+	    tcfs_remote_cfg_of(fs->remote->r)->inductor == TCFS_INDUCTOR_OFF ||
+	    tcfs_ns_get(fs->store, parent, &p) < 0)
+		return -ENOENT;
+	/* A vLLM rank dir is fetched whole, as one pack. */
+	if (tcfs_entry_rank_dir(fs->store, &p, nm->s)) {
+		if (fs_remote_fetch(fs, &p, nm, TCFS_PROBE_VLLM, &to) < 0)
+			return 1;
+		return tcfs_ns_lookup(fs->store, to.ino, nm->s, n) < 0 ? 1 : 0;
+	}
+	k = tcfs_entry_above(fs->store, &p, nm->s);
+	if (!k || tcfs_probe_kind(k)->remote == TCFS_ENTRY_REMOTE_NONE)
+		return -ENOENT;
+	return made(fs, parent, nm->s, n) < 0 ? 1 : 0;
+}
+
 /* After a rename that landed nm in dir: what is to be published, queued.
  * Never waits: a full queue drops the job, counted. */
 static void enqueue(struct fs_remote *rm, uint64_t dir, const char *key,
-		    const char *name, int group)
+		    const char *name, int group, enum tcfs_probe kind)
 {
 	struct job *j;
 
 	pthread_mutex_lock(&rm->mu);
+	/* A dir published whole is read when its turn comes: once queued,
+	 * a later write in it adds nothing. */
+	for (size_t i = 0; kind && !group && i < rm->qlen; i++) {
+		j = &rm->q[(rm->qhead + i) % rm->qmax];
+		if (j->kind == kind && j->dir == dir &&
+		    strcmp(j->name, name) == 0) {
+			pthread_mutex_unlock(&rm->mu);
+			return;
+		}
+	}
 	if (rm->qlen == rm->qmax) {
 		pthread_mutex_unlock(&rm->mu);
 		atomic_fetch_add(&tcfs_remote_stats(rm->r)->queue_drops, 1);
@@ -297,6 +427,7 @@ static void enqueue(struct fs_remote *rm, uint64_t dir, const char *key,
 	j = &rm->q[(rm->qhead + rm->qlen++) % rm->qmax];
 	j->dir = dir;
 	j->group = group;
+	j->kind = kind;
 	snprintf(j->key, sizeof(j->key), "%s", key);
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	pthread_cond_signal(&rm->qcv);
@@ -323,9 +454,9 @@ static void enqueue_dir(struct fs_remote *rm, struct tcfs_fs *fs,
 		if (a == TCFS_ART_GROUP &&
 		    tcfs_name_group_kernel(kids[i].name, kname,
 					   sizeof(kname)) == 0)
-			enqueue(rm, d->ino, d->name, kname, 1);
+			enqueue(rm, d->ino, d->name, kname, 1, 0);
 		else if (a == TCFS_ART_MODULE || a == TCFS_ART_AUTOTUNE)
-			enqueue(rm, d->ino, d->name, kids[i].name, 0);
+			enqueue(rm, d->ino, d->name, kids[i].name, 0, 0);
 	}
 	free(kids);
 }
@@ -344,6 +475,66 @@ static int shared(struct tcfs_fs *fs, const struct tcfs_node *d,
 	return !file || tcfs_store_trusts(fs->store, file->uid, file->gid);
 }
 
+/* An entry's file renamed into its key dir (Inductor's write_atomic):
+ * queued when the kind's entries travel as PyTorch's and its writer is
+ * trusted (an entry has no row to mark).  1 when nm was an entry. */
+static int entry_landed(struct tcfs_fs *fs, uint64_t dir,
+			const struct fs_name *nm)
+{
+	struct tcfs_node d, up, n;
+	enum tcfs_probe kind;
+
+	if (tcfs_remote_cfg_of(fs->remote->r)->inductor == TCFS_INDUCTOR_OFF ||
+	    tcfs_ns_get(fs->store, dir, &d) < 0 ||
+	    tcfs_ns_get(fs->store, d.parent, &up) < 0)
+		return 0;
+	kind = tcfs_entry_kind(fs->store, &up, d.name);
+	if (!kind || !tcfs_probe_kind(kind)->holds_entries ||
+	    tcfs_probe_kind(kind)->remote != TCFS_ENTRY_REMOTE_PT2)
+		return 0;
+	if (tcfs_ns_lookup(fs->store, dir, nm->s, &n) == 0 &&
+	    n.kind == TCFS_FILE &&
+	    tcfs_store_trusts(fs->store, n.uid, n.gid))
+		enqueue(fs->remote, dir, d.name, nm->s, 0, kind);
+	return 1;
+}
+
+/* A file written or renamed into dir: when dir is a vLLM rank dir, or
+ * lies in one, the rank dir is queued, to go whole as one pack.  1 when
+ * it was such a dir. */
+static int rank_written(struct tcfs_fs *fs, uint64_t dir)
+{
+	char key[2 * TCFS_NAME_MAX + 2];
+	struct tcfs_node d, p, up;
+
+	if (tcfs_remote_cfg_of(fs->remote->r)->inductor == TCFS_INDUCTOR_OFF ||
+	    tcfs_ns_get(fs->store, dir, &d) < 0)
+		return 0;
+	for (int i = 0; i < TCFS_PACK_DEPTH && d.ino != TCFS_ROOT_INO; i++) {
+		if (tcfs_ns_get(fs->store, d.parent, &p) < 0)
+			return 0;
+		if (tcfs_entry_rank_dir(fs->store, &p, d.name)) {
+			if (pack_key(fs, &p, &up, key, sizeof(key)) == 0)
+				enqueue(fs->remote, d.ino, key, d.name, 0,
+					TCFS_PROBE_VLLM);
+			return 1;
+		}
+		d = p;
+	}
+	return 0;
+}
+
+void fs_remote_written(struct tcfs_fs *fs, uint64_t ino)
+{
+	struct tcfs_node n;
+
+	if (fs->remote &&
+	    tcfs_remote_cfg_of(fs->remote->r)->publish != TCFS_PUBLISH_OFF &&
+	    tcfs_remote_cfg_of(fs->remote->r)->inductor != TCFS_INDUCTOR_OFF &&
+	    tcfs_ns_get(fs->store, ino, &n) == 0 && n.kind == TCFS_FILE)
+		rank_written(fs, n.parent);
+}
+
 void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 		      const struct fs_name *nm)
 {
@@ -352,6 +543,11 @@ void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 	int key;
 
 	if (!rm || tcfs_remote_cfg_of(rm->r)->publish == TCFS_PUBLISH_OFF)
+		return;
+	if (!nm->temp && rank_written(fs, dir))
+		return;
+	if (!nm->temp && nm->art == TCFS_ART_OTHER &&
+	    entry_landed(fs, dir, nm))
 		return;
 	if (nm->temp || (nm->art != TCFS_ART_GROUP &&
 			 nm->art != TCFS_ART_MODULE &&
@@ -371,9 +567,27 @@ void fs_remote_landed(struct tcfs_fs *fs, uint64_t dir,
 	    tcfs_kernel_is_key_dir(fs->store, dir, &key) < 0 || !key)
 		return;
 	if (nm->art == TCFS_ART_GROUP)
-		enqueue(rm, dir, d.name, nm->kernel, 1);
+		enqueue(rm, dir, d.name, nm->kernel, 1, 0);
 	else
-		enqueue(rm, dir, d.name, nm->s, 0);
+		enqueue(rm, dir, d.name, nm->s, 0, 0);
+}
+
+static int publish(struct tcfs_remote *r, struct tcfs_store *s,
+		   const struct job *j)
+{
+	const struct tcfs_probe_kind *k = j->kind ? tcfs_probe_kind(j->kind)
+						   : NULL;
+
+	if (k && k->remote == TCFS_ENTRY_REMOTE_TCFS)
+		return tcfs_remote_publish_pack(r, s, j->dir, k->remote_id,
+						j->key, j->name);
+	if (k)
+		return tcfs_remote_publish_entry(r, s, j->dir, k->remote_id,
+						 j->key, j->name);
+	if (j->group)
+		return tcfs_remote_publish_kernel(r, s, j->dir, j->key,
+						  j->name);
+	return tcfs_remote_publish_file(r, s, j->dir, j->key, j->name);
 }
 
 static void *publisher(void *arg)
@@ -394,10 +608,7 @@ static void *publisher(void *arg)
 		rm->qlen--;
 		pthread_mutex_unlock(&rm->mu);
 		tcfs_err_clear();
-		rc = j.group ? tcfs_remote_publish_kernel(rm->r, fs->store,
-							  j.dir, j.key, j.name)
-			     : tcfs_remote_publish_file(rm->r, fs->store, j.dir,
-							j.key, j.name);
+		rc = publish(rm->r, fs->store, &j);
 		if (rc < 0 && rc != -EAGAIN && rc != -EBUSY)
 			syslog(LOG_WARNING, "remote: %s", tcfs_err_msg()[0]
 				       ? tcfs_err_msg() : strerror(-rc));
@@ -430,6 +641,9 @@ int fs_remote_start(struct tcfs_fs *fs, const struct tcfs_remote_cfg *cfg)
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&rm->qcv, NULL);
 	rm->breaker_saved = -1;
+	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
+		tcfs_remote_kind_fig(k, rm->kind_fig[k],
+				     sizeof(rm->kind_fig[k]));
 	fs->remote = rm;
 	rc = fs_thread_start(&rm->thread, publisher, fs);
 	rm->started = rc == 0;
@@ -458,6 +672,20 @@ void fs_remote_stop(struct tcfs_fs *fs)
 	free(rm);
 }
 
+/* The hits per kind, each into its counter (tcfs_remote_kind_fig). */
+static void tick_kinds(struct tcfs_fs *fs, struct fs_remote *rm)
+{
+	for (int k = 1; k <= TCFS_PROBE_KINDS; k++) {
+		uint64_t now = atomic_load(&rm->kind_hits[k]);
+		const char *name = rm->kind_fig[k];
+		uint64_t d = now - rm->kind_saved[k];
+
+		if (d && name[0] &&
+		    tcfs_counters_add(fs->store, &name, &d, 1) == 0)
+			rm->kind_saved[k] = now;
+	}
+}
+
 void fs_remote_tick(struct tcfs_fs *fs)
 {
 	struct fs_remote *rm = fs->remote;
@@ -474,6 +702,7 @@ void fs_remote_tick(struct tcfs_fs *fs)
 	if (changed && tcfs_counters_add(fs->store, tcfs_remote_fig_names,
 					 delta, TCFS_REMOTE_FIGS) == 0)
 		memcpy(rm->saved, now, sizeof(now));
+	tick_kinds(fs, rm);
 	/* Saved as it changes (-1 at the start), so stats can tell. */
 	breaker = (int)tcfs_remote_breaker(rm->r);
 	if (breaker != rm->breaker_saved &&

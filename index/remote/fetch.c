@@ -11,6 +11,7 @@
 #include "index/base/text.h"
 #include "index/base/name.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/pack.h"
 #include "index/remote/pt2.h"
 #include "index/remote/remote.h"
 
@@ -482,26 +483,42 @@ static int fetch_entry_check(struct fetch *x, char name[TCFS_NAME_MAX + 1])
 	return rc ? rc : fetch_check(x, F_HEAD, name);
 }
 
+/* A fetch of an entry (a pickle, code once read: only when
+ * remote_inductor says so), its sidecar checked as that option says. */
+static struct fetch *entry_fetch(struct tcfs_remote *r, const char *key,
+				 const char *name, struct tcfs_fetched *out,
+				 int *rc)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	struct fetch *x;
+
+	if (cfg->inductor == TCFS_INDUCTOR_OFF) {
+		memset(out, 0, sizeof(*out));
+		*rc = tcfs_err_set(-EPERM, "remote: %s: an entry, and"
+				   " remote_inductor is off", key);
+		return NULL;
+	}
+	x = fetch_new(r, key, name, FETCH_ENTRY, out);
+	*rc = x ? 0 : -ENOMEM;
+	if (x) {
+		x->trust = cfg->inductor == TCFS_INDUCTOR_ANY
+				   ? TCFS_TRUST_ANY
+				   : TCFS_TRUST_SIGNED;
+		x->trust_option = "remote_inductor";
+	}
+	return x;
+}
+
 int tcfs_remote_fetch_entry(struct tcfs_remote *r, const char *cache_id,
 			    const char *key, struct tcfs_fetched *out)
 {
 	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
 	char name[1][TCFS_NAME_MAX + 1];
-	struct fetch *x;
 	int rc;
+	struct fetch *x = entry_fetch(r, key, "", out, &rc);
 
-	/* An entry is a pickle, code once read: only when asked for. */
-	if (cfg->inductor == TCFS_INDUCTOR_OFF) {
-		memset(out, 0, sizeof(*out));
-		return tcfs_err_set(-EPERM, "remote: %s: an entry, and"
-				    " remote_inductor is off", key);
-	}
-	x = fetch_new(r, key, "", FETCH_ENTRY, out);
 	if (!x)
-		return -ENOMEM;
-	x->trust = cfg->inductor == TCFS_INDUCTOR_ANY ? TCFS_TRUST_ANY
-						      : TCFS_TRUST_SIGNED;
-	x->trust_option = "remote_inductor";
+		return rc;
 	rc = tcfs_pt2_key(cache_id, key, x->rkey[F_HEAD],
 			  sizeof(x->rkey[F_HEAD]));
 	if (!rc)
@@ -520,6 +537,46 @@ int tcfs_remote_fetch_entry(struct tcfs_remote *r, const char *cache_id,
 		snprintf(out->name, sizeof(out->name), "%s", name[0]);
 		fetch_hand(x, F_HEAD, 1, (const char (*)[TCFS_NAME_MAX + 1])name,
 			   out);
+	}
+	return fetch_end(x, rc, FETCH_ENTRY, out);
+}
+
+int tcfs_remote_fetch_pack(struct tcfs_remote *r, const char *prefix,
+			   const char *key, const char *name,
+			   struct tcfs_fetched *out)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	char names[1][TCFS_NAME_MAX + 1];
+	int rc;
+	struct fetch *x = entry_fetch(r, key, name, out, &rc);
+
+	if (!x)
+		return rc;
+	rc = tcfs_pack_key(prefix, key, name, x->rkey[F_HEAD],
+			   sizeof(x->rkey[F_HEAD]));
+	if (!rc)
+		rc = tcfs_pack_sidecar_key(prefix, key, name,
+					   x->rkey[F_SIDECAR],
+					   sizeof(x->rkey[F_SIDECAR]));
+	if (rc)
+		rc = tcfs_err_set(-EINVAL, "remote: %s/%s: not a pack's key",
+				  key, name);
+	x->kp[F_HEAD] = x->rkey[F_HEAD];
+	x->kp[F_SIDECAR] = x->rkey[F_SIDECAR];
+	/* A whole dir: bounded as a kernel is. */
+	if (!rc)
+		rc = fetch_pair(x, cfg->kernel_max);
+	if (!rc)
+		rc = fetch_trust(x, name, 0);
+	if (!rc && x->has_sc && x->sc.n != 1)
+		rc = tcfs_err_set(-EBADMSG, "remote %s: lists %zu files, not"
+				  " 1", x->rkey[F_SIDECAR], x->sc.n);
+	if (!rc)
+		rc = fetch_check(x, F_HEAD, name);
+	if (!rc) {
+		snprintf(names[0], sizeof(names[0]), "%s", name);
+		fetch_hand(x, F_HEAD, 1,
+			   (const char (*)[TCFS_NAME_MAX + 1])names, out);
 	}
 	return fetch_end(x, rc, FETCH_ENTRY, out);
 }

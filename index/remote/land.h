@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "index/remote/remote.h"
+#include "index/tree/nsread.h"
 
 struct tcfs_store;
 
@@ -27,5 +28,12 @@ struct tcfs_store;
 int tcfs_remote_land(struct tcfs_store *s, uint64_t dir,
 		     const struct tcfs_fetched *f, const char **landed,
 		     size_t *nlanded);
+/* Lands f, a pack (pack.h) fetched for the dir f->name in the dir
+ * parent: that dir made if absent, then every file of the pack below it
+ * (its dirs made), all in one transaction.  *out: the dir.  Nothing local
+ * is replaced (-EEXIST, as above); a pack that does not parse is -EBADMSG
+ * with a message. */
+int tcfs_remote_land_pack(struct tcfs_store *s, uint64_t parent,
+			  const struct tcfs_fetched *f, struct tcfs_node *out);
 
 #endif

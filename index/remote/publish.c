@@ -14,6 +14,7 @@
 #include "index/model/kernel.h"
 #include "index/store/store.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/pack.h"
 #include "index/remote/pt2.h"
 #include "index/tree/nsread.h"
 
@@ -326,6 +327,159 @@ int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
 	free(val);
 	free(bytes);
 	if (rc == -ENOENT || rc == 1)
+		return 0;
+	return rc < 0 ? tcfs_err_prefix(rc, "publishing %s/%s", key, name)
+		      : 1;
+}
+
+/* What a pack is made of: its files' paths and bytes (owned). */
+struct tree {
+	struct tcfs_pack_file *f;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static void tree_free(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free((char *)t->f[i].path);
+		free((char *)t->f[i].bytes);
+	}
+	free(t->f);
+}
+
+/* The files below dir (at path, "" at the top), depth levels down at
+ * most, into t: each written by a trusted user (else -EPERM: the dir is
+ * not to leave the node), within cfg's bounds. */
+static int tree_walk(struct tcfs_remote *r, struct tcfs_store *s,
+		     uint64_t dir, const char *path, int depth, struct tree *t)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	struct tcfs_node *kids = NULL;
+	char sub[TCFS_NAME_MAX + 1];
+	size_t n = 0;
+	int rc = tcfs_ns_list(s, dir, 0, 0, &kids, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct tcfs_node *k = &kids[i];
+		char *bytes = NULL;
+		size_t len = 0;
+
+		if (snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "",
+			     k->name) >= (int)sizeof(sub) ||
+		    tcfs_pack_path_check(sub))
+			continue;	/* temps, users' own dirs: not its */
+		if (!tcfs_store_trusts(s, k->uid, k->gid))
+			rc = -EPERM;
+		else if (k->kind == TCFS_DIR && depth > 1)
+			rc = tree_walk(r, s, k->ino, sub, depth - 1, t);
+		else if (k->kind != TCFS_FILE)
+			continue;
+		else if (t->n == TCFS_PACK_FILES_MAX)
+			rc = -E2BIG;
+		else
+			rc = read_file(s, dir, k->name, cfg->file_max, &bytes,
+				       &len);
+		if (rc || k->kind != TCFS_FILE)
+			continue;
+		t->bytes += len;
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? 2 * t->cap : 16;
+			void *p = realloc(t->f, cap * sizeof(*t->f));
+
+			if (!p) {
+				free(bytes);
+				rc = -ENOMEM;
+				continue;
+			}
+			t->f = p;
+			t->cap = cap;
+		}
+		t->f[t->n++] = (struct tcfs_pack_file){ strdup(sub), bytes,
+							len };
+		if (!t->f[t->n - 1].path)
+			rc = -ENOMEM;
+		else if (t->bytes > cfg->kernel_max)
+			rc = -EFBIG;
+	}
+	free(kids);
+	return rc;
+}
+
+/* Whether the remote's sidecar at skey lists the pack sc lists. */
+static int pack_published(struct tcfs_remote *r, const char *skey,
+			  const struct tcfs_sidecar *sc)
+{
+	const char *keys[1] = { skey };
+	struct tcfs_sidecar *there;
+	char *val = NULL;
+	size_t len = 0;
+	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_JSON_MAX, &val, &len);
+
+	if (rc < 0 || !val)
+		return rc == -EFBIG ? 0 : rc;
+	there = malloc(sizeof(*there));
+	rc = there ? 0 : -ENOMEM;
+	if (rc == 0 &&
+	    tcfs_sidecar_parse(val, len, sc->key, sc->name, there) == 0)
+		rc = there->n == 1 && there->f[0].size == sc->f[0].size &&
+		     memcmp(there->f[0].sha256, sc->f[0].sha256, 32) == 0;
+	tcfs_err_clear();
+	free(there);
+	free(val);
+	return rc;
+}
+
+int tcfs_remote_publish_pack(struct tcfs_remote *r, struct tcfs_store *s,
+			     uint64_t dir, const char *prefix, const char *key,
+			     const char *name)
+{
+	const struct tcfs_remote_cfg *cfg = tcfs_remote_cfg_of(r);
+	char rkey[TCFS_KEYFMT_KEY_MAX], skey[TCFS_KEYFMT_KEY_MAX];
+	struct tcfs_sidecar *sc = NULL;
+	struct tcfs_remote_kv kv[2];
+	struct tree t = { 0 };
+	char *pack = NULL, *side = NULL;
+	size_t plen = 0, slen = 0;
+	int rc;
+
+	if (cfg->publish == TCFS_PUBLISH_OFF ||
+	    cfg->inductor == TCFS_INDUCTOR_OFF)
+		return 0;
+	rc = tcfs_pack_key(prefix, key, name, rkey, sizeof(rkey));
+	if (rc == 0)
+		rc = tcfs_pack_sidecar_key(prefix, key, name, skey,
+					   sizeof(skey));
+	if (rc == 0)
+		rc = tree_walk(r, s, dir, "", TCFS_PACK_DEPTH, &t);
+	if (rc == 0 && t.n == 0)
+		rc = -ENOENT;
+	if (rc == 0)
+		rc = tcfs_pack_render(t.f, t.n, &pack, &plen);
+	if (rc == 0 && !(sc = calloc(1, sizeof(*sc))))
+		rc = -ENOMEM;
+	if (rc == 0) {
+		snprintf(sc->key, sizeof(sc->key), "%s", key);
+		snprintf(sc->name, sizeof(sc->name), "%s", name);
+		rc = tcfs_sidecar_add(sc, name, pack, plen);
+	}
+	if (rc == 0)
+		rc = pack_published(r, skey, sc);
+	if (rc == 0)
+		rc = tcfs_sidecar_render(sc, cfg->hmac_key, cfg->hmac_len,
+					 &side, &slen);
+	kv[0] = (struct tcfs_remote_kv){ rkey, pack, plen };
+	kv[1] = (struct tcfs_remote_kv){ skey, side, slen };
+	if (rc == 0)
+		rc = tcfs_remote_put(r, kv, 2, 2);
+	if (rc == 0)
+		atomic_fetch_add(&tcfs_remote_stats(r)->published, 1);
+	tree_free(&t);
+	free(sc);
+	free(side);
+	free(pack);
+	/* Absent, not every writer trusted, or there already: nothing. */
+	if (rc == -ENOENT || rc == -EPERM || rc == 1)
 		return 0;
 	return rc < 0 ? tcfs_err_prefix(rc, "publishing %s/%s", key, name)
 		      : 1;

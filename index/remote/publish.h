@@ -38,5 +38,14 @@ int tcfs_remote_publish_file(struct tcfs_remote *r, struct tcfs_store *s,
 int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
 			      uint64_t dir, const char *cache_id,
 			      const char *key, const char *name);
+/* A dir of entries (vLLM's rank dir name, the dir dir, in key below the
+ * kind's root) as one pack (pack.h) under prefix, with its sidecar, both
+ * in one MULTI/EXEC: only when every file in it was written by a trusted
+ * user.  1 when published; 0 when there was nothing to do (off, empty,
+ * an untrusted writer, or the remote holds that pack already); else
+ * -errno with a message. */
+int tcfs_remote_publish_pack(struct tcfs_remote *r, struct tcfs_store *s,
+			     uint64_t dir, const char *prefix, const char *key,
+			     const char *name);
 
 #endif

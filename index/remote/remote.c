@@ -5,12 +5,14 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "index/base/err.h"
 #include "index/base/text.h"
+#include "index/model/entry.h"
 #include "index/remote/keyfmt.h"
 
 /* One connection, used by one caller at a time (its mutex held). */
@@ -366,6 +368,17 @@ const char *const tcfs_remote_fig_names[TCFS_REMOTE_FIGS] = {
 	"remote_published", "remote_queue_drops", "remote_skipped",
 	"remote_breaker_opens", "remote_entry_hits",
 };
+
+void tcfs_remote_kind_fig(int k, char *buf, size_t len)
+{
+	const struct tcfs_probe_kind *row = tcfs_probe_kind(k);
+
+	assert(len > 0);
+	buf[0] = '\0';
+	if (row->remote == TCFS_ENTRY_REMOTE_PT2 ||
+	    row->remote == TCFS_ENTRY_REMOTE_TCFS)
+		snprintf(buf, len, "remote_%s_hits", row->name);
+}
 
 void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS])
 {

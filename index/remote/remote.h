@@ -97,6 +97,12 @@ struct tcfs_remote_stats {
 extern const char *const tcfs_remote_fig_names[TCFS_REMOTE_FIGS];
 void tcfs_remote_figs(struct tcfs_remote *r, uint64_t v[TCFS_REMOTE_FIGS]);
 
+/* The counter of kind k's hits the remote served (an enum tcfs_probe,
+ * entry.h), "remote_KIND_hits", for the kinds whose entries travel apart
+ * from Triton's kernels (those are remote_kernel_hits and
+ * remote_module_hits above); "" for the others. */
+void tcfs_remote_kind_fig(int k, char *buf, size_t len);
+
 enum tcfs_breaker { TCFS_BREAKER_CLOSED, TCFS_BREAKER_OPEN,
 		    TCFS_BREAKER_HALF_OPEN };
 
@@ -182,5 +188,12 @@ int tcfs_remote_fetch_file(struct tcfs_remote *r, const char *key,
  * -EPERM, nothing asked nor counted. */
 int tcfs_remote_fetch_entry(struct tcfs_remote *r, const char *cache_id,
 			    const char *key, struct tcfs_fetched *out);
+/* The same for a dir of entries kept as one pack (pack.h: vLLM's rank
+ * dir name, in the dir key below the kind's root, prefix the kind's
+ * remote id): f[0] is the pack, checked whole against its sidecar,
+ * not yet parsed. */
+int tcfs_remote_fetch_pack(struct tcfs_remote *r, const char *prefix,
+			   const char *key, const char *name,
+			   struct tcfs_fetched *out);
 
 #endif

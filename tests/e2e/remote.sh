@@ -15,19 +15,7 @@ if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
 	exit 0
 fi
 require_cmds redis-server redis-cli
-# The Python that has redis-py (Debian's python3-redis): python3 on PATH
-# may be another one.
-PYR=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import redis' 2>/dev/null; then
-		PYR=$p
-		break
-	fi
-done
-if [ -z "$PYR" ]; then
-	echo "1..0 # SKIP python3-redis is not installed (tools/deps.sh)"
-	exit 0
-fi
+require_redis_py
 TR="$(dirname "$0")/triton_redis.py"
 
 SRC=$(fixture_top triton-3.6-h200-small.tgz cA)
@@ -37,35 +25,12 @@ IR='\.(ttir|ttgir|llir|ptx|amdgcn)$'
 
 # --- Redis ------------------------------------------------------------------
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# redis_start [ARGS...]: a new redis-server on a free port (RPORT, or the
-# port it had when RPORT_KEEP=1), with nothing saved to disk; sets RPID.
-redis_start() {
-	[ "${RPORT_KEEP:-0}" = 1 ] || RPORT=$(free_port)
-	redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no \
-		--daemonize no "$@" >>"$T_TMP/redis.log" 2>&1 &
-	RPID=$!
-	at_exit "kill -CONT $RPID; kill -9 $RPID"
-	for _ in $(seq 100); do
-		# (With --requirepass PING answers NOAUTH: it answers.)
-		redis-cli -p "$RPORT" ping 2>&1 | grep -q -e PONG -e NOAUTH && return 0
-		sleep 0.05
-	done
-	bail_out "redis-server on port $RPORT does not answer: $(tail -3 "$T_TMP/redis.log")"
-}
-
 redis_kill() {
 	kill -CONT "$RPID" 2>/dev/null
 	kill -9 "$RPID" 2>/dev/null
 	wait "$RPID" 2>/dev/null
 }
 
-rcli() {
-	redis-cli -p "$RPORT" "$@"
-}
 
 # tr_redis ARGS...: triton_redis.py against the current Redis.
 tr_redis() {
@@ -78,53 +43,6 @@ URL() {
 
 # --- mounts and figures -----------------------------------------------------
 
-# mount_node NAME OPTS [IMPORT]: a new store and mount point (S_NAME,
-# M_NAME; S and M too) mounted with -o OPTS ("" for none); with IMPORT,
-# the store first has that cache imported (every kernel local).
-mount_node() {
-	S=$T_TMP/$1-store
-	M=$T_TMP/$1-mnt
-	mkdir -p "$M"
-	if [ -n "${3:-}" ]; then
-		"$TCFS" import --store "$S" "$3" >/dev/null 2>&1 </dev/null ||
-			bail_out "tcfs import $3 fails"
-	fi
-	printf -v "S_$1" %s "$S"
-	printf -v "M_$1" %s "$M"
-	at_exit "fusermount3 -uz '$M'"
-	if [ -n "$2" ]; then
-		tcfs mount --store "$S" -o "$2" "$M"
-	else
-		tcfs mount --store "$S" "$M"
-	fi
-	check_rc "$1: mount with ${2:-no remote}" 0
-}
-
-# fig STORE NAME: remote.NAME of tcfs stats --json ("" when absent).
-fig() {
-	"$TCFS" stats --json --store "$1" >"$T_TMP/fig.json" 2>"$T_TMP/fig.err" </dev/null
-	json_get "$T_TMP/fig.json" "remote.$2"
-}
-
-# wait_fig STORE NAME MIN [SECONDS]: waits until remote.NAME >= MIN (the
-# mount saves its figures every ~100 ms), at most SECONDS (10); then,
-# after a little more, prints it: what it settled on.
-wait_fig() {
-	local v i
-	for ((i = 0; i < ${4:-10} * 10; i++)); do
-		v=$(fig "$1" "$2")
-		[[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -ge "$3" ] && break
-		sleep 0.1
-	done
-	sleep 0.4
-	fig "$1" "$2"
-}
-
-# settled STORE NAME: remote.NAME once the mount saved what it counted.
-settled() {
-	sleep 0.5
-	fig "$1" "$2"
-}
 
 # seen_of NAME: "kernel hits/misses module hits/misses" of a replay.
 seen_of() {

@@ -41,20 +41,7 @@ put_kernel() {
 		done' sh "$SRC" "$dir" "$key"
 }
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no \
-	--daemonize no >"$T_TMP/redis.log" 2>&1 &
-at_exit "kill -9 $!"
-for _ in $(seq 100); do
-	redis-cli -p "$RPORT" ping 2>/dev/null | grep -q PONG && break
-	sleep 0.05
-done
-rcli() {
-	redis-cli -p "$RPORT" "$@"
-}
+redis_start
 printf 'fleet-key\n' >"$T_TMP/fleet.key"
 chmod 0600 "$T_TMP/fleet.key"
 

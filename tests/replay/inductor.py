@@ -4,13 +4,14 @@
 AOTAutograd entries, N compiled modules and N autotune results.
 
   cold: each FX graph and AOTAutograd entry: exists(dir) is False, makedirs,
-        the entry written to a temp file and renamed into the dir; each
+        the entry written to a temp file (.PID.TID.tmp) and renamed into the
+        dir, named by its bytes' hash as Inductor names it; each
         module: exists(XX/CKEY.py) is False, written to XX/.tmp, renamed,
         read; each autotune result: exists is False, written, renamed.
   warm: each FX graph and AOTAutograd entry: exists(dir), listdir, the entry
         read; each module and autotune result: exists, read.
 
-    inductor.py [--warm] [--n N] [--seed S] CACHE_DIR
+    inductor.py [--warm] [--n N] [--seed S] [--only KIND,...] CACHE_DIR
 
 Prints one JSON line: {"seen": {KIND: {"hits", "misses"}}, "errors": [...]}
 with KIND fxgraph, aotautograd, pycode, best_config; a hit is a lookup that
@@ -22,6 +23,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 
 
 def key(letter, seed, i, what):
@@ -29,8 +31,15 @@ def key(letter, seed, i, what):
     return letter + base64.b32encode(digest).decode().lower()[:51]
 
 
+def sha256_hash(data):
+    """How Inductor names an entry: by its bytes (codecache.sha256_hash)."""
+    return base64.b32encode(hashlib.sha256(data).digest())[:51].decode().lower()
+
+
 def put(path, data):
-    tmp = os.path.join(os.path.dirname(path), f".{os.getpid()}.tmp")
+    """write_atomic: a temp file in the same dir, then a rename."""
+    tmp = os.path.join(os.path.dirname(path),
+                       f".{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
     os.rename(tmp, path)
@@ -49,7 +58,8 @@ def entry(root, sub, k, warm, seen, kind):
     if warm:
         raise RuntimeError(f"{kind} {k}: missing on a warm run")
     os.makedirs(d, exist_ok=True)
-    put(os.path.join(d, key("e", k, 0, "entry")[1:]), os.urandom(4096))
+    data = os.urandom(4096)
+    put(os.path.join(d, sha256_hash(data)), data)
 
 
 def flat(root, name, warm, seen, kind):
@@ -72,24 +82,31 @@ def main():
     ap.add_argument("--warm", action="store_true")
     ap.add_argument("--n", type=int, default=4)
     ap.add_argument("--seed", default="s")
+    ap.add_argument("--only", default="fxgraph,aotautograd,pycode,best_config",
+                    help="the kinds to replay, comma-separated")
     ap.add_argument("root")
     a = ap.parse_args()
     kinds = ("fxgraph", "aotautograd", "pycode", "best_config")
+    only = set(a.only.split(","))
     seen = {k: {"hits": 0, "misses": 0} for k in kinds}
     errors = []
     for i in range(a.n):
         try:
             fk = key("f", a.seed, i, "fx")
-            entry(a.root, os.path.join("fxgraph", fk[1:3]), fk, a.warm, seen,
-                  "fxgraph")
-            entry(a.root, "aotautograd", key("a", a.seed, i, "aot"), a.warm,
-                  seen, "aotautograd")
+            if "fxgraph" in only:
+                entry(a.root, os.path.join("fxgraph", fk[1:3]), fk, a.warm,
+                      seen, "fxgraph")
+            if "aotautograd" in only:
+                entry(a.root, "aotautograd", key("a", a.seed, i, "aot"),
+                      a.warm, seen, "aotautograd")
             ck = key("c", a.seed, i, "py")
-            flat(a.root, os.path.join(ck[1:3], ck + ".py"), a.warm, seen,
-                 "pycode")
+            if "pycode" in only:
+                flat(a.root, os.path.join(ck[1:3], ck + ".py"), a.warm, seen,
+                     "pycode")
             h = hashlib.sha256(f"{a.seed}/bc/{i}".encode()).hexdigest()
-            flat(a.root, os.path.join(ck[1:3], h + ".best_config"), a.warm,
-                 seen, "best_config")
+            if "best_config" in only:
+                flat(a.root, os.path.join(ck[1:3], h + ".best_config"),
+                     a.warm, seen, "best_config")
         except (OSError, RuntimeError) as e:
             errors.append(str(e))
     print(json.dumps({"pid": os.getpid(), "seen": seen, "errors": errors}))
