@@ -20,6 +20,7 @@ void fs_name_of(struct fs_name *nm, const char *s)
 	nm->temp = tcfs_name_is_temp(s, 0);
 	nm->art = tcfs_name_artifact(s);
 	nm->landing = tcfs_name_landing(s);
+	nm->entry = tcfs_entry_named(s);
 	nm->group = tcfs_name_group_kernel(s, nm->kernel, sizeof(nm->kernel));
 	if (!nm->group)
 		nm->kernel[0] = '\0';
@@ -31,19 +32,7 @@ int fs_name_uncached(const struct fs_name *nm)
 	 * name that is another entry for another user is cached for none. */
 	if (nm->temp || nm->apart)
 		return 1;
-	switch (nm->art) {
-	case TCFS_ART_GROUP:
-	case TCFS_ART_MODULE:
-	case TCFS_ART_AUTOTUNE:
-	case TCFS_ART_FXGRAPH:
-	case TCFS_ART_AOT:
-	case TCFS_ART_PYCODE:
-	case TCFS_ART_BEST_CONFIG:
-	case TCFS_ART_VLLM:
-		return 1;
-	default:
-		return 0;
-	}
+	return nm->entry && !tcfs_probe_kind(nm->entry)->cached;
 }
 
 int fs_probe_name(const char *name)

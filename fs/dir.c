@@ -182,7 +182,8 @@ static void landed(struct tcfs_fs *fs, uint64_t dir, const struct fs_name *nm)
 
 	/* Every artifact Triton publishes is renamed into place: only a
 	 * group file's name, or a dir, is worth the lookups below. */
-	if (nm->art != TCFS_ART_GROUP && nm->art != TCFS_ART_OTHER)
+	if ((nm->art != TCFS_ART_GROUP && nm->art != TCFS_ART_OTHER) ||
+	    nm->entry > TCFS_PROBE_MODULE)
 		return;
 	if (tcfs_ns_lookup(fs->store, dir, name, &n) < 0)
 		return;

@@ -134,6 +134,8 @@ struct fs_name {
 	enum tcfs_artifact art;	/* what a file so named holds */
 	enum tcfs_artifact landing;	/* what it holds once it lands */
 	int group;		/* a group file: of the kernel named kernel */
+	enum tcfs_probe entry;	/* the kind of probe it may be, by the name
+				 * alone (entry.h); 0: none */
 	char kernel[TCFS_NAME_MAX + 1];
 	int apart;		/* means something else for each user
 				 * (users.c): never cached */

@@ -100,24 +100,7 @@ enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 			      const struct tcfs_node *parent,
 			      const struct fs_name *nm)
 {
-	enum tcfs_probe ind = tcfs_entry_kind(fs->store, parent, nm->s,
-					      nm->art);
-	int key;
-
-	if (ind)
-		return ind;
-	if (tcfs_kernel_key_dir_at(fs->store, parent->parent, parent->name,
-				   &key) < 0 || !key)
-		return 0;
-	switch (nm->art) {
-	case TCFS_ART_GROUP:
-		return TCFS_PROBE_KERNEL;
-	case TCFS_ART_MODULE:
-	case TCFS_ART_AUTOTUNE:
-		return TCFS_PROBE_MODULE;
-	default:
-		return 0;
-	}
+	return nm->entry ? tcfs_entry_kind(fs->store, parent, nm->s) : 0;
 }
 
 /* uid's entry, made if need be (NULL: out of memory).  Under p->mu. */

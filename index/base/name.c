@@ -60,21 +60,6 @@ int tcfs_name_group_kernel(const char *name, char *kname, size_t len)
 	return 1;
 }
 
-/* Inductor names what it caches by a hash: a letter for what it is and
- * 51 lowercase base32 characters (torch/_inductor/codecache.py). */
-#define INDUCTOR_KEY_LEN 52
-
-static int inductor_key(const char *name, size_t n, char first)
-{
-	if (n != INDUCTOR_KEY_LEN || name[0] != first)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if (!((name[i] >= 'a' && name[i] <= 'z') ||
-		      (name[i] >= '2' && name[i] <= '7')))
-			return 0;
-	return 1;
-}
-
 enum tcfs_artifact tcfs_name_artifact(const char *name)
 {
 	static const struct {
@@ -98,17 +83,6 @@ enum tcfs_artifact tcfs_name_artifact(const char *name)
 
 	if (tcfs_name_group_kernel(name, k, sizeof(k)))
 		return TCFS_ART_GROUP;
-	if (inductor_key(name, n, 'f'))
-		return TCFS_ART_FXGRAPH;
-	if (inductor_key(name, n, 'a'))
-		return TCFS_ART_AOT;
-	if (n == INDUCTOR_KEY_LEN + 3 && ends_with(name, n, ".py") &&
-	    inductor_key(name, INDUCTOR_KEY_LEN, 'c'))
-		return TCFS_ART_PYCODE;
-	if (n > 12 && ends_with(name, n, ".best_config"))
-		return TCFS_ART_BEST_CONFIG;
-	if (strncmp(name, "artifact_compile_range_", 23) == 0)
-		return TCFS_ART_VLLM;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (ends_with(name, n, table[i].suffix))
 			return table[i].kind;

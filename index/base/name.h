@@ -42,14 +42,6 @@ enum tcfs_artifact {
 	TCFS_ART_BINARY,	/* .cubin .hsaco */
 	TCFS_ART_MODULE,	/* *.so: compiled launcher/utils modules */
 	TCFS_ART_AUTOTUNE,	/* FN.autotune.json */
-	/* Inductor's (torch.compile), named by the hash of what they hold:
-	 * 'f', 'a' or 'c' and 51 lowercase base32 characters.  A name alone
-	 * says what it may be; its place says what it is (fs/probe.c). */
-	TCFS_ART_FXGRAPH,	/* fxgraph/XX/FKEY: an FX graph's entries */
-	TCFS_ART_AOT,		/* aotautograd/AKEY: AOTAutograd's */
-	TCFS_ART_PYCODE,	/* XX/CKEY.py: a compiled Python module */
-	TCFS_ART_BEST_CONFIG,	/* XX/HASH.best_config: an autotune result */
-	TCFS_ART_VLLM,		/* artifact_compile_range_*: vLLM's own */
 };
 
 enum tcfs_artifact tcfs_name_artifact(const char *name);

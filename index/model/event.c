@@ -1,11 +1,13 @@
 /* event: the probe log, its bounds, and the counts drawn from it. */
 #include "index/model/event.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/base/err.h"
 #include "index/store/config.h"
 #include "index/store/db.h"
 #include "index/tree/ns.h"
@@ -105,29 +107,6 @@ static const char sql_clear_counts[] = "DELETE FROM probe_counts";
 static const char sql_clear_dropped[] =
 	"DELETE FROM counters WHERE name = 'events_dropped'";
 
-static const char *const probe_names[TCFS_PROBE_KINDS + 1] = {
-	[TCFS_PROBE_KERNEL] = "kernel",
-	[TCFS_PROBE_MODULE] = "module",
-	[TCFS_PROBE_FXGRAPH] = "fxgraph",
-	[TCFS_PROBE_AOT] = "aotautograd",
-	[TCFS_PROBE_PYCODE] = "pycode",
-	[TCFS_PROBE_BEST_CONFIG] = "best_config",
-	[TCFS_PROBE_VLLM] = "vllm",
-};
-
-const char *tcfs_probe_name(enum tcfs_probe k)
-{
-	return k >= 1 && k <= TCFS_PROBE_KINDS ? probe_names[k] : "kernel";
-}
-
-enum tcfs_probe tcfs_probe_of(const char *name)
-{
-	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
-		if (strcmp(name, probe_names[k]) == 0)
-			return (enum tcfs_probe)k;
-	return TCFS_PROBE_KERNEL;
-}
-
 static const char *kind_name(enum tcfs_probe k)
 {
 	return tcfs_probe_name(k);
@@ -135,7 +114,15 @@ static const char *kind_name(enum tcfs_probe k)
 
 static int add_one(struct tcfs_db *db, const struct tcfs_event *e)
 {
-	int rc = tcfs_db_exec(db, sql_insert, "idttttdtid", e->time_ns,
+	int rc;
+
+	/* The table checks no kind (schema v16): a kind is a row of
+	 * entry.h, and nothing else goes in. */
+	assert(e->kind >= 1 && e->kind <= TCFS_PROBE_KINDS);
+	if (e->kind < 1 || e->kind > TCFS_PROBE_KINDS)
+		return tcfs_err_set(-EINVAL, "a probe of no known kind (%d)",
+				    (int)e->kind);
+	rc = tcfs_db_exec(db, sql_insert, "idttttdtid", e->time_ns,
 			      e->pid, e->comm, e->key, e->name,
 			      kind_name(e->kind), e->hit, e->view, e->uid,
 			      e->remote);

@@ -24,28 +24,11 @@
 #include <stdint.h>
 
 #include "index/base/name.h"
+#include "index/model/entry.h"
 
 struct tcfs_store;
 
-enum tcfs_probe {
-	TCFS_PROBE_KERNEL = 1,	/* KEY/__grp__NAME.json */
-	TCFS_PROBE_MODULE = 2,	/* KEY/NAME.so, KEY/FN.autotune.json */
-	/* Inductor's caches, above Triton's (torch.compile): */
-	TCFS_PROBE_FXGRAPH,	/* fxgraph/XX/FKEY: an FX graph */
-	TCFS_PROBE_AOT,		/* aotautograd/AKEY: an AOTAutograd entry */
-	TCFS_PROBE_PYCODE,	/* XX/CKEY.py: a compiled Python module */
-	TCFS_PROBE_BEST_CONFIG,	/* XX/HASH.best_config: autotune results */
-	/* vLLM's, per rank (torch_compile_cache/HASH/rank_I_J/PREFIX/): */
-	TCFS_PROBE_VLLM,	/* artifact_compile_range_*: compiled graphs */
-};
-#define TCFS_PROBE_KINDS 7
-
-/* A kind's name in the log, the counts and the reports ("kernel",
- * "module", "fxgraph", "aotautograd", "pycode", "best_config", "vllm"),
- * and the
- * kind of a name (TCFS_PROBE_KERNEL for one it does not know). */
-const char *tcfs_probe_name(enum tcfs_probe k);
-enum tcfs_probe tcfs_probe_of(const char *name);
+/* The kinds of probes, their names and the rest: entry.h. */
 
 struct tcfs_event {
 	int64_t id;		/* set by the store */

@@ -92,6 +92,10 @@ struct stats {
 	int remote;
 	int64_t rfig[REMOTE_FIGS];
 	int64_t breaker;		/* enum tcfs_breaker */
+	/* The remote's hits per kind (tcfs_remote_kind_fig); kfig 0 for a
+	 * kind with no such counter. */
+	int64_t khits_remote[TCFS_PROBE_KINDS + 1];
+	int kfig[TCFS_PROBE_KINDS + 1];
 };
 
 static int load_remote(struct tcfs_store *s, struct stats *st)
@@ -104,6 +108,15 @@ static int load_remote(struct tcfs_store *s, struct stats *st)
 	for (size_t i = 0; rc == 0 && i < REMOTE_FIGS; i++)
 		rc = tcfs_counter_get(s, tcfs_remote_fig_names[i], &st->rfig[i],
 				      NULL);
+	for (int k = 1; rc == 0 && k <= TCFS_PROBE_KINDS; k++) {
+		char name[64];
+
+		tcfs_remote_kind_fig(k, name, sizeof(name));
+		st->kfig[k] = name[0] != '\0';
+		if (st->kfig[k])
+			rc = tcfs_counter_get(s, name, &st->khits_remote[k],
+					      NULL);
+	}
 	return rc;
 }
 
@@ -162,6 +175,7 @@ static int load(struct tcfs_store *s, int64_t since, int64_t uid,
 	if (rc == 0)
 		rc = load_remote(s, st);
 	for (size_t i = 0; rc == 0 && i < st->nkind; i++) {
+		/* 0: a kind a later tcfs logged, counted nowhere here. */
 		enum tcfs_probe k = tcfs_probe_of(st->kind[i].name);
 
 		st->khits[k] += st->kind[i].hits;
@@ -353,10 +367,12 @@ static void print_remote(const struct stats *st, FILE *out)
 	if (!st->remote)
 		return;
 	fprintf(out, "remote           %lld kernel %s, %lld module %s, "
+		"%lld entry %s, "
 		"%lld %s (%s fetched); %lld %s, %lld refused, %lld "
 		"not asked; breaker %s (opened %lld %s)\n",
 		(long long)v[0], TCFS_NOUN((unsigned long long)v[0], "hit"),
 		(long long)v[1], TCFS_NOUN((unsigned long long)v[1], "hit"),
+		(long long)v[10], TCFS_NOUN((unsigned long long)v[10], "hit"),
 		(long long)v[2],
 		tcfs_plural((unsigned long long)v[2], "miss", "misses"),
 		tcfs_report_bytes((uint64_t)v[5], b, sizeof(b)),
@@ -365,6 +381,28 @@ static void print_remote(const struct stats *st, FILE *out)
 		(long long)v[9], TCFS_NOUN((unsigned long long)v[9], "time"));
 	fprintf(out, "                 %lld published, %lld dropped from a "
 		"full publish queue\n", (long long)v[6], (long long)v[7]);
+}
+
+/* Every kind but the kernels' (the top object's own hits and misses),
+ * where its row puts it. */
+static void kinds_json(const struct stats *st, cJSON *o)
+{
+	for (int i = 1; i <= TCFS_PROBE_KINDS; i++) {
+		const struct tcfs_probe_kind *k = tcfs_probe_kind(i);
+		cJSON *in = o;
+
+		if (!k->json)
+			continue;
+		if (k->json_group) {
+			in = cJSON_GetObjectItemCaseSensitive(o, k->json_group);
+			if (!in)
+				in = cJSON_AddObjectToObject(o, k->json_group);
+		}
+		if (in)
+			cJSON_AddItemToObject(in, k->json,
+					      hit_miss(st->khits[i],
+						       st->kmisses[i]));
+	}
 }
 
 /* remote: the fleet tier's figures, or null when no mount had one. */
@@ -379,6 +417,14 @@ static void remote_json(const struct stats *st, cJSON *o)
 	k = cJSON_AddObjectToObject(o, "remote");
 	for (size_t i = 0; k && i < REMOTE_FIGS; i++)
 		cJSON_AddNumberToObject(k, FIG_NAME(i), (double)st->rfig[i]);
+	for (int i = 1; k && i <= TCFS_PROBE_KINDS; i++) {
+		char name[64];
+
+		if (!st->kfig[i])
+			continue;
+		snprintf(name, sizeof(name), "%s_hits", tcfs_probe_name(i));
+		cJSON_AddNumberToObject(k, name, (double)st->khits_remote[i]);
+	}
 	if (k)
 		cJSON_AddStringToObject(k, "breaker", breakers[st->breaker]);
 }
@@ -484,14 +530,7 @@ static int print_json(struct tcfs_store *s, const struct stats *st, FILE *out)
 			cJSON_AddNullToObject(p, "uid");
 		cJSON_AddItemToArray(a, p);
 	}
-	cJSON_AddItemToObject(o, "modules", hit_miss(st->mod_hits,
-						     st->mod_misses));
-	k = cJSON_AddObjectToObject(o, "inductor");
-	for (int i = TCFS_PROBE_FXGRAPH; k && i <= TCFS_PROBE_BEST_CONFIG; i++)
-		cJSON_AddItemToObject(k, tcfs_probe_name(i),
-				      hit_miss(st->khits[i], st->kmisses[i]));
-	cJSON_AddItemToObject(o, "vllm", hit_miss(st->khits[TCFS_PROBE_VLLM],
-						  st->kmisses[TCFS_PROBE_VLLM]));
+	kinds_json(st, o);
 	log_json(st, o);
 	users_json(st, o);
 	remote_json(st, o);
@@ -519,30 +558,32 @@ static void print_proc(const struct tcfs_event_count *p, FILE *out)
 	fputc('\n', out);
 }
 
-/* Inductor's kinds, each on a line of its own when it was probed. */
+/* The kinds above Triton's, each on a line of its own when it was
+ * probed, with what the remote served of it. */
 static void print_inductor(const struct stats *st, FILE *out)
 {
-	static const char *const label[TCFS_PROBE_KINDS + 1] = {
-		[TCFS_PROBE_FXGRAPH] = "fx graphs",
-		[TCFS_PROBE_AOT] = "aotautograd",
-		[TCFS_PROBE_PYCODE] = "compiled .py",
-		[TCFS_PROBE_BEST_CONFIG] = "autotune",
-		[TCFS_PROBE_VLLM] = "vllm artifacts",
-	};
+	for (int k = TCFS_PROBE_MODULE + 1; k <= TCFS_PROBE_KINDS; k++) {
+		const struct tcfs_probe_kind *row = tcfs_probe_kind(k);
 
-	for (int k = TCFS_PROBE_FXGRAPH; k <= TCFS_PROBE_KINDS; k++) {
 		if (!(st->khits[k] + st->kmisses[k]))
 			continue;
-		fprintf(out, "%-16s ", label[k]);
+		fprintf(out, "%-16s ", row->label);
 		hits_misses(out, st->khits[k], st->kmisses[k]);
-		fprintf(out, " (%s)\n",
-			k == TCFS_PROBE_VLLM ? "vLLM" : "Inductor");
+		fprintf(out, " (%s", row->cache);
+		if (st->khits_remote[k])
+			fprintf(out, "; %lld from the remote",
+				(long long)st->khits_remote[k]);
+		fputs(")\n", out);
 	}
 }
 
 static void print_probes(const struct stats *st, FILE *out)
 {
-	uint64_t fx = st->khits[TCFS_PROBE_FXGRAPH];
+	uint64_t fx = 0;
+
+	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
+		if (tcfs_probe_kind(k)->carries_kernels)
+			fx += st->khits[k];
 
 	/* No probe, no rate: 0.0% would read as a cold cache.  And an FX
 	 * graph hit brings its Triton kernels along without a probe of
@@ -698,6 +739,13 @@ static void remote_metrics(const struct stats *st, FILE *out)
 			 FIG_NAME(i));
 		counter(out, name, remote_help[i], (uint64_t)st->rfig[i]);
 	}
+	head(out, "tcfs_remote_hits_total", "counter",
+	     "Inductor's and vLLM's entries the fleet tier served, by kind.");
+	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
+		if (st->kfig[k])
+			fprintf(out, "tcfs_remote_hits_total{kind=\"%s\"} %lld\n",
+				tcfs_probe_name(k),
+				(long long)st->khits_remote[k]);
 	gauge(out, "tcfs_remote_breaker_open",
 	      "1 while the remote's circuit breaker is open (not asked).",
 	      st->breaker == 1);
@@ -746,8 +794,8 @@ int tcfs_report_metrics(struct tcfs_store *s,
 		goto out;
 	head(out, "tcfs_probes_total", "counter",
 	     "Cache probes by kind (kernel: a group file, module: a .so or "
-	     ".autotune.json; Inductor's: fxgraph, aotautograd, pycode, "
-	     "best_config; vllm) and result.");
+	     ".autotune.json; Inductor's and vLLM's: their entries) and "
+	     "result.");
 	for (int k = 1; k <= TCFS_PROBE_KINDS; k++)
 		fprintf(out, "tcfs_probes_total{kind=\"%s\",result=\"hit\"} %llu\n"
 			"tcfs_probes_total{kind=\"%s\",result=\"miss\"} %llu\n",

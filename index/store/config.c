@@ -51,6 +51,9 @@ const struct tcfs_config_key tcfs_config_keys[] = {
 	{ "remote-modules", TCFS_CONFIG_TEXT, 0, 0, 0,
 	  "on: launcher modules (.so) are fetched too (off by default: code "
 	  "every node loads)" },
+	{ "remote-inductor", TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "Inductor's and vLLM's entries through the remote: off (the "
+	  "default), signed (only HMAC-signed ones), any (as PyTorch's own)" },
 	{ "remote-key-format", TCFS_CONFIG_TEXT, 0, 0, 0,
 	  "Redis key names, as TRITON_REDIS_KEY_FORMAT (default "
 	  "triton:{key}:{filename})" },

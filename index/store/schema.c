@@ -366,6 +366,56 @@ static const char schema_v15[] =
 	"CREATE INDEX nodes_private ON nodes(name)"
 	"  WHERE name GLOB '" TCFS_NAME_PRIVATE_PREFIX "*';";
 
+/*
+ * Version 16: the kind of a probe is checked in C (index/model/entry.h,
+ * event.c), no longer by a CHECK that named every kind: a new kind is a
+ * row of that table, with no migration.  events and probe_counts are
+ * rebuilt as version 13 made them, less the CHECK on kind.
+ */
+static const char schema_v16[] =
+	"CREATE TABLE events_v16 ("
+	"  id     INTEGER PRIMARY KEY,"
+	"  time   INTEGER NOT NULL,"
+	"  pid    INTEGER NOT NULL,"
+	"  comm   TEXT NOT NULL,"
+	"  key    TEXT NOT NULL,"
+	"  name   TEXT,"
+	"  kind   TEXT NOT NULL,"
+	"  hit    INTEGER NOT NULL CHECK (hit IN (0, 1)),"
+	"  view   TEXT NOT NULL DEFAULT '',"
+	"  uid    INTEGER NOT NULL DEFAULT -1,"
+	"  remote INTEGER NOT NULL DEFAULT 0"
+	");"
+	"INSERT INTO events_v16 SELECT id, time, pid, comm, key, name, kind,"
+	"  hit, view, uid, remote FROM events;"
+	"DROP TABLE events;"
+	"ALTER TABLE events_v16 RENAME TO events;"
+	"CREATE INDEX events_time ON events(time);"
+	"CREATE INDEX events_uid ON events(uid);"
+	"CREATE TRIGGER evicted_requested AFTER INSERT ON events"
+	"  WHEN NEW.hit = 0 AND NEW.kind = 'kernel'"
+	"   AND EXISTS (SELECT 1 FROM evicted WHERE key = NEW.key)"
+	"  BEGIN"
+	"    INSERT INTO counters (name, value) VALUES ('evicted_requested', 1)"
+	"      ON CONFLICT (name) DO UPDATE SET value = value + 1;"
+	"  END;"
+	"CREATE TABLE probe_counts_v16 ("
+	"  key      TEXT NOT NULL,"
+	"  name     TEXT NOT NULL,"
+	"  kind     TEXT NOT NULL,"
+	"  hits     INTEGER NOT NULL,"
+	"  misses   INTEGER NOT NULL,"
+	"  first    INTEGER NOT NULL,"
+	"  last     INTEGER NOT NULL,"
+	"  last_hit INTEGER NOT NULL,"
+	"  uid      INTEGER NOT NULL DEFAULT -1,"
+	"  PRIMARY KEY (key, name, kind)"
+	") WITHOUT ROWID;"
+	"INSERT INTO probe_counts_v16 SELECT key, name, kind, hits, misses,"
+	"  first, last, last_hit, uid FROM probe_counts;"
+	"DROP TABLE probe_counts;"
+	"ALTER TABLE probe_counts_v16 RENAME TO probe_counts;";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -382,6 +432,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 13, schema_v13 },
 	{ 14, schema_v14 },
 	{ 15, schema_v15 },
+	{ 16, schema_v16 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))
