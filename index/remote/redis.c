@@ -359,7 +359,7 @@ static int rd_connect_ms(const struct rd_conn *c, int connect_ms)
 static int rd_connect(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 		      void **out)
 {
-	const struct tcfs_redis_own *own = (const void *)cfg->own;
+	const struct tcfs_redis_own *own = tcfs_redis_own_of(cfg);
 	struct rd_conn *c = calloc(1, sizeof(*c));
 	int rc, ms;
 

@@ -24,9 +24,16 @@ struct tcfs_redis_own {
 };
 
 /* c's Redis settings (in c, not owned); c's engine must be Redis. */
-static inline struct tcfs_redis_own *tcfs_redis_own(struct tcfs_remote_cfg *c)
+static inline struct tcfs_redis_own *
+tcfs_redis_own(struct tcfs_remote_cfg *c)
 {
 	return (struct tcfs_redis_own *)(void *)c->own;
+}
+
+static inline const struct tcfs_redis_own *
+tcfs_redis_own_of(const struct tcfs_remote_cfg *c)
+{
+	return (const struct tcfs_redis_own *)(const void *)c->own;
 }
 
 /* The engine's parts of the cfg (see struct tcfs_remote_ops). */

@@ -89,8 +89,9 @@ static int url_host(struct tcfs_redis_own *c, const char *s, size_t n)
 	c->host[hn] = '\0';
 	if (h != s && inet_pton(AF_INET6, c->host, v6) != 1)
 		return url_bad("bad IPv6 address", h, hn);
-	if (colon && (tcfs_remote_parse_u64(colon + 1, (size_t)(end - colon - 1), 65535,
-				&port) < 0 ||
+	if (colon && (tcfs_remote_parse_u64(colon + 1,
+					    (size_t)(end - colon - 1), 65535,
+					    &port) < 0 ||
 		      port == 0))
 		return url_bad("bad port", colon + 1,
 			       (size_t)(end - colon - 1));

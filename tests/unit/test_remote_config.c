@@ -19,10 +19,12 @@ static const char *dir;
 static void defaults(void)
 {
 	struct tcfs_remote_cfg c;
+	const struct tcfs_redis_own *o;
 
 	tcfs_remote_cfg_init(&c);
-	tap_ok(tcfs_redis_own(&c)->port == 6379 && tcfs_redis_own(&c)->db == 0 && !tcfs_redis_own(&c)->host[0] && !tcfs_redis_own(&c)->user[0] &&
-		       !tcfs_redis_own(&c)->pass[0] && c.hmac_len == 0,
+	o = tcfs_redis_own_of(&c);
+	tap_ok(o->port == 6379 && o->db == 0 && !o->host[0] && !o->user[0] &&
+		       !o->pass[0] && c.hmac_len == 0,
 	       "defaults: port 6379, db 0, no host, user or secret");
 	tap_ok(strcmp(c.key_format, TCFS_KEYFMT_DEFAULT) == 0 &&
 		       c.connect_ms == 50 && c.io_ms == 200 &&
@@ -39,14 +41,16 @@ static void url_ok(const char *url, const char *host, int port,
 		   const char *user, int db, const char *back)
 {
 	struct tcfs_remote_cfg c;
+	const struct tcfs_redis_own *o;
 	char buf[600];
 	int rc;
 
 	tcfs_remote_cfg_init(&c);
+	o = tcfs_redis_own_of(&c);
 	rc = tcfs_remote_cfg_url(&c, url);
 	tcfs_remote_cfg_url_of(&c, buf, sizeof(buf));
-	tap_ok(rc == 0 && strcmp(tcfs_redis_own(&c)->host, host) == 0 && tcfs_redis_own(&c)->port == port &&
-		       strcmp(tcfs_redis_own(&c)->user, user) == 0 && tcfs_redis_own(&c)->db == db &&
+	tap_ok(rc == 0 && strcmp(o->host, host) == 0 && o->port == port &&
+		       strcmp(o->user, user) == 0 && o->db == db &&
 		       strcmp(buf, back) == 0,
 	       "url %s: host %s port %d user '%s' db %d, shown %s", url, host,
 	       port, user, db, buf);
@@ -57,15 +61,17 @@ static void url_ok(const char *url, const char *host, int port,
 static void url_bad(const char *url, const char *want)
 {
 	struct tcfs_remote_cfg c;
+	const struct tcfs_redis_own *o;
 	int rc;
 
 	tcfs_remote_cfg_init(&c);
+	o = tcfs_redis_own_of(&c);
 	tcfs_remote_cfg_url(&c, "redis://keep:7000/3");
 	rc = tcfs_remote_cfg_url(&c, url);
 	tap_ok(rc == -EINVAL && strstr(tcfs_err_msg(), want) &&
 		       !strstr(tcfs_err_msg(), "s3cret") &&
-		       strcmp(tcfs_redis_own(&c)->host, "keep") == 0 && tcfs_redis_own(&c)->port == 7000 &&
-		       tcfs_redis_own(&c)->db == 3,
+		       strcmp(o->host, "keep") == 0 && o->port == 7000 &&
+		       o->db == 3,
 	       "url '%s' refused: %s", url, tcfs_err_msg());
 }
 

@@ -116,9 +116,12 @@ static void redis_stop(pid_t pid)
 
 static void cfg_make(struct tcfs_remote_cfg *c, int port)
 {
+	struct tcfs_redis_own *o;
+
 	tcfs_remote_cfg_init(c);
-	snprintf(tcfs_redis_own(c)->host, sizeof(tcfs_redis_own(c)->host), "127.0.0.1");
-	tcfs_redis_own(c)->port = port;
+	o = tcfs_redis_own(c);
+	snprintf(o->host, sizeof(o->host), "127.0.0.1");
+	o->port = port;
 }
 
 static struct tcfs_remote *open_at(int port, struct tcfs_remote_cfg *cfg)
@@ -170,8 +173,8 @@ static long long mget_calls(int port, int reset)
 static void direct_cmd(struct tcfs_remote *r, const char *cmd, const char *k,
 		       const void *val, size_t len)
 {
-	redisContext *c = direct(((const struct tcfs_redis_own *)(const void *)
-				    tcfs_remote_cfg_of(r)->own)->port, NULL);
+	redisContext *c = direct(tcfs_redis_own_of(tcfs_remote_cfg_of(r))->port,
+				   NULL);
 	redisReply *rep = NULL;
 
 	if (c && val)
@@ -477,26 +480,27 @@ static void stalled(void)
 static void password(void)
 {
 	struct tcfs_remote_cfg cfg;
+	struct tcfs_redis_own *rd = tcfs_redis_own(&cfg);
 	struct tcfs_remote *r;
 	int port;
 	pid_t pid = redis_start(&port, "sesame");
 
 	cfg_make(&cfg, port);
-	snprintf(tcfs_redis_own(&cfg)->pass, sizeof(tcfs_redis_own(&cfg)->pass), "wrong");
+	snprintf(rd->pass, sizeof(rd->pass), "wrong");
 	r = open_at(port, &cfg);
 	timed_sizes(r, -EACCES, "a wrong password: -EACCES");
 	tap_ok(strstr(tcfs_err_msg(), "AUTH") != NULL, "message: %s",
 	       tcfs_err_msg());
 	tcfs_remote_close(r);
-	tcfs_redis_own(&cfg)->pass[0] = '\0';
+	rd->pass[0] = '\0';
 	r = open_at(port, &cfg);
 	timed_sizes(r, -EACCES, "no password: -EACCES (NOAUTH)");
 	tcfs_remote_close(r);
-	snprintf(tcfs_redis_own(&cfg)->pass, sizeof(tcfs_redis_own(&cfg)->pass), "sesame");
+	snprintf(rd->pass, sizeof(rd->pass), "sesame");
 	r = open_at(port, &cfg);
 	timed_sizes(r, 0, "the password: answers");
 	tcfs_remote_close(r);
-	snprintf(tcfs_redis_own(&cfg)->user, sizeof(tcfs_redis_own(&cfg)->user), "default");
+	snprintf(rd->user, sizeof(rd->user), "default");
 	r = open_at(port, &cfg);
 	timed_sizes(r, 0, "user and password (AUTH user pass): answers");
 	tcfs_remote_close(r);
