@@ -15,15 +15,26 @@
 #include "index/base/utf8.h"
 #include "index/remote/config.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/remote.h"
 
 /* The longest wait any option may ask for: an hour. */
 #define MS_MAX 3600000
+/* The longest scheme a message shows. */
+#define SCHEME_SHOW_MAX 32
+
+/* Every engine, picked by its URL's scheme; the first is the default.  A
+ * new engine is its file and one row here. */
+static const struct tcfs_remote_ops *const engines[] = {
+	&tcfs_remote_redis,
+};
+
+#define NENGINES (sizeof(engines) / sizeof(engines[0]))
 
 void tcfs_remote_cfg_init(struct tcfs_remote_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->port = 6379;
-	c->db = 0;
+	c->engine = engines[0];
+	c->engine->init(c->own);
 	snprintf(c->key_format, sizeof(c->key_format), "%s",
 		 TCFS_KEYFMT_DEFAULT);
 	c->connect_ms = 50;
@@ -42,9 +53,8 @@ void tcfs_remote_cfg_init(struct tcfs_remote_cfg *c)
 	c->queue_max = 1024;
 }
 
-/* Strict decimal: digits only (no sign, space or base prefix), at most
- * max.  0, or -EINVAL. */
-static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
+int tcfs_remote_parse_u64(const char *s, size_t n, uint64_t max,
+			  uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -59,138 +69,6 @@ static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
 	}
 	*out = v;
 	return 0;
-}
-
-/* What a URL's parts may hold: no controls, space or URL delimiters. */
-static int url_text(const char *s, size_t n, const char *also_bad)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch <= 0x20 || ch >= 0x7f || strchr("/?#@%", ch) ||
-		    strchr(also_bad, ch))
-			return 0;
-	}
-	return 1;
-}
-
-static int url_bad(const char *what, const char *s, size_t n)
-{
-	char part[TCFS_REMOTE_HOST_MAX + 1], show[TCFS_UTF8_SHOW_MAX];
-
-	snprintf(part, sizeof(part), "%.*s", (int)n, s);
-	tcfs_utf8_printable(part, show, sizeof(show));
-	return tcfs_err_set(-EINVAL, "remote URL: %s '%s'", what, show);
-}
-
-/* What a URL sets, kept apart until the whole URL is good (and away from
- * the secrets of the cfg). */
-struct url {
-	char host[TCFS_REMOTE_HOST_MAX + 1];
-	char user[TCFS_REMOTE_USER_MAX + 1];
-	int port;
-	int db;
-};
-
-/* The user part, before '@' (s, n bytes).  A ':' in it is a password. */
-static int url_user(struct url *c, const char *s, size_t n)
-{
-	if (memchr(s, ':', n))
-		return tcfs_err_set(-EINVAL,
-				    "remote URL: a password in the URL is "
-				    "refused (ps and fstab show it): put it "
-				    "in a file named by remote_auth_file");
-	if (n == 0 || n > TCFS_REMOTE_USER_MAX || !url_text(s, n, ""))
-		return url_bad("bad user", s, n);
-	memcpy(c->user, s, n);
-	c->user[n] = '\0';
-	return 0;
-}
-
-/* HOST or [V6], then :PORT or nothing (s, n bytes). */
-static int url_host(struct url *c, const char *s, size_t n)
-{
-	const char *h = s, *end = s + n, *colon;
-	size_t hn;
-	uint64_t port = 6379;
-	unsigned char v6[16];
-
-	if (n && *s == '[') {
-		const char *rb = memchr(s, ']', n);
-
-		if (!rb)
-			return url_bad("no ']' after IPv6 host", s, n);
-		h = s + 1;
-		hn = (size_t)(rb - h);
-		colon = rb + 1 < end ? rb + 1 : NULL;
-		if (colon && *colon != ':')
-			return url_bad("bad text after IPv6 host", rb + 1,
-				       (size_t)(end - rb - 1));
-	} else {
-		colon = memchr(s, ':', n);
-		hn = colon ? (size_t)(colon - s) : n;
-	}
-	if (hn == 0 || hn > TCFS_REMOTE_HOST_MAX ||
-	    !url_text(h, hn, h == s ? "[]:" : "[]"))
-		return url_bad("bad host", h, hn);
-	memcpy(c->host, h, hn);
-	c->host[hn] = '\0';
-	if (h != s && inet_pton(AF_INET6, c->host, v6) != 1)
-		return url_bad("bad IPv6 address", h, hn);
-	if (colon && (parse_u64(colon + 1, (size_t)(end - colon - 1), 65535,
-				&port) < 0 ||
-		      port == 0))
-		return url_bad("bad port", colon + 1,
-			       (size_t)(end - colon - 1));
-	c->port = (int)port;
-	return 0;
-}
-
-int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url)
-{
-	static const char scheme[] = "redis://";
-	struct url t = { .port = 6379 };
-	const char *a, *slash, *at;
-	uint64_t db = 0;
-	int rc;
-
-	if (strncmp(url, scheme, sizeof(scheme) - 1) != 0)
-		return tcfs_err_set(-EINVAL,
-				    "remote URL: must begin with redis:// "
-				    "(redis://[USER@]HOST[:PORT][/DB])");
-	a = url + sizeof(scheme) - 1;
-	slash = strchr(a, '/');
-	if (!slash)
-		slash = a + strlen(a);
-	at = memchr(a, '@', (size_t)(slash - a));
-	if (at) {
-		rc = url_user(&t, a, (size_t)(at - a));
-		if (rc < 0)
-			return rc;
-		a = at + 1;
-	}
-	rc = url_host(&t, a, (size_t)(slash - a));
-	if (rc < 0)
-		return rc;
-	if (*slash && slash[1] &&
-	    parse_u64(slash + 1, strlen(slash + 1), INT_MAX, &db) < 0)
-		return url_bad("bad database number", slash + 1,
-			       strlen(slash + 1));
-	memcpy(c->host, t.host, sizeof(c->host));
-	memcpy(c->user, t.user, sizeof(c->user));
-	c->port = t.port;
-	c->db = (int)db;
-	return 0;
-}
-
-void tcfs_remote_cfg_url_of(const struct tcfs_remote_cfg *c, char *buf,
-			    size_t len)
-{
-	int v6 = strchr(c->host, ':') != NULL;
-
-	snprintf(buf, len, "redis://%s%s%s%s%s:%d/%d", c->user,
-		 c->user[0] ? "@" : "", v6 ? "[" : "", c->host, v6 ? "]" : "",
-		 c->port, c->db);
 }
 
 /* Checks what fstat says of a secret file: 0, or -EACCES/-EINVAL with a
@@ -297,7 +175,7 @@ static int set_int(const char *name, const char *v, int min, int max,
 
 	assert(min >= 0 && min <= max);
 	snprintf(what, sizeof(what), "a whole number from %d to %d", min, max);
-	if (parse_u64(v, strlen(v), (uint64_t)max, &u) < 0 ||
+	if (tcfs_remote_parse_u64(v, strlen(v), (uint64_t)max, &u) < 0 ||
 	    u < (uint64_t)min)
 		return bad_value(name, v, what);
 	*out = (int)u;
@@ -319,7 +197,7 @@ static int set_size(const char *name, const char *v, uint64_t *out)
 		shift = 10 * (unsigned)(k - units + 1);
 		u += strlen(u);
 	}
-	if (*u || parse_u64(v, n, max, &x) < 0 || x == 0 ||
+	if (*u || tcfs_remote_parse_u64(v, n, max, &x) < 0 || x == 0 ||
 	    x > max >> shift)
 		return bad_value(name, v, "a size from 1 to 1024G "
 					  "(bytes, or with K, M or G)");
@@ -351,25 +229,6 @@ static int set_key_format(struct tcfs_remote_cfg *c, const char *v)
 		return tcfs_err_prefix(rc, "remote_key_format");
 	snprintf(c->key_format, sizeof(c->key_format), "%s", v);
 	return 0;
-}
-
-/* The password goes to AUTH as text: a NUL in it would cut it short. */
-static int set_auth_file(struct tcfs_remote_cfg *c, const char *v)
-{
-	unsigned char pw[TCFS_REMOTE_SECRET_MAX];
-	size_t n = 0;
-	int rc;
-
-	rc = tcfs_remote_read_secret(v, pw, sizeof(pw), &n);
-	if (rc == 0 && memchr(pw, '\0', n))
-		rc = tcfs_err_set(-EINVAL, "%s: holds a NUL byte: a password "
-				  "is text", v);
-	if (rc == 0) {
-		memcpy(c->pass, pw, n);
-		c->pass[n] = '\0';
-	}
-	explicit_bzero(pw, sizeof(pw));
-	return rc < 0 ? tcfs_err_prefix(rc, "remote_auth_file") : 0;
 }
 
 static int set_key_file(struct tcfs_remote_cfg *c, const char *v)
@@ -440,8 +299,9 @@ static int set_breaker(struct tcfs_remote_cfg *c, const char *v)
 	size_t fn = colon ? (size_t)(colon - v) : strlen(v);
 	uint64_t f, ms = (uint64_t)c->breaker_open_ms;
 
-	if (parse_u64(v, fn, 1000000, &f) < 0 || f == 0 ||
-	    (colon && (parse_u64(colon + 1, strlen(colon + 1), MS_MAX, &ms) <
+	if (tcfs_remote_parse_u64(v, fn, 1000000, &f) < 0 || f == 0 ||
+	    (colon && (tcfs_remote_parse_u64(colon + 1, strlen(colon + 1),
+						MS_MAX, &ms) <
 			       0 ||
 		       ms == 0)))
 		return bad_value("breaker", v, "FAILS or FAILS:MS (failures in "
@@ -493,7 +353,6 @@ static const struct {
 	int (*set)(struct tcfs_remote_cfg *c, const char *v);
 } options[] = {
 	{ "key_format", set_key_format },
-	{ "auth_file", set_auth_file },
 	{ "key_file", set_key_file },
 	{ "publish", set_publish },
 	{ "trust", set_trust },
@@ -529,10 +388,88 @@ int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
 			const char *value)
 {
 	char show[TCFS_UTF8_SHOW_MAX];
+	int rc;
 
+	assert(c->engine);
 	for (size_t i = 0; i < sizeof(options) / sizeof(*options); i++)
 		if (strcmp(name, options[i].name) == 0)
 			return options[i].set(c, value);
+	rc = c->engine->set(c->own, name, value);
+	if (rc != -ENOENT)
+		return rc;
 	tcfs_utf8_printable(name, show, sizeof(show));
 	return tcfs_err_set(-ENOENT, "remote_%s: no such option", show);
+}
+
+/* The engines' schemes, for a message: "redis://, s3://". */
+static void schemes_known(char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < NENGINES && at < len; i++) {
+		int n = snprintf(buf + at, len - at, "%s%s://", i ? ", " : "",
+				 engines[i]->scheme);
+
+		at += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* Only the scheme is shown, never the URL: its rest may hold a password
+ * (an unknown scheme's rules are not known). */
+static int scheme_bad(const char *url, size_t n)
+{
+	char part[SCHEME_SHOW_MAX + 1], show[TCFS_UTF8_SHOW_MAX];
+	char known[256];
+
+	schemes_known(known, sizeof(known));
+	if (n == 0)
+		return tcfs_err_set(-EINVAL, "remote URL: no scheme (known: "
+				    "%s, as in redis://HOST)", known);
+	snprintf(part, sizeof(part), "%.*s", (int)n, url);
+	tcfs_utf8_printable(part, show, sizeof(show));
+	return tcfs_err_set(-EINVAL, "remote URL: unknown scheme '%s' "
+			    "(known: %s)", show, known);
+}
+
+static const struct tcfs_remote_ops *engine_of(const char *url, size_t n)
+{
+	for (size_t i = 0; i < NENGINES; i++)
+		if (strlen(engines[i]->scheme) == n &&
+		    strncmp(url, engines[i]->scheme, n) == 0)
+			return engines[i];
+	return NULL;
+}
+
+int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url)
+{
+	_Alignas(max_align_t) unsigned char own[TCFS_REMOTE_OWN_MAX];
+	const char *sep = strstr(url, "://");
+	size_t n = sep ? (size_t)(sep - url) : 0;
+	const struct tcfs_remote_ops *e = sep ? engine_of(url, n) : NULL;
+	int rc;
+
+	if (!e)
+		return scheme_bad(url, n);
+	/* The same engine keeps what the URL does not say (a password); a
+	 * new one starts from its defaults.  Either way, a copy until the
+	 * whole URL is good. */
+	if (e == c->engine)
+		memcpy(own, c->own, sizeof(own));
+	else
+		e->init(own);
+	rc = e->parse_url(own, sep + 3);
+	if (rc == 0) {
+		memcpy(c->own, own, sizeof(own));
+		c->engine = e;
+	}
+	explicit_bzero(own, sizeof(own));
+	return rc;
+}
+
+void tcfs_remote_cfg_url_of(const struct tcfs_remote_cfg *c, char *buf,
+			    size_t len)
+{
+	assert(c->engine);
+	c->engine->url_of(c->own, buf, len);
 }

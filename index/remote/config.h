@@ -1,16 +1,22 @@
 /*
  * config: how the mount reaches its remote tier, and what it accepts from
- * it.  Filled from a URL (redis://[USER@]HOST[:PORT][/DB]) and the mount's
+ * it.  Filled from a URL (SCHEME://REST: the scheme picks the engine from
+ * one table, config.c's engines; only redis:// today) and the mount's
  * remote_* options (or the store's config keys of the same meaning), then
- * handed to tcfs_remote_open.  Secrets (the password, the HMAC key) are
- * read from files only, never taken from a command line: a file that
- * another user could read or write is refused.
+ * handed to tcfs_remote_open.  What every engine shares is kept here; what
+ * one engine alone needs (Redis: host, port, db, user, password) is its
+ * own, kept in the cfg's engine area, which only the engine reads.
+ * Secrets (the password, the HMAC key) are read from files only, never
+ * taken from a command line: a file that another user could read or
+ * write is refused.
  */
 #ifndef TCFS_REMOTE_CONFIG_H
 #define TCFS_REMOTE_CONFIG_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+struct tcfs_remote_ops;
 
 /* What is published of a kernel that lands here. */
 enum tcfs_remote_publish {
@@ -39,18 +45,13 @@ enum tcfs_remote_inductor {
 				 * remote cache, which is not at all */
 };
 
-#define TCFS_REMOTE_HOST_MAX 255
-#define TCFS_REMOTE_USER_MAX 128
 #define TCFS_REMOTE_SECRET_MAX 512
+/* Room for an engine's own settings (Redis needs about 900 bytes). */
+#define TCFS_REMOTE_OWN_MAX 2048
 #define TCFS_REMOTE_KEYFMT_MAX 512
 
 struct tcfs_remote_cfg {
-	char host[TCFS_REMOTE_HOST_MAX + 1];
-	int port;			/* default 6379 */
-	int db;				/* SELECT; default 0 */
-	char user[TCFS_REMOTE_USER_MAX + 1];	/* "" : AUTH with a
-						 * password only */
-	char pass[TCFS_REMOTE_SECRET_MAX + 1];	/* "" : no AUTH */
+	const struct tcfs_remote_ops *engine;	/* the URL's scheme's */
 	char key_format[TCFS_REMOTE_KEYFMT_MAX + 1];	/* keyfmt.h */
 	unsigned char hmac_key[TCFS_REMOTE_SECRET_MAX];
 	size_t hmac_len;		/* 0: no key (nothing is signed) */
@@ -72,23 +73,31 @@ struct tcfs_remote_cfg {
 	uint64_t file_max;		/* bytes of one value; 64 MiB */
 	uint64_t kernel_max;		/* bytes of one kernel; 256 MiB */
 	int queue_max;			/* publish queue; default 1024 */
+	/* The engine's own settings: opaque here, laid out by the engine
+	 * (redis.h), aligned for any type it may hold. */
+	_Alignas(max_align_t) unsigned char own[TCFS_REMOTE_OWN_MAX];
 };
 
-/* The defaults above, no host. */
+/* The defaults above, the first engine's (Redis) with its defaults, no
+ * host. */
 void tcfs_remote_cfg_init(struct tcfs_remote_cfg *c);
 
-/* Sets host, port, user and db from redis://[USER@]HOST[:PORT][/DB]
- * (HOST may be [v6addr]).  A password in the URL is refused: it would be
- * seen in ps and in fstab.  0, or -EINVAL with a message (err.h). */
+/* Picks the engine of url's scheme (SCHEME://REST) and has it parse REST:
+ * Redis takes redis://[USER@]HOST[:PORT][/DB] (HOST may be [v6addr]) and
+ * refuses a password in it (ps and fstab would show it).  The engine's
+ * settings not in the URL (a password) are kept when the engine stays the
+ * same.  0, or -EINVAL with a message (err.h), c unchanged: an unknown
+ * scheme, or none, is named with the schemes known. */
 int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url);
 
 /* Sets one option by its mount-option name without the "remote_" prefix:
  * key_format, auth_file, key_file, publish (all|binary|off), trust
  * (any|checked|signed), modules (on|off), inductor (off|signed|any), ttl
  * (seconds), connect_timeout and timeout (ms), budget (ms), breaker (FAILS
- * or FAILS:MS), miss_ttl (ms), conns, file_max, kernel_max (bytes, with K/M/G).  auth_file and
- * key_file are read now (tcfs_remote_read_secret).  0, -ENOENT for a name
- * that is not an option, or -EINVAL with a message naming it. */
+ * or FAILS:MS), miss_ttl (ms), conns, file_max, kernel_max (bytes, with
+ * K/M/G); then any name the engine knows (Redis: auth_file).  auth_file
+ * and key_file are read now (tcfs_remote_read_secret).  0, -ENOENT for a
+ * name that is not an option, or -EINVAL with a message naming it. */
 int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
 			const char *value);
 
@@ -105,7 +114,13 @@ int tcfs_remote_cfg_check(const struct tcfs_remote_cfg *c);
 int tcfs_remote_read_secret(const char *path, unsigned char *buf,
 			    size_t len, size_t *n);
 
-/* The URL again, for messages and status: no secret in it. */
+/* The URL again, as c's engine renders it, for messages and status: no
+ * secret in it. */
+/* Strict decimal: digits only (no sign, space or base prefix), s n
+ * bytes, at most max.  0, or -EINVAL (no message). */
+int tcfs_remote_parse_u64(const char *s, size_t n, uint64_t max,
+			  uint64_t *out);
+
 void tcfs_remote_cfg_url_of(const struct tcfs_remote_cfg *c, char *buf,
 			    size_t len);
 

@@ -13,6 +13,7 @@
 #include "index/base/err.h"
 #include "index/base/text.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/redis.h"
 #include "index/remote/remote.h"
 
 /* A reply may read this much past its own bound: one read of hiredis
@@ -306,7 +307,7 @@ static int rd_status(struct rd_conn *c, int argc, const char **argv,
 
 /* AUTH and SELECT as cfg says.  An error reply to AUTH, whatever its
  * words (older servers say "ERR invalid password"), is a refusal. */
-static int rd_login(struct rd_conn *c, const struct tcfs_remote_cfg *cfg)
+static int rd_login(struct rd_conn *c, const struct tcfs_redis_own *cfg)
 {
 	const char *argv[3] = { "AUTH", cfg->user, cfg->pass };
 	char db[16];
@@ -358,6 +359,7 @@ static int rd_connect_ms(const struct rd_conn *c, int connect_ms)
 static int rd_connect(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 		      void **out)
 {
+	const struct tcfs_redis_own *own = tcfs_redis_own_of(cfg);
 	struct rd_conn *c = calloc(1, sizeof(*c));
 	int rc, ms;
 
@@ -365,8 +367,8 @@ static int rd_connect(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 	if (!c)
 		return -ENOMEM;
 	snprintf(c->where, sizeof(c->where),
-		 strchr(cfg->host, ':') ? "[%s]:%d" : "%s:%d", cfg->host,
-		 cfg->port);
+		 strchr(own->host, ':') ? "[%s]:%d" : "%s:%d", own->host,
+		 own->port);
 	c->io_ms = cfg->io_ms;
 	rd_until(c, until_ns);
 	ms = rd_connect_ms(c, cfg->connect_ms);
@@ -375,7 +377,7 @@ static int rd_connect(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 				  " left", c->where);
 		goto fail;
 	}
-	c->ctx = redisConnectWithTimeout(cfg->host, cfg->port, rd_tv(ms));
+	c->ctx = redisConnectWithTimeout(own->host, own->port, rd_tv(ms));
 	if (!c->ctx) {
 		rc = -ENOMEM;
 		goto fail;
@@ -389,7 +391,7 @@ static int rd_connect(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 	c->fns.createArray = rd_array;
 	c->ctx->reader->fn = &c->fns;
 	c->ctx->reader->privdata = c;
-	rc = rd_login(c, cfg);
+	rc = rd_login(c, own);
 	if (rc)
 		goto fail;
 	*out = c;
@@ -756,6 +758,10 @@ static int rd_scan(void *conn, const char *pattern, size_t max,
 
 const struct tcfs_remote_ops tcfs_remote_redis = {
 	.scheme = "redis",
+	.init = tcfs_redis_init,
+	.parse_url = tcfs_redis_parse_url,
+	.url_of = tcfs_redis_url_of,
+	.set = tcfs_redis_set,
 	.connect = rd_connect,
 	.until = rd_until,
 	.close = rd_close,

@@ -40,8 +40,6 @@ struct tcfs_remote {
 	struct slot slots[];
 };
 
-static const struct tcfs_remote_ops *const engines[] = { &tcfs_remote_redis };
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -60,8 +58,8 @@ int tcfs_remote_open(const struct tcfs_remote_cfg *cfg,
 	r = calloc(1, sizeof(*r) + n * sizeof(r->slots[0]));
 	if (!r)
 		return -ENOMEM;
-	/* Only Redis for now: cfg has no scheme of its own yet. */
-	r->ops = engines[0];
+	assert(cfg->engine);
+	r->ops = cfg->engine;
 	r->cfg = *cfg;
 	r->nslots = n;
 	pthread_mutex_init(&r->bmu, NULL);

@@ -44,7 +44,15 @@ struct tcfs_remote_kv {
  * whatever sizes the peer claims; an error other than -ENOENT or -EFBIG
  * leaves the connection to be closed. */
 struct tcfs_remote_ops {
-	const char *scheme;	/* "redis" */
+	const char *scheme;	/* "redis": URLs of it are this engine's */
+	/* The engine's settings (own: the cfg's engine area, config.h), to
+	 * its defaults; from the URL after "SCHEME://" (0, or -EINVAL with a
+	 * message, own as it was); back as a URL with no secret; and one
+	 * remote_NAME option of the engine's own (-ENOENT: not one). */
+	void (*init)(void *own);
+	int (*parse_url)(void *own, const char *rest);
+	void (*url_of)(const void *own, char *buf, size_t len);
+	int (*set)(void *own, const char *name, const char *value);
 	/* Connects and logs in, within connect_ms and until_ns. */
 	int (*connect)(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 		       void **conn);

@@ -10,6 +10,8 @@
 #include "index/remote/config.h"
 #include "index/remote/keyfmt.h"
 #include "index/remote/option.h"
+#include "index/remote/redis.h"
+#include "index/remote/remote.h"
 #include "tap.h"
 
 static const char *dir;
@@ -17,10 +19,12 @@ static const char *dir;
 static void defaults(void)
 {
 	struct tcfs_remote_cfg c;
+	const struct tcfs_redis_own *o;
 
 	tcfs_remote_cfg_init(&c);
-	tap_ok(c.port == 6379 && c.db == 0 && !c.host[0] && !c.user[0] &&
-		       !c.pass[0] && c.hmac_len == 0,
+	o = tcfs_redis_own_of(&c);
+	tap_ok(o->port == 6379 && o->db == 0 && !o->host[0] && !o->user[0] &&
+		       !o->pass[0] && c.hmac_len == 0,
 	       "defaults: port 6379, db 0, no host, user or secret");
 	tap_ok(strcmp(c.key_format, TCFS_KEYFMT_DEFAULT) == 0 &&
 		       c.connect_ms == 50 && c.io_ms == 200 &&
@@ -37,14 +41,16 @@ static void url_ok(const char *url, const char *host, int port,
 		   const char *user, int db, const char *back)
 {
 	struct tcfs_remote_cfg c;
+	const struct tcfs_redis_own *o;
 	char buf[600];
 	int rc;
 
 	tcfs_remote_cfg_init(&c);
+	o = tcfs_redis_own_of(&c);
 	rc = tcfs_remote_cfg_url(&c, url);
 	tcfs_remote_cfg_url_of(&c, buf, sizeof(buf));
-	tap_ok(rc == 0 && strcmp(c.host, host) == 0 && c.port == port &&
-		       strcmp(c.user, user) == 0 && c.db == db &&
+	tap_ok(rc == 0 && strcmp(o->host, host) == 0 && o->port == port &&
+		       strcmp(o->user, user) == 0 && o->db == db &&
 		       strcmp(buf, back) == 0,
 	       "url %s: host %s port %d user '%s' db %d, shown %s", url, host,
 	       port, user, db, buf);
@@ -55,15 +61,17 @@ static void url_ok(const char *url, const char *host, int port,
 static void url_bad(const char *url, const char *want)
 {
 	struct tcfs_remote_cfg c;
+	const struct tcfs_redis_own *o;
 	int rc;
 
 	tcfs_remote_cfg_init(&c);
+	o = tcfs_redis_own_of(&c);
 	tcfs_remote_cfg_url(&c, "redis://keep:7000/3");
 	rc = tcfs_remote_cfg_url(&c, url);
 	tap_ok(rc == -EINVAL && strstr(tcfs_err_msg(), want) &&
 		       !strstr(tcfs_err_msg(), "s3cret") &&
-		       strcmp(c.host, "keep") == 0 && c.port == 7000 &&
-		       c.db == 3,
+		       strcmp(o->host, "keep") == 0 && o->port == 7000 &&
+		       o->db == 3,
 	       "url '%s' refused: %s", url, tcfs_err_msg());
 }
 
@@ -314,19 +322,70 @@ static void secret_options(void)
 
 	tcfs_remote_cfg_init(&c);
 	set_ok(&c, "auth_file", secret("s", "hunter2\n", 8, 0600));
-	tap_ok(strcmp(c.pass, "hunter2") == 0, "auth_file fills the password");
+	tap_ok(strcmp(tcfs_redis_own(&c)->pass, "hunter2") == 0,
+	       "auth_file fills the password");
 	set_ok(&c, "key_file", secret("s", "k\0ey", 4, 0600));
 	tap_ok(c.hmac_len == 4 && !memcmp(c.hmac_key, "k\0ey", 4),
 	       "key_file fills the HMAC key, bytes as they are");
 	tap_eq(tcfs_remote_cfg_set(&c, "auth_file",
 				   secret("s", "a\0b", 3, 0600)),
 	       -EINVAL, "a password with a NUL refused");
-	tap_ok(strcmp(c.pass, "hunter2") == 0 &&
+	tap_ok(strcmp(tcfs_redis_own(&c)->pass, "hunter2") == 0 &&
 		       strstr(tcfs_err_msg(), "remote_auth_file"),
 	       "and the password kept: %s", tcfs_err_msg());
 	tap_eq(tcfs_remote_cfg_set(&c, "key_file",
 				   secret("s", "k", 1, 0666)),
 	       -EACCES, "remote_key_file of mode 0666 refused");
+}
+
+/* The URL's scheme picks the engine from the table; an unknown one, or
+ * none, is refused naming the schemes known, and never shows the rest of
+ * the URL (a password may be in it). */
+static void engines(void)
+{
+	struct tcfs_remote_cfg c;
+
+	tcfs_remote_cfg_init(&c);
+	tap_ok(c.engine == &tcfs_remote_redis, "the default engine: redis");
+	c.engine = NULL;
+	tap_eq(tcfs_remote_cfg_url(&c, "redis://h:7000"), 0, "redis:// taken");
+	tap_ok(c.engine == &tcfs_remote_redis &&
+		       tcfs_redis_own(&c)->port == 7000,
+	       "redis:// picks the redis engine, which parses the rest");
+	tap_eq(tcfs_remote_cfg_url(&c, "http://u:s3cret@x"), -EINVAL,
+	       "http:// refused");
+	tap_ok(strstr(tcfs_err_msg(), "unknown scheme 'http' (known: "
+				      "redis://)") &&
+		       !strstr(tcfs_err_msg(), "s3cret") &&
+		       c.engine == &tcfs_remote_redis,
+	       "named with the schemes known, no secret: %s", tcfs_err_msg());
+	tap_eq(tcfs_remote_cfg_url(&c, "cache:6379"), -EINVAL,
+	       "no scheme refused");
+	tap_ok(!!strstr(tcfs_err_msg(), "no scheme (known: redis://"),
+	       "named with the schemes known: %s", tcfs_err_msg());
+	tap_eq(tcfs_remote_cfg_url(&c, "://h"), -EINVAL, "empty scheme");
+}
+
+/* The engine's own option goes to the engine; a URL given later keeps
+ * it, and the URL rendered back never holds it. */
+static void engine_options(void)
+{
+	struct tcfs_remote_cfg c;
+	char buf[600];
+
+	tcfs_remote_cfg_init(&c);
+	set_ok(&c, "auth_file", secret("s", "pw-s3cret", 9, 0600));
+	tap_eq(tcfs_remote_cfg_url(&c, "redis://u@h:1/2"), 0, "then a URL");
+	tcfs_remote_cfg_url_of(&c, buf, sizeof(buf));
+	tap_ok(strcmp(tcfs_redis_own(&c)->pass, "pw-s3cret") == 0 &&
+		       strcmp(buf, "redis://u@h:1/2") == 0,
+	       "the password kept by the engine, not shown: %s", buf);
+	tap_eq(tcfs_remote_redis.set(c.own, "timeout", "5"), -ENOENT,
+	       "the engine knows its own options only");
+	tap_eq(tcfs_remote_cfg_set(&c, "nosuch", "1"), -ENOENT,
+	       "a name neither knows: -ENOENT");
+	tap_ok(!!strstr(tcfs_err_msg(), "remote_nosuch: no such option"),
+	       "named: %s", tcfs_err_msg());
 }
 
 /* remote_trust=signed with no key would refuse every kernel, each
@@ -367,6 +426,8 @@ int main(void)
 	secrets();
 	secret_kinds();
 	secret_options();
+	engines();
+	engine_options();
 	signed_needs_key();
 	tap_rmtree(dir);
 	return tap_done();

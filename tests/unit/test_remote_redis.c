@@ -14,21 +14,10 @@
 
 #include "index/base/err.h"
 #include "index/remote/keyfmt.h"
+#include "index/remote/redis.h"
 #include "index/remote/remote.h"
 #include "index/remote/wire.h"
 #include "tap.h"
-
-/* TEMP STUBS until remote-lib lands */
-void tcfs_remote_cfg_init(struct tcfs_remote_cfg *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->port = 6379; c->connect_ms = 50; c->io_ms = 200; c->budget_ms = 500;
-	c->breaker_fails = 3; c->breaker_open_ms = 30000; c->conns = 4;
-	c->file_max = 64 << 20; c->kernel_max = 256 << 20;
-	snprintf(c->key_format, sizeof(c->key_format), "%s", TCFS_KEYFMT_DEFAULT);
-}
-int tcfs_keyfmt_expand(const char *fmt, const char *key, const char *filename, char *buf, size_t len)
-{ (void)fmt; return snprintf(buf, len, "triton:%s:%s", key, filename) < (int)len ? 0 : -ENAMETOOLONG; }
 
 #define KEY "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
 
@@ -127,9 +116,12 @@ static void redis_stop(pid_t pid)
 
 static void cfg_make(struct tcfs_remote_cfg *c, int port)
 {
+	struct tcfs_redis_own *o;
+
 	tcfs_remote_cfg_init(c);
-	snprintf(c->host, sizeof(c->host), "127.0.0.1");
-	c->port = port;
+	o = tcfs_redis_own(c);
+	snprintf(o->host, sizeof(o->host), "127.0.0.1");
+	o->port = port;
 }
 
 static struct tcfs_remote *open_at(int port, struct tcfs_remote_cfg *cfg)
@@ -181,7 +173,8 @@ static long long mget_calls(int port, int reset)
 static void direct_cmd(struct tcfs_remote *r, const char *cmd, const char *k,
 		       const void *val, size_t len)
 {
-	redisContext *c = direct(tcfs_remote_cfg_of(r)->port, NULL);
+	redisContext *c = direct(tcfs_redis_own_of(tcfs_remote_cfg_of(r))->port,
+				   NULL);
 	redisReply *rep = NULL;
 
 	if (c && val)
@@ -487,26 +480,27 @@ static void stalled(void)
 static void password(void)
 {
 	struct tcfs_remote_cfg cfg;
+	struct tcfs_redis_own *rd = tcfs_redis_own(&cfg);
 	struct tcfs_remote *r;
 	int port;
 	pid_t pid = redis_start(&port, "sesame");
 
 	cfg_make(&cfg, port);
-	snprintf(cfg.pass, sizeof(cfg.pass), "wrong");
+	snprintf(rd->pass, sizeof(rd->pass), "wrong");
 	r = open_at(port, &cfg);
 	timed_sizes(r, -EACCES, "a wrong password: -EACCES");
 	tap_ok(strstr(tcfs_err_msg(), "AUTH") != NULL, "message: %s",
 	       tcfs_err_msg());
 	tcfs_remote_close(r);
-	cfg.pass[0] = '\0';
+	rd->pass[0] = '\0';
 	r = open_at(port, &cfg);
 	timed_sizes(r, -EACCES, "no password: -EACCES (NOAUTH)");
 	tcfs_remote_close(r);
-	snprintf(cfg.pass, sizeof(cfg.pass), "sesame");
+	snprintf(rd->pass, sizeof(rd->pass), "sesame");
 	r = open_at(port, &cfg);
 	timed_sizes(r, 0, "the password: answers");
 	tcfs_remote_close(r);
-	snprintf(cfg.user, sizeof(cfg.user), "default");
+	snprintf(rd->user, sizeof(rd->user), "default");
 	r = open_at(port, &cfg);
 	timed_sizes(r, 0, "user and password (AUTH user pass): answers");
 	tcfs_remote_close(r);
