@@ -178,6 +178,63 @@ check_eq "any with a key: an unsigned sidecar is refused (its writer has no key)
 check_eq "any with a key: what stock PyTorch wrote (no sidecar) is served" \
 	"hit $STOCK_NAME" "$(probe "$M_dk" "$FS")"
 
+# --- vLLM's rank dirs ---------------------------------------------------------
+
+VH=5d1b0f3c7a
+# vllm_write MNT RANK: a rank dir's files as vLLM writes them: the
+# artifact renamed into place, its index written in place (no rename).
+vllm_write() {
+	local d=$1/vllm/torch_compile_cache/$VH/rank_0_$2
+	mkdir -p "$d/backbone" &&
+		head -c 5000 /dev/urandom >"$d/backbone/.a.tmp" &&
+		mv "$d/backbone/.a.tmp" "$d/backbone/artifact_compile_range_1_8192_subgraph_0" &&
+		echo "{(1, 0, 'inductor'): ('r$2', 'x')}" >"$d/backbone/vllm_compile_cache.py" &&
+		printf 'graph of rank %s\n' "$2" >"$d/computation_graph.py"
+}
+vllm_write "$M_a" 0
+vllm_write "$M_a" 1
+AOTD=$M_a/vllm/torch_compile_cache/torch_aot_compile/$VH/rank_0_0
+mkdir -p "$AOTD" && head -c 3000 /dev/urandom >"$AOTD/model"
+for _ in $(seq 100); do
+	[ "$(pt2_keys 'tcfs:vllm:*:tcfs')" -ge 3 ] && break
+	sleep 0.1
+done
+sleep 1
+check_eq "A published each rank dir whole, as one value with its sidecar" \
+	"3 3" "$(pt2_keys 'tcfs:vllm:*/rank_0_?') $(pt2_keys 'tcfs:vllm:*:tcfs')"
+check_eq "under documented keys" \
+	"tcfs:vllm:torch_aot_compile/$VH/rank_0_0 tcfs:vllm:torch_compile_cache/$VH/rank_0_0 tcfs:vllm:torch_compile_cache/$VH/rank_0_1" \
+	"$(rcli --scan --pattern 'tcfs:vllm:*/rank_0_?' | sort | tr '\n' ' ' | sed 's/ $//')"
+# tree MNT: every file below the vLLM root, with its checksum.
+tree() {
+	(cd "$1/vllm" 2>/dev/null && find . -type f -exec md5sum {} + | sort -k2)
+}
+VB=$M_b/vllm/torch_compile_cache/$VH
+check "B has no vLLM dir of its own" [ ! -e "$S_b/vllm" ]
+mkdir -p "$M_b/vllm"
+check "B: the rank dir of rank 0 is there, fetched whole" [ -d "$VB/rank_0_0/backbone" ]
+check "B: and rank 1's" [ -e "$VB/rank_0_1/backbone/vllm_compile_cache.py" ]
+check "B: and the AOT path's" [ -e "$M_b/vllm/torch_compile_cache/torch_aot_compile/$VH/rank_0_0/model" ]
+check_eq "B holds A's vLLM files, byte for byte" "$(tree "$M_a")" "$(tree "$M_b")"
+check_eq "B: the remote's vLLM hits counted" "3" "$(wait_fig "$S_b" vllm_hits 3)"
+check "B: a rank the remote has not: a plain miss" [ ! -e "$VB/rank_0_7" ]
+mkdir "$VB/rank_0_7"
+check "and vLLM makes it as usual" [ -d "$VB/rank_0_7" ]
+
+# A's rank 1 pack flipped by one byte in Redis: refused under signed.
+"$PYR" - "$RPORT" "tcfs:vllm:torch_compile_cache/$VH/rank_0_1" <<'PY'
+import sys, redis
+r = redis.Redis(port=int(sys.argv[1]))
+v = bytearray(r.get(sys.argv[2]))
+v[-10] ^= 1
+r.set(sys.argv[2], bytes(v))
+PY
+mount_node v "$SIGNED"
+mkdir -p "$M_v/vllm"
+check "a flipped pack is refused: rank 1 not landed" [ ! -e "$M_v/vllm/torch_compile_cache/$VH/rank_0_1" ]
+check "the other ranks still land" [ -e "$M_v/vllm/torch_compile_cache/$VH/rank_0_0/computation_graph.py" ]
+check_eq "one refusal counted" "1" "$(wait_fig "$S_v" refused 1)"
+
 # --- off ----------------------------------------------------------------------
 
 keys=$(rcli dbsize)
