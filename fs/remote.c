@@ -181,8 +181,8 @@ static int fetches_dir(enum tcfs_probe kind)
 	return k->holds_entries || k->remote == TCFS_ENTRY_REMOTE_TCFS;
 }
 
-/* The key of a pack of a dir in dir: "PARENT/DIR" by name (vLLM's
- * torch_compile_cache/HASH, torch_aot_compile/HASH), *up the parent. */
+/* The key of a pack of a dir in dir: "PARENT/DIR" by name (a vLLM HASH
+ * dir and the dir it is in: entry.h), *up the parent. */
 static int pack_key(struct tcfs_fs *fs, const struct tcfs_node *dir,
 		    struct tcfs_node *up, char *buf, size_t len)
 {
@@ -390,8 +390,9 @@ int fs_remote_above(struct tcfs_fs *fs, uint64_t parent,
 	    tcfs_ns_get(fs->store, parent, &p) < 0)
 		return -ENOENT;
 	/* A vLLM rank dir is fetched whole, as one pack. */
-	if (tcfs_entry_rank_dir(fs->store, &p, nm->s)) {
-		if (fs_remote_fetch(fs, &p, nm, TCFS_PROBE_VLLM, &to) < 0)
+	k = tcfs_entry_rank_dir(fs->store, &p, nm->s);
+	if (k) {
+		if (fs_remote_fetch(fs, &p, nm, k, &to) < 0)
 			return 1;
 		return tcfs_ns_lookup(fs->store, to.ino, nm->s, n) < 0 ? 1 : 0;
 	}
@@ -511,12 +512,14 @@ static int rank_written(struct tcfs_fs *fs, uint64_t dir)
 	    tcfs_ns_get(fs->store, dir, &d) < 0)
 		return 0;
 	for (int i = 0; i < TCFS_PACK_DEPTH && d.ino != TCFS_ROOT_INO; i++) {
+		enum tcfs_probe k;
+
 		if (tcfs_ns_get(fs->store, d.parent, &p) < 0)
 			return 0;
-		if (tcfs_entry_rank_dir(fs->store, &p, d.name)) {
+		k = tcfs_entry_rank_dir(fs->store, &p, d.name);
+		if (k) {
 			if (pack_key(fs, &p, &up, key, sizeof(key)) == 0)
-				enqueue(fs->remote, d.ino, key, d.name, 0,
-					TCFS_PROBE_VLLM);
+				enqueue(fs->remote, d.ino, key, d.name, 0, k);
 			return 1;
 		}
 		d = p;

@@ -218,7 +218,8 @@ static int entry_in(struct tcfs_fs *fs, const struct tcfs_node *p,
 	if (tcfs_name_is_key(nm->s) &&
 	    tcfs_kernel_key_dir_at(fs->store, p->ino, nm->s, &yes) == 0 && yes)
 		return 1;
-	return tcfs_entry_kind(fs->store, p, nm->s) != 0;
+	/* Triton's own kinds are files of a key dir, routed with it. */
+	return tcfs_entry_kind(fs->store, p, nm->s) > TCFS_PROBE_MODULE;
 }
 
 static int entry_at(struct tcfs_fs *fs, uint64_t parent,

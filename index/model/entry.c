@@ -260,13 +260,16 @@ enum tcfs_probe tcfs_entry_above(struct tcfs_store *s,
 	return 0;
 }
 
-int tcfs_entry_rank_dir(struct tcfs_store *s, const struct tcfs_node *parent,
-			const char *name)
+enum tcfs_probe tcfs_entry_rank_dir(struct tcfs_store *s,
+				    const struct tcfs_node *parent,
+				    const char *name)
 {
 	struct tcfs_node up;
 
 	if (!is_rank(name) || !vllm_hash(parent->name) ||
 	    tcfs_ns_get(s, parent->parent, &up) < 0)
 		return 0;
-	return named(&up, vllm_dir) || named(&up, vllm_aot_dir);
+	return named(&up, vllm_dir) || named(&up, vllm_aot_dir)
+		       ? TCFS_PROBE_VLLM
+		       : 0;
 }

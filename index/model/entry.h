@@ -107,11 +107,12 @@ enum tcfs_probe tcfs_entry_above(struct tcfs_store *s,
 				 const struct tcfs_node *parent,
 				 const char *name);
 
-/* Whether name in parent is a vLLM rank dir, rank_I_J, in a HASH dir of
- * torch_compile_cache or of its torch_aot_compile: the dir one rank
- * writes whole. */
-int tcfs_entry_rank_dir(struct tcfs_store *s, const struct tcfs_node *parent,
-			const char *name);
+/* The kind (TCFS_PROBE_VLLM) when name in parent is a vLLM rank dir,
+ * rank_I_J, in a HASH dir of torch_compile_cache or of its
+ * torch_aot_compile: the dir one rank writes whole; else 0. */
+enum tcfs_probe tcfs_entry_rank_dir(struct tcfs_store *s,
+				    const struct tcfs_node *parent,
+				    const char *name);
 
 /* The name of the dir of FX graphs at a cache root. */
 const char *tcfs_entry_fx_dir(void);

@@ -13,7 +13,7 @@
  * '/', each plain (tcfs_name_check), none a temp or a user's own dir: a
  * rank dir's files and those of the prefix dirs in it (rank_I_J/[PREFIX/]
  * FILE), never the caches of their own deeper down (triton_cache/KEY/,
- * inductor_cache/fxgraph/...), which travel in their own formats.
+ * inductor_cache/...), which travel in their own formats.
  * Parsed as hostile bytes all the same: every count, length and size is
  * checked against what is left.
  */

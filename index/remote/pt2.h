@@ -9,7 +9,7 @@
  *                                           for AOTAutograd: entry.h's rows)
  *   value  json.dumps({"data": base64(ENTRY), "time_taken_ms": N})
  *
- * where ENTRY is the bytes of one local entry, fxgraph/XX/KEY/NAME, and
+ * where ENTRY is the bytes of one local entry, KEY/NAME (entry.h), and
  * NAME = sha256_hash(ENTRY) = base32(sha256(ENTRY))[:51].lower().  One value
  * per key: a later put replaces an earlier variant, as PyTorch's does.
  *

@@ -245,4 +245,36 @@ check_eq "... which A still reads" "evil" \
 	"$(read_entry "$UA" r/h/rank_0_0 artifact_compile_range_9 -)"
 fusermount3 -u "$M"
 
+# --- entries through the fleet tier: only the trusted writers' ----------------
+
+echo "# --- Inductor's and vLLM's entries: only trusted writers' are published"
+S=$T_TMP/indr-store
+M=$T_TMP/indr-mnt
+mkdir -p "$M"
+tcfs mount --store "$S" -o "allow_other,remote=redis://127.0.0.1:$RPORT,remote_inductor=any" "$M"
+check_rc "mount an Inductor cache with allow_other and remote_inductor=any" 0
+at_exit "fusermount3 -uz '$M' 2>/dev/null"
+chmod 1777 "$M"
+# hashed TEXT: the name Inductor gives an entry of TEXT.
+hashed() {
+	printf %s "$1" | python3 -c 'import base64, hashlib, sys; print(base64.b32encode(hashlib.sha256(sys.stdin.buffer.read()).digest())[:51].decode().lower())'
+}
+FA=fab$(printf 'a%.0s' $(seq 49))
+FR=fab$(printf 'r%.0s' $(seq 49))
+write_entry "$UA" fxgraph/ab "$FA" "$(hashed "A's graph")" "A's graph"
+write_entry 0 fxgraph/ab "$FR" "$(hashed "root's graph")" "root's graph"
+write_entry "$UA" torch_compile_cache/0123abcd/rank_0_1 computation_graph.py - "A's rank"
+write_entry 0 torch_compile_cache/0123abcd/rank_0_0 computation_graph.py - "root's rank"
+for _ in $(seq 100); do
+	[ "$(in_redis 'pt2:fx-graph-v1::')" -ge 2 ] &&
+		[ "$(in_redis 'tcfs:vllm:')" -ge 2 ] && break
+	sleep 0.1
+done
+sleep 1
+check_eq "root's FX graph entry is published, with its sidecar" "2" "$(in_redis "$FR")"
+check_eq "A's is not" "0" "$(in_redis "$FA")"
+check_eq "root's vLLM rank dir is published" "2" "$(in_redis rank_0_0)"
+check_eq "A's is not" "0" "$(in_redis rank_0_1)"
+fusermount3 -u "$M"
+
 done_testing
