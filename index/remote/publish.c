@@ -348,6 +348,31 @@ static void tree_free(struct tree *t)
 	free(t->f);
 }
 
+/* Adds the file path of bytes (taken over) to t. */
+static int tree_add(struct tree *t, const char *path, char *bytes,
+		    size_t len)
+{
+	char *p = strdup(path);
+
+	if (p && t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		void *f = realloc(t->f, cap * sizeof(*t->f));
+
+		if (f) {
+			t->f = f;
+			t->cap = cap;
+		}
+	}
+	if (!p || t->n == t->cap) {
+		free(p);
+		free(bytes);
+		return -ENOMEM;
+	}
+	t->f[t->n++] = (struct tcfs_pack_file){ p, bytes, len };
+	t->bytes += len;
+	return 0;
+}
+
 /* The files below dir (at path, "" at the top), depth levels down at
  * most, into t: each written by a trusted user (else -EPERM: the dir is
  * not to leave the node), within cfg's bounds. */
@@ -382,28 +407,33 @@ static int tree_walk(struct tcfs_remote *r, struct tcfs_store *s,
 				       &len);
 		if (rc || k->kind != TCFS_FILE)
 			continue;
-		t->bytes += len;
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? 2 * t->cap : 16;
-			void *p = realloc(t->f, cap * sizeof(*t->f));
-
-			if (!p) {
-				free(bytes);
-				rc = -ENOMEM;
-				continue;
-			}
-			t->f = p;
-			t->cap = cap;
-		}
-		t->f[t->n++] = (struct tcfs_pack_file){ strdup(sub), bytes,
-							len };
-		if (!t->f[t->n - 1].path)
-			rc = -ENOMEM;
-		else if (t->bytes > cfg->kernel_max)
+		rc = tree_add(t, sub, bytes, len);
+		if (rc == 0 && t->bytes > cfg->kernel_max)
 			rc = -EFBIG;
 	}
 	free(kids);
 	return rc;
+}
+
+/* A new sidecar of the one file name (bytes) of key, into *out (owned by
+ * the caller: free()). */
+static int sidecar_of(const char *key, const char *name, const char *bytes,
+		      size_t len, struct tcfs_sidecar **out)
+{
+	struct tcfs_sidecar *sc = calloc(1, sizeof(*sc));
+	int rc;
+
+	if (!sc)
+		return -ENOMEM;
+	snprintf(sc->key, sizeof(sc->key), "%s", key);
+	snprintf(sc->name, sizeof(sc->name), "%s", name);
+	rc = tcfs_sidecar_add(sc, name, bytes, len);
+	if (rc < 0) {
+		free(sc);
+		return rc;
+	}
+	*out = sc;
+	return 0;
 }
 
 /* Whether the remote's sidecar at skey lists the pack sc lists. */
@@ -456,13 +486,8 @@ int tcfs_remote_publish_pack(struct tcfs_remote *r, struct tcfs_store *s,
 		rc = -ENOENT;
 	if (rc == 0)
 		rc = tcfs_pack_render(t.f, t.n, &pack, &plen);
-	if (rc == 0 && !(sc = calloc(1, sizeof(*sc))))
-		rc = -ENOMEM;
-	if (rc == 0) {
-		snprintf(sc->key, sizeof(sc->key), "%s", key);
-		snprintf(sc->name, sizeof(sc->name), "%s", name);
-		rc = tcfs_sidecar_add(sc, name, pack, plen);
-	}
+	if (rc == 0)
+		rc = sidecar_of(key, name, pack, plen, &sc);
 	if (rc == 0)
 		rc = pack_published(r, skey, sc);
 	if (rc == 0)

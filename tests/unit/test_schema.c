@@ -163,6 +163,53 @@ static void test_v15(const char *dir)
 	tcfs_db_close(db);
 }
 
+/* Version 16: the probe log's kind is checked in C, not by SQL, so a
+ * kind a later tcfs adds needs no migration; the rows from before stay,
+ * and so does the trigger on them. */
+static void test_v16(const char *dir)
+{
+	char path[4096];
+	struct tcfs_db *db;
+
+	snprintf(path, sizeof(path), "%s/v15.db", dir);
+	tap_eq(tcfs_schema_open(path, 1, &db), 0, "a fresh index");
+	tap_eq(at_version(db, 15), 0, "made again at version 15");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO events (time, pid, comm, key, name, kind,"
+			    " hit) VALUES (1, 2, 'p', 'K', 'n', 'fxgraph', 1);"
+			    "INSERT INTO probe_counts (key, name, kind, hits,"
+			    " misses, first, last, last_hit) VALUES"
+			    " ('K', 'n', 'vllm', 1, 0, 1, 1, 1);",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "with an event and a count");
+	tap_ok(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO events (time, pid, comm, key, name, kind,"
+			    " hit) VALUES (1, 2, 'p', 'K', 'n', 'newkind', 1);",
+			    NULL, NULL, NULL) != SQLITE_OK,
+	       "version 15 refuses a kind it does not list");
+	tap_eq(tcfs_schema_upgrade(db), 0, "an index at version 15 upgrades");
+	tap_eq(count_rows(db, "SELECT count(*) FROM events WHERE kind ="
+			  " 'fxgraph'") +
+		       count_rows(db, "SELECT count(*) FROM probe_counts WHERE"
+				  " kind = 'vllm'"),
+	       2, "its rows stay");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO events (time, pid, comm, key, name, kind,"
+			    " hit) VALUES (1, 2, 'p', 'K', 'n', 'newkind', 1);"
+			    "INSERT INTO probe_counts (key, name, kind, hits,"
+			    " misses, first, last, last_hit) VALUES"
+			    " ('K', 'n', 'newkind', 1, 0, 1, 1, 1);",
+			    NULL, NULL, NULL),
+	       SQLITE_OK, "a new kind needs no migration");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+			  " type = 'trigger' AND name = 'evicted_requested'") +
+		       count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+				  " type = 'index' AND name IN ('events_time',"
+				  " 'events_uid')"),
+	       3, "the trigger and indexes on events are there");
+	tcfs_db_close(db);
+}
+
 static void test_v7(const char *dir)
 {
 	char path[512];
@@ -325,6 +372,7 @@ int main(void)
 	test_v11(dir);
 	test_v14(dir);
 	test_v15(dir);
+	test_v16(dir);
 
 	/* Some other program's database. */
 	snprintf(path, sizeof(path), "%s/other.db", dir);
