@@ -80,6 +80,11 @@ enum tcfs_probe tcfs_probe_of(const char *name)
 	return 0;
 }
 
+enum tcfs_probe tcfs_entry_fx_kind(void)
+{
+	return TCFS_PROBE_FXGRAPH;
+}
+
 const char *tcfs_entry_fx_dir(void)
 {
 	return fx_dir;

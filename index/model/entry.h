@@ -114,7 +114,9 @@ enum tcfs_probe tcfs_entry_rank_dir(struct tcfs_store *s,
 				    const struct tcfs_node *parent,
 				    const char *name);
 
-/* The name of the dir of FX graphs at a cache root. */
+/* The kind of FX graphs, and the name of their dir at a cache root, for
+ * what reads their entries (fxwhy.h). */
+enum tcfs_probe tcfs_entry_fx_kind(void);
 const char *tcfs_entry_fx_dir(void);
 
 #endif

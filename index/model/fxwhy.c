@@ -8,12 +8,13 @@
 #include <string.h>
 
 #include "index/blob/cas.h"
+#include "index/model/entry.h"
 #include "index/model/fxgraph.h"
 #include "index/store/db.h"
 #include "index/tree/nsread.h"
 #include "index/store/store.h"
 
-/* One entry file of a graph, wherever a cache root holds fxgraph/. */
+/* One entry file of a graph, wherever a cache root holds FX graphs. */
 struct entry {
 	char graph[TCFS_NAME_MAX + 1];
 	char dir[TCFS_NAME_MAX + 1];
@@ -22,20 +23,20 @@ struct entry {
 	int64_t mtime_ns;
 };
 
-/* Every entry file three levels below a dir named fxgraph, oldest first.
+/* Every entry file three levels below a dir of FX graphs, oldest first.
  * No index serves a name alone: one pass over the nodes, for a command a
  * person runs now and then. */
 static const char sql_entries[] =
 	"SELECT g.name, x.name, e.name, coalesce(e.inode, e.ino), e.mtime"
 	"  FROM nodes f JOIN nodes x ON x.parent = f.ino"
 	"  JOIN nodes g ON g.parent = x.ino JOIN nodes e ON e.parent = g.ino"
-	" WHERE f.name = 'fxgraph' AND f.kind = 'd' AND x.kind = 'd'"
+	" WHERE f.name = ? AND f.kind = 'd' AND x.kind = 'd'"
 	"   AND g.kind = 'd' AND e.kind IN ('f', 'h')"
 	" ORDER BY e.mtime, e.ino";
 
 static const char sql_first_miss[] =
 	"SELECT min(first) FROM probe_counts"
-	" WHERE name = ? AND kind = 'fxgraph' AND misses > 0";
+	" WHERE name = ? AND kind = ? AND misses > 0";
 
 static void copy_col(sqlite3_stmt *st, int col, char *out)
 {
@@ -70,7 +71,8 @@ static int first_miss(struct tcfs_store *s, const char *graph, int64_t *t,
 
 	*set = 0;
 	tcfs_db_lock(db);
-	rc = tcfs_db_row(db, &st, sql_first_miss, "t", graph);
+	rc = tcfs_db_row(db, &st, sql_first_miss, "tt", graph,
+			 tcfs_probe_name(tcfs_entry_fx_kind()));
 	if (rc == 1) {
 		*set = sqlite3_column_type(st, 0) != SQLITE_NULL;
 		*t = sqlite3_column_int64(st, 0);
@@ -190,7 +192,8 @@ int tcfs_fxwhy(struct tcfs_store *s, const char *graph, struct tcfs_fxwhy *out)
 		return -ENOENT;
 	snprintf(out->graph, sizeof(out->graph), "%s", graph);
 	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*v), fill_entry, NULL,
-			     &v, &n, sql_entries, "");
+			     &v, &n, sql_entries, "t",
+			     tcfs_entry_fx_dir());
 	if (rc == 0)
 		rc = first_miss(s, graph, &miss_ns, &missed);
 	for (size_t i = 0; rc == 0 && i < n && !own; i++)

@@ -1,6 +1,6 @@
 /*
  * fxwhy: why an FX graph missed.  Inductor names a graph's entries
- * (fxgraph/XX/FKEY/ENTRY, under any cache root) by a hash of its inputs,
+ * (XX/FKEY/ENTRY in its dir at any cache root: entry.h) by a hash of its inputs,
  * and writes into each entry the inputs it hashed (fxgraph.h).  When a
  * graph missed and Inductor compiled it, its entry is compared with every
  * entry of another graph cached before the miss (its first miss, else
@@ -30,7 +30,7 @@ enum tcfs_fxwhy_details {
 
 struct tcfs_fxwhy {
 	char graph[TCFS_NAME_MAX + 1];	/* FKEY, as asked */
-	char dir[TCFS_NAME_MAX + 1];	/* XX, its dir in fxgraph/; "" none */
+	char dir[TCFS_NAME_MAX + 1];	/* XX, its dir of graphs; "" none */
 	char entry[TCFS_NAME_MAX + 1];	/* its entry's name; "" none */
 	/* Only entries cached before this were compared. */
 	int64_t since_ns;
