@@ -1,7 +1,7 @@
 /*
  * fxwhy: why an FX graph missed.  Inductor names a graph's entries
- * (XX/FKEY/ENTRY in its dir at any cache root: entry.h) by a hash of its inputs,
- * and writes into each entry the inputs it hashed (fxgraph.h).  When a
+ * (XX/FKEY/ENTRY in its dir at any cache root: entry.h) by a hash of its
+ * inputs, and writes into each entry the inputs it hashed (fxgraph.h).  When a
  * graph missed and Inductor compiled it, its entry is compared with every
  * entry of another graph cached before the miss (its first miss, else
  * its entry's time): the nearest, with the fewest inputs that differ,
