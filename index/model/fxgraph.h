@@ -2,8 +2,8 @@
  * fxgraph: what an Inductor FX graph cache entry says of the graph's key.
  *
  * Inductor names an FX graph (XX/FKEY/ENTRY in its dir: entry.h) by a
- * hash of its inputs: the graph module, the example inputs' metadata, the kwargs, the
- * configuration, the versions.  PyTorch (2.11 here, and every release
+ * hash of its inputs: the graph module, the example inputs' metadata,
+ * the kwargs, the configuration, the versions.  PyTorch (2.11 here, and every release
  * whose CompiledFxGraph has _fx_graph_cache_debug_lines) pickles, into
  * the entry, one line per input it hashed:
  *
