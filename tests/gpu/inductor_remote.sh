@@ -27,7 +27,7 @@ out=${2:-${OUT:-/tmp/tcfs-gpu-inductor-remote}}
 reps=${REPS:-3}
 cold_reps=${COLD_REPS:-2}
 first_reps=${FIRST_REPS:-3}
-prog=$top/tests/gpu/inductor_run.py
+prog=${INDUCTOR_RUN:-$top/tests/gpu/inductor_run.py}
 report=$top/tests/gpu/inductor_report.py
 for f in tcfs redis/redis-server redis/redis-cli python/redis; do
 	[ -e "$bundle/$f" ] || {
