@@ -94,8 +94,15 @@ chmod 0600 "$key"
 signed="remote=redis://127.0.0.1:$p1,remote_inductor=signed,remote_key_file=$key"
 anyopt="remote=redis://127.0.0.1:$p2,remote_inductor=any"
 # Stock PyTorch's remote caches (its RedisRemoteCache, db 0), on R1 or R2.
+# python3-redis from the bundle, but only the packages the machine lacks:
+# PYTHONPATH comes first, and Debian's packaging must not shadow torch's.
+mkdir -p "$work/py"
+for p in "$bundle"/python/*; do
+	case $p in *-info) continue ;; esac
+	python3 -c "import ${p##*/}" 2>/dev/null || ln -s "$p" "$work/py/"
+done
 pt=(TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE=1 TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1
-	TORCHINDUCTOR_REDIS_HOST=127.0.0.1 PYTHONPATH="$bundle/python")
+	TORCHINDUCTOR_REDIS_HOST=127.0.0.1 PYTHONPATH="$work/py")
 tcfs --version
 
 fact() {

@@ -85,6 +85,11 @@ def probes(path):
     return dict(n)
 
 
+def div(a, b):
+    """a / b, NaN where b is 0 (a run that failed, or the stand-in)."""
+    return a / b if b else float("nan")
+
+
 def summary(path, out):
     runs, facts = collections.defaultdict(list), {}
     for line in open(path):
@@ -104,7 +109,7 @@ def summary(path, out):
         if k in med:
             c, p = med[k]
             print(f"{k:22} {len(runs[k])} {c:9.2f} {p:10.2f}   "
-                  f"{c / base[0]:.3f}  {p / base[1]:.3f}")
+                  f"{div(c, base[0]):.3f}  {div(p, base[1]):.3f}")
     fails = []
 
     def check(name, ok):
@@ -114,7 +119,7 @@ def summary(path, out):
 
     def ratio(name, a, b, target):
         if a in med and b in med:
-            rc, rp = med[a][0] / med[b][0], med[a][1] / med[b][1]
+            rc, rp = div(med[a][0], med[b][0]), div(med[a][1], med[b][1])
             met = "met" if max(rc, rp) <= target else "MISSED"
             print(f"target {name}: compile {rc:.3f}, process {rp:.3f} "
                   f"(<= {target}) {met}")
