@@ -286,7 +286,7 @@ static int set_modules(struct tcfs_remote_cfg *c, const char *v)
  * milliseconds on any version. */
 static int set_ttl(struct tcfs_remote_cfg *c, const char *v)
 {
-	int s, rc = set_int("ttl", v, 0, INT_MAX, &s);
+	int s = 0, rc = set_int("ttl", v, 0, INT_MAX, &s);
 
 	if (rc == 0)
 		c->ttl_s = s;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A small torch.compile program: a model and a compiled function, run
 once, its result checked against eager.  Prints one JSON line: the label,
-whether results were right, and the seconds the compiled calls took.
+whether results were right, the seconds the compiled calls took, and
+Inductor's cache counters (FX graph and AOTAutograd hits and misses, local
+or remote: tests/gpu/inductor_remote.sh tells a hit from a compile by them).
 Cache dirs come from the environment (TORCHINDUCTOR_CACHE_DIR,
 TRITON_CACHE_DIR)."""
 import json
@@ -46,8 +48,11 @@ def main():
     with torch.no_grad():
         ok = torch.allclose(y, model(x), atol=1e-3, rtol=1e-3)
     ok = ok and torch.allclose(z, fn(a, b), atol=1e-3, rtol=1e-3)
+    from torch._dynamo.utils import counters
+    cache = {k: v for g in ("inductor", "aot_autograd")
+             for k, v in counters[g].items() if "cache" in k}
     print(json.dumps({"label": label, "correct": bool(ok),
-                      "compile_and_run_seconds": secs,
+                      "compile_and_run_seconds": secs, "counters": cache,
                       "torch": torch.__version__, "pid": os.getpid()}))
 
 
