@@ -612,7 +612,9 @@ static int sidecar_head(const cJSON *const *m, const char *key,
 				    "version 1");
 	if (!cJSON_IsString(m[1]) || strcmp(m[1]->valuestring, key) != 0)
 		return tcfs_err_set(-EBADMSG, "names another key");
-	if (!cJSON_IsString(m[2]) || strcmp(m[2]->valuestring, name) != 0)
+	if (!cJSON_IsString(m[2]) ||
+	    (name ? strcmp(m[2]->valuestring, name) != 0
+		  : name_ok(m[2]->valuestring, "its name") < 0))
 		return tcfs_err_set(-EBADMSG, "names another kernel or file");
 	if (!cJSON_IsString(m[3]) || (strcmp(m[3]->valuestring, "group") &&
 				      strcmp(m[3]->valuestring, "file")))
@@ -624,7 +626,7 @@ static int sidecar_head(const cJSON *const *m, const char *key,
 		return tcfs_err_set(-EBADMSG, "an hmac that is not 64 "
 				    "lowercase hex digits");
 	snprintf(out->key, sizeof(out->key), "%s", key);
-	snprintf(out->name, sizeof(out->name), "%s", name);
+	snprintf(out->name, sizeof(out->name), "%s", m[2]->valuestring);
 	out->group = strcmp(m[3]->valuestring, "group") == 0;
 	out->has_hmac = m[5] != NULL;
 	return 0;
@@ -692,7 +694,7 @@ int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
 	memset(out, 0, sizeof(*out));
 	snprintf(what, sizeof(what), "sidecar of %s/%s",
 		 tcfs_utf8_printable(key, k, sizeof(k)),
-		 tcfs_utf8_printable(name, n, sizeof(n)));
+		 tcfs_utf8_printable(name ? name : "*", n, sizeof(n)));
 	rc = json_load(json, len, what, &doc);
 	if (rc < 0)
 		return rc;

@@ -152,7 +152,7 @@ int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 
 /* Parses a sidecar value (at most TCFS_WIRE_JSON_MAX bytes), checking
  * that it is version 1 with no member twice nor unknown, names key and
- * name, that its file names are plain and distinct, and that it lists
+ * name (any plain name when name is NULL), that its file names are plain and distinct, and that it lists
  * the group file (a group's) or that one file alone (a file's), and that
  * inputs, when present, is a list of [NAME, HASH] string pairs within the
  * bounds above.  out is overwritten (release its inputs first).  0,
