@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "progress.h"
+#include "remote_open.h"
 #include "fs/fs.h"
 #include "index/base/err.h"
 #include "index/base/text.h"
@@ -55,50 +56,12 @@ struct run {
 	struct tcfs_remote *r;
 };
 
-/* -o may come again: the lists are joined, as mount(8) joins them. */
-static const char *join_opts(void *value, const char *arg)
-{
-	const char **o = value;
-	char *j;
-
-	if (*o == NULL) {
-		*o = arg;
-		return NULL;
-	}
-	if (asprintf(&j, "%s,%s", *o, arg) < 0)
-		return "out of memory";
-	*o = j;		/* lives until the command exits */
-	return NULL;
-}
-
 /* The remote: -o's, else the store's.  CLI_OK, or the exit status. */
 static int open_remote(struct run *u, struct tcfs_store *s)
 {
-	char *rest = NULL;
-	int named = 0, rc;
-
-	rc = tcfs_remote_cfg_opts(&u->cfg, u->opts, &named, &rest);
-	if (rc == 0 && rest[0])
-		rc = tcfs_err_set(-EINVAL, "-o %s: not a remote option", rest);
-	free(rest);
-	if (rc < 0)
-		return cli_usage_err("remote", "%s", tcfs_err_msg());
-	if (!named && tcfs_remote_cfg_from_store(s, &u->cfg, &named) < 0) {
-		cli_lib_err("remote", -EINVAL, tcfs_store_path(s));
-		return CLI_FAIL;
-	}
-	if (!named)
-		return cli_usage_err("remote", "no remote: give -o remote=URL, "
-				     "or set one with tcfs config remote URL");
-	rc = tcfs_remote_open(&u->cfg, &u->r);
-	if (rc < 0) {
-		cli_lib_err("remote", rc, "the remote");
-		return CLI_FAIL;
-	}
-	return CLI_OK;
+	return remote_open("remote", u->opts, s, &u->cfg, &u->r);
 }
 
-/* How many of ks the remote holds (their group files), in batches. */
 static int held(struct run *u, const struct tcfs_kernel *ks, size_t n,
 		size_t *out)
 {
@@ -453,7 +416,7 @@ int cmd_remote(int argc, char **argv)
 	size_t which = 0;
 	int rc;
 	struct opt opts[] = {
-		OPT_FN('o', NULL, "OPTIONS", &u.opts, join_opts,
+		OPT_FN('o', NULL, "OPTIONS", &u.opts, remote_open_join,
 		       "the remote, as tcfs mount -o takes it: remote=URL, "
 		       "remote_auth_file=F, remote_trust=..., ..."),
 		CLI_OPTS_FILTER(&u.f),

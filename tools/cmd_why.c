@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "cmds.h"
@@ -14,6 +15,10 @@
 #include "index/model/fxwhy.h"
 #include "index/model/ttir.h"
 #include "index/model/why.h"
+#include "index/remote/config.h"
+#include "index/remote/fxnear.h"
+#include "index/remote/remote.h"
+#include "remote_open.h"
 
 /* TCFS_TTIR_MAX, as --help says it. */
 #define TTIR_MAX_TEXT "512 KiB"
@@ -43,10 +48,22 @@ static const struct opt_cmd cmd = {
 	"the inputs that set it apart from the nearest are shown: of a value\n"
 	"like TensorMetadata(...) the fields that differ (a shape, a dtype),\n"
 	"of the graph's code its first line that differs.  Entries are read\n"
-	"as data, never unpickled.\n",
+	"as data, never unpickled.\n"
+	"\n"
+	"With --remote, KEY is an FX graph (FKEY) of this store, compared with\n"
+	"the graphs the fleet holds instead: the sidecars of the remote's FX\n"
+	"entries (at most 10000) carry their inputs' names and hashes, so no\n"
+	"entry is fetched.  Shows the nearest (the fewest inputs that differ),\n"
+	"each input that differs with this graph's value and the remote's hash,\n"
+	"then the next nearest, one line each.  Sidecars are taken as the\n"
+	"mount takes entries: with a key (remote_key_file) or\n"
+	"remote_inductor=signed, only those validly signed; the others are\n"
+	"counted as refused.  The remote is the one -o names, else the store's.\n",
 	NULL,
 	"Exit status: 0 success, 1 no kernel or FX graph at KEY or the store\n"
-	"could not be read, 2 usage error.\n",
+	"could not be read (with --remote: no FX entry of KEY here, no graph\n"
+	"in the remote to compare with, or the remote does not answer), 2\n"
+	"usage error (with --remote: no remote named, a bad option).\n",
 };
 
 /* One change of the TTIR: "NAME|#INDEX  FROM -> TO" (null: "(none)"). */
@@ -285,14 +302,135 @@ static int why_graph(struct tcfs_store *s, const char *key, int json)
 	return rc;
 }
 
+static void print_near_text(const char *graph, const struct tcfs_fxnear *f,
+			    size_t inputs)
+{
+	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+	const cJSON *d;
+
+	printf("graph    %s\n", tcfs_utf8_printable(graph, a, sizeof(a)));
+	printf("inputs   %zu recorded\n", inputs);
+	printf("remote   %zu compared, %zu without inputs, %zu refused\n",
+	       f->compared, f->no_inputs, f->refused);
+	printf("nearest  %s (%zu %s differ)\n",
+	       tcfs_utf8_printable(f->near[0].graph, a, sizeof(a)),
+	       f->near[0].differ, f->near[0].differ == 1 ? "input" : "inputs");
+	cJSON_ArrayForEach(d, f->differences) {
+		const char *in = cJSON_GetStringValue(cJSON_GetObjectItem(d, "input"));
+		const char *l = cJSON_GetStringValue(cJSON_GetObjectItem(d, "local"));
+		const char *r = cJSON_GetStringValue(cJSON_GetObjectItem(d, "remote"));
+
+		printf("  %s\n", tcfs_utf8_printable(in ? in : "?", a, sizeof(a)));
+		printf("    here    %s\n", l ? tcfs_utf8_printable(l, b, sizeof(b))
+					  : "(none)");
+		printf("    remote  %s\n", r ? tcfs_utf8_printable(r, b, sizeof(b))
+					  : "(none)");
+	}
+	for (size_t i = 1; i < f->n; i++)
+		printf("then     %s (%zu differ)\n",
+		       tcfs_utf8_printable(f->near[i].graph, a, sizeof(a)),
+		       f->near[i].differ);
+}
+
+static int print_near_json(const char *graph, const struct tcfs_fxnear *f,
+			   size_t inputs)
+{
+	cJSON *o = cJSON_CreateObject(), *near = cJSON_CreateArray();
+
+	cJSON_AddStringToObject(o, "graph", graph);
+	cJSON_AddNumberToObject(o, "inputs", (double)inputs);
+	cJSON_AddNumberToObject(o, "compared", (double)f->compared);
+	cJSON_AddNumberToObject(o, "without_inputs", (double)f->no_inputs);
+	cJSON_AddNumberToObject(o, "refused", (double)f->refused);
+	for (size_t i = 0; i < f->n; i++) {
+		cJSON *g = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(g, "graph", f->near[i].graph);
+		cJSON_AddNumberToObject(g, "differ", (double)f->near[i].differ);
+		cJSON_AddItemToArray(near, g);
+	}
+	cJSON_AddItemToObject(o, "nearest", near);
+	cJSON_AddItemToObject(o, "differences",
+			      cJSON_Duplicate(f->differences, 1));
+	return cli_print_json(o);
+}
+
+/* The local entry of graph's inputs, or the exit status. */
+static int own_inputs(struct tcfs_store *s, const char *graph, char **buf,
+		      struct tcfs_fx_details *d)
+{
+	int rc = tcfs_fxwhy_own(s, graph, buf, d);
+
+	if (rc == -ENOENT)
+		cli_err("why", "%s: no FX graph entry with this key in %s",
+			graph, tcfs_store_path(s));
+	else if (rc == 0 && d->n == 0)
+		cli_err("why", "%s: its entry records no inputs (a PyTorch "
+			"without _fx_graph_cache_debug_lines)", graph);
+	else if (rc < 0)
+		cli_lib_err("why", rc, graph);
+	if (rc == 0 && d->n)
+		return CLI_OK;
+	tcfs_fx_details_free(d);
+	free(*buf);
+	*buf = NULL;
+	return CLI_FAIL;
+}
+
+/* tcfs why --remote: graph against the fleet's.  The exit status. */
+static int why_remote(struct tcfs_store *s, const char *graph,
+		      const char *opts, int json)
+{
+	struct tcfs_remote_cfg cfg;
+	struct tcfs_remote *r = NULL;
+	struct tcfs_fx_details d = { 0 };
+	struct tcfs_fxnear f;
+	char *buf = NULL;
+	int rc = remote_open("why", opts, s, &cfg, &r), e;
+
+	if (rc != CLI_OK) {
+		explicit_bzero(&cfg, sizeof(cfg));
+		return rc;
+	}
+	rc = own_inputs(s, graph, &buf, &d);
+	e = rc == CLI_OK ? tcfs_fxnear(r, graph, &d, &f) : 0;
+	if (e < 0) {
+		cli_lib_err("why", e, "the remote");
+		rc = CLI_FAIL;
+	} else if (rc == CLI_OK) {
+		if (f.n == 0)
+			cli_err("why", "%s: no FX graph in the remote to compare "
+				"with (%zu without inputs, %zu refused)", graph,
+				f.no_inputs, f.refused);
+		else if (json)
+			rc = print_near_json(graph, &f, d.n);
+		else
+			print_near_text(graph, &f, d.n);
+		rc = f.n ? rc : CLI_FAIL;
+		tcfs_fxnear_free(&f);
+	}
+	tcfs_fx_details_free(&d);
+	free(buf);
+	tcfs_remote_close(r);
+	explicit_bzero(&cfg, sizeof(cfg));
+	return rc;
+}
+
 int cmd_why(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_store *s;
 	struct tcfs_why w;
+	const char *ropts = NULL;
+	int remote = 0, rc;
 	char **args;
-	int rc;
 	struct opt opts[] = {
+		OPT_FLAG(0, "remote", &remote,
+			 "compare the FX graph KEY with the fleet's graphs "
+			 "(the remote's sidecars)"),
+		OPT_FN('o', NULL, "OPTIONS", &ropts, remote_open_join,
+		       "with --remote: the remote, as tcfs mount -o takes it: "
+		       "remote=URL, remote_key_file=F, ..."),
 		CLI_OPTS_COMMON(&co, "print {key, name, target, nearest: KEY or "
 				"null, differences: {FIELD: [nearest's value, "
 				"this kernel's value]}, source: \"same\", "
@@ -304,14 +442,24 @@ int cmd_why(int argc, char **argv)
 				"\"no entry\", \"no inputs recorded\", \"too "
 				"big\" or \"unreadable\", inputs, compared, "
 				"nearest: FKEY or null, differences: [{input, from, "
-				"to}] or null}"),
+				"to}] or null}; with --remote {graph, inputs, "
+				"compared, without_inputs, refused, nearest: "
+				"[{graph, differ}], differences: [{input, local, "
+				"remote}]}"),
 		OPT_END(),
 	};
 
 	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
 		return rc;
+	if (ropts && !remote)
+		return cli_usage_err("why", "-o names a remote: give --remote");
 	if (cli_open_store("why", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
+	if (remote) {
+		rc = why_remote(s, args[0], ropts, co.json);
+		tcfs_store_close(s);
+		return rc;
+	}
 	rc = tcfs_why(s, args[0], &w);
 	if (rc == -ENOENT) {
 		rc = why_graph(s, args[0], co.json);

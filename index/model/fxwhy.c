@@ -215,6 +215,27 @@ int tcfs_fxwhy(struct tcfs_store *s, const char *graph, struct tcfs_fxwhy *out)
 	return rc;
 }
 
+int tcfs_fxwhy_own(struct tcfs_store *s, const char *graph, char **buf,
+		   struct tcfs_fx_details *d)
+{
+	struct entry *v = NULL;
+	size_t n = 0, i = 0;
+	int rc;
+
+	*buf = NULL;
+	memset(d, 0, sizeof(*d));
+	if (strlen(graph) > TCFS_NAME_MAX)
+		return -ENOENT;
+	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*v), fill_entry, NULL,
+			     &v, &n, sql_entries, "");
+	while (rc == 0 && i < n && strcmp(v[i].graph, graph) != 0)
+		i++;
+	if (rc == 0)
+		rc = i < n ? read_details(s, &v[i], buf, d) : -ENOENT;
+	free(v);
+	return rc;
+}
+
 void tcfs_fxwhy_free(struct tcfs_fxwhy *w)
 {
 	cJSON_Delete(w->differences);

@@ -17,6 +17,7 @@
 #include "index/base/name.h"
 
 struct tcfs_store;
+struct tcfs_fx_details;
 
 /* What the graph's own entry gave. */
 enum tcfs_fxwhy_details {
@@ -48,6 +49,13 @@ struct tcfs_fxwhy {
  * and the log no miss. */
 int tcfs_fxwhy(struct tcfs_store *s, const char *graph, struct tcfs_fxwhy *out);
 void tcfs_fxwhy_free(struct tcfs_fxwhy *w);
+
+/* The debug lines of graph's own entry (its oldest), as tcfs_fxwhy reads
+ * them: *buf (owned: free()) holds the bytes *d points into (owned:
+ * tcfs_fx_details_free).  0; -ENOENT no entry; -EFBIG over
+ * TCFS_FXGRAPH_MAX; -EINVAL not a pickle; -ENOMEM. */
+int tcfs_fxwhy_own(struct tcfs_store *s, const char *graph, char **buf,
+		   struct tcfs_fx_details *d);
 
 /* "ok", "no entry", "no inputs recorded", "too big", "unreadable". */
 const char *tcfs_fxwhy_details_name(enum tcfs_fxwhy_details d);

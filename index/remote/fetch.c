@@ -330,6 +330,7 @@ static int fetch_end(struct fetch *x, int rc, enum fetch_what what,
 	atomic_fetch_add(&tcfs_remote_stats(r)->bytes_fetched, x->got);
 	for (size_t i = 0; i < F_SLOTS; i++)
 		free(x->vals[i]);
+	tcfs_sidecar_release(&x->sc);
 	free(x);
 	if (rc)
 		tcfs_fetched_free(out);

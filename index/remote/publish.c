@@ -10,6 +10,7 @@
 
 #include "index/base/err.h"
 #include "index/base/name.h"
+#include "index/model/fxgraph.h"
 #include "index/model/group.h"
 #include "index/model/kernel.h"
 #include "index/store/store.h"
@@ -264,11 +265,49 @@ static int entry_published(struct tcfs_remote *r, const char *skey,
 		return rc == -EFBIG ? 0 : rc;
 	if (!val)
 		return 0;
-	sc = malloc(sizeof(*sc));
+	sc = calloc(1, sizeof(*sc));
 	rc = sc ? tcfs_sidecar_parse(val, len, key, name, sc) == 0 : -ENOMEM;
 	tcfs_err_clear();	/* another variant's, or garbage: replaced */
+	if (sc)
+		tcfs_sidecar_release(sc);
 	free(sc);
 	free(val);
+	return rc;
+}
+
+/* The entry's debug lines' names and hashes into sc, so that `tcfs why
+ * --remote` compares graphs by their sidecars alone.  A nicety: an entry
+ * without lines, or any error, leaves sc without inputs. */
+static void entry_inputs(struct tcfs_sidecar *sc, const char *bytes,
+			 size_t len)
+{
+	struct tcfs_fx_details d = { 0 };
+	int rc = tcfs_fx_details(bytes, len, &d);
+
+	for (size_t i = 0; rc == 0 && i < d.n; i++)
+		rc = tcfs_sidecar_input_add(sc, d.v[i].name, d.v[i].name_len,
+					    d.v[i].hash, d.v[i].hash_len);
+	if (rc < 0)
+		tcfs_sidecar_release(sc);
+	tcfs_fx_details_free(&d);
+	tcfs_err_clear();
+}
+
+/* sc rendered; with its inputs when they fit, else without: a sidecar
+ * that no reader would take is worse than one that cannot explain. */
+static int entry_sidecar(struct tcfs_sidecar *sc,
+			 const struct tcfs_remote_cfg *cfg, char **side,
+			 size_t *slen)
+{
+	int rc = tcfs_sidecar_render(sc, cfg->hmac_key, cfg->hmac_len, side,
+				     slen);
+
+	if (rc == -E2BIG && sc->inputs) {
+		tcfs_err_clear();
+		tcfs_sidecar_release(sc);
+		rc = tcfs_sidecar_render(sc, cfg->hmac_key, cfg->hmac_len,
+					 side, slen);
+	}
 	return rc;
 }
 
@@ -309,9 +348,10 @@ int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
 		snprintf(sc->name, sizeof(sc->name), "%s", name);
 		rc = tcfs_sidecar_add(sc, name, bytes, len);
 	}
-	if (rc == 0)
-		rc = tcfs_sidecar_render(sc, cfg->hmac_key, cfg->hmac_len,
-					 &side, &slen);
+	if (rc == 0) {
+		entry_inputs(sc, bytes, len);
+		rc = entry_sidecar(sc, cfg, &side, &slen);
+	}
 	if (rc == 0)
 		rc = tcfs_pt2_value_render(bytes, len, 0, &val, &vlen);
 	/* Both in one MULTI/EXEC: a reader never sees the value of one
@@ -322,6 +362,8 @@ int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
 		rc = tcfs_remote_put(r, kv, 2, 2);
 	if (rc == 0)
 		atomic_fetch_add(&tcfs_remote_stats(r)->published, 1);
+	if (sc)
+		tcfs_sidecar_release(sc);
 	free(sc);
 	free(side);
 	free(val);
@@ -448,13 +490,15 @@ static int pack_published(struct tcfs_remote *r, const char *skey,
 
 	if (rc < 0 || !val)
 		return rc == -EFBIG ? 0 : rc;
-	there = malloc(sizeof(*there));
+	there = calloc(1, sizeof(*there));
 	rc = there ? 0 : -ENOMEM;
 	if (rc == 0 &&
 	    tcfs_sidecar_parse(val, len, sc->key, sc->name, there) == 0)
 		rc = there->n == 1 && there->f[0].size == sc->f[0].size &&
 		     memcmp(there->f[0].sha256, sc->f[0].sha256, 32) == 0;
 	tcfs_err_clear();
+	if (there)
+		tcfs_sidecar_release(there);
 	free(there);
 	free(val);
 	return rc;

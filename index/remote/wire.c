@@ -316,6 +316,93 @@ static void out_counted(struct tcfs_text *o, const char *s)
 	tcfs_text_str(o, s);
 }
 
+void tcfs_sidecar_release(struct tcfs_sidecar *sc)
+{
+	struct tcfs_sidecar_inputs *in = sc->inputs;
+
+	if (!in)
+		return;
+	for (size_t i = 0; i < in->n; i++) {
+		free(in->v[i].name);
+		free(in->v[i].hash);
+	}
+	free(in->v);
+	free(in);
+	sc->inputs = NULL;
+}
+
+/* A name or hash an input may be: not empty, bounded, no NUL (the text
+ * is a C string on every side). */
+static int input_ok(const char *s, size_t len, size_t max)
+{
+	return len > 0 && len <= max && !memchr(s, '\0', len) ? 0 : -EINVAL;
+}
+
+/* Room for one more input in sc, its array created on first use. */
+static int inputs_grow(struct tcfs_sidecar *sc)
+{
+	struct tcfs_sidecar_inputs *in = sc->inputs;
+	struct tcfs_sidecar_input *v;
+	size_t cap;
+
+	if (!in && !(in = sc->inputs = calloc(1, sizeof(*in))))
+		return -ENOMEM;
+	if (in->n == TCFS_WIRE_INPUTS_MAX)
+		return -E2BIG;
+	if (in->n < in->cap)
+		return 0;
+	cap = in->cap ? 2 * in->cap : 64;
+	v = realloc(in->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	in->v = v;
+	in->cap = cap;
+	return 0;
+}
+
+int tcfs_sidecar_input_add(struct tcfs_sidecar *sc, const char *name,
+			   size_t nlen, const char *hash, size_t hlen)
+{
+	struct tcfs_sidecar_input *e;
+	int rc;
+
+	if (input_ok(name, nlen, TCFS_WIRE_INPUT_NAME_MAX) < 0 ||
+	    input_ok(hash, hlen, TCFS_WIRE_INPUT_HASH_MAX) < 0)
+		return -EINVAL;
+	rc = inputs_grow(sc);
+	if (rc < 0)
+		return rc;
+	e = &sc->inputs->v[sc->inputs->n];
+	e->name = strndup(name, nlen);
+	e->hash = strndup(hash, hlen);
+	if (!e->name || !e->hash) {
+		free(e->name);
+		free(e->hash);
+		return -ENOMEM;
+	}
+	sc->inputs->n++;
+	return 0;
+}
+
+/* The inputs' lines of the signed text; none without inputs, so that
+ * every sidecar signed before inputs existed still verifies. */
+static void out_inputs_signed(struct tcfs_text *o,
+			      const struct tcfs_sidecar_inputs *in)
+{
+	char line[40];
+
+	if (!in || in->n == 0)
+		return;
+	snprintf(line, sizeof(line), "inputs %zu\n", in->n);
+	tcfs_text_str(o, line);
+	for (size_t i = 0; i < in->n; i++) {
+		out_counted(o, in->v[i].name);
+		tcfs_text_str(o, " ");
+		out_counted(o, in->v[i].hash);
+		tcfs_text_str(o, "\n");
+	}
+}
+
 int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
 			     size_t *len)
 {
@@ -338,6 +425,7 @@ int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
 			 sorted[i]->size, h);
 		tcfs_text_str(&o, line);
 	}
+	out_inputs_signed(&o, sc->inputs);
 	return out_take(&o, "sidecar", text, len);
 }
 
@@ -375,6 +463,23 @@ static void out_file(struct tcfs_text *o, const struct tcfs_sidecar_file *f)
 	tcfs_text_str(o, line);
 }
 
+/* , "inputs": [[NAME, HASH], ...], when sc has inputs. */
+static void out_inputs(struct tcfs_text *o,
+		       const struct tcfs_sidecar_inputs *in)
+{
+	if (!in || in->n == 0)
+		return;
+	tcfs_text_str(o, ", \"inputs\": [");
+	for (size_t i = 0; i < in->n; i++) {
+		tcfs_text_str(o, i ? ", [" : "[");
+		tcfs_text_pystr(o, in->v[i].name);
+		tcfs_text_str(o, ", ");
+		tcfs_text_pystr(o, in->v[i].hash);
+		tcfs_text_str(o, "]");
+	}
+	tcfs_text_str(o, "]");
+}
+
 int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 			const unsigned char *key, size_t klen, char **out,
 			size_t *len)
@@ -398,6 +503,7 @@ int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 		out_file(&o, sorted[i]);
 	}
 	tcfs_text_str(&o, "]");
+	out_inputs(&o, sc->inputs);
 	if (klen > 0 && !o.err) {
 		rc = sign(sc, key, klen, md);
 		if (rc < 0)
@@ -506,7 +612,9 @@ static int sidecar_head(const cJSON *const *m, const char *key,
 				    "version 1");
 	if (!cJSON_IsString(m[1]) || strcmp(m[1]->valuestring, key) != 0)
 		return tcfs_err_set(-EBADMSG, "names another key");
-	if (!cJSON_IsString(m[2]) || strcmp(m[2]->valuestring, name) != 0)
+	if (!cJSON_IsString(m[2]) ||
+	    (name ? strcmp(m[2]->valuestring, name) != 0
+		  : name_ok(m[2]->valuestring, "its name") < 0))
 		return tcfs_err_set(-EBADMSG, "names another kernel or file");
 	if (!cJSON_IsString(m[3]) || (strcmp(m[3]->valuestring, "group") &&
 				      strcmp(m[3]->valuestring, "file")))
@@ -518,7 +626,7 @@ static int sidecar_head(const cJSON *const *m, const char *key,
 		return tcfs_err_set(-EBADMSG, "an hmac that is not 64 "
 				    "lowercase hex digits");
 	snprintf(out->key, sizeof(out->key), "%s", key);
-	snprintf(out->name, sizeof(out->name), "%s", name);
+	snprintf(out->name, sizeof(out->name), "%s", m[2]->valuestring);
 	out->group = strcmp(m[3]->valuestring, "group") == 0;
 	out->has_hmac = m[5] != NULL;
 	return 0;
@@ -540,25 +648,57 @@ static int sidecar_whole(const struct tcfs_sidecar *sc)
 	return 0;
 }
 
+/* The "inputs" member: a non-empty list of [NAME, HASH] string pairs,
+ * bounded as tcfs_sidecar_input_add bounds them. */
+static int sidecar_inputs(const cJSON *list, struct tcfs_sidecar *sc)
+{
+	int rc;
+
+	if (!cJSON_IsArray(list) || !list->child)
+		return tcfs_err_set(-EBADMSG, "inputs is not a list of "
+				    "pairs");
+	for (const cJSON *c = list->child; c; c = c->next) {
+		const cJSON *n = cJSON_IsArray(c) ? c->child : NULL;
+		const cJSON *h = n ? n->next : NULL;
+
+		if (!cJSON_IsString(n) || !cJSON_IsString(h) || h->next)
+			return tcfs_err_set(-EBADMSG, "an input that is not "
+					    "a [name, hash] pair");
+		rc = tcfs_sidecar_input_add(sc, n->valuestring,
+					    strlen(n->valuestring),
+					    h->valuestring,
+					    strlen(h->valuestring));
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc == -E2BIG)
+			return tcfs_err_set(-EBADMSG, "over %d inputs",
+					    TCFS_WIRE_INPUTS_MAX);
+		if (rc < 0)
+			return tcfs_err_set(-EBADMSG, "an input's name or "
+					    "hash empty or too long");
+	}
+	return 0;
+}
+
 int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
 		       const char *name, struct tcfs_sidecar *out)
 {
-	static const char *const names[] = { "tcfs", "key", "name",
-					     "kind", "files", "hmac" };
+	static const char *const names[] = { "tcfs", "key", "name", "kind",
+					     "files", "hmac", "inputs" };
 	char what[2 * TCFS_UTF8_SHOW_MAX + 16], k[TCFS_UTF8_SHOW_MAX];
 	char n[TCFS_UTF8_SHOW_MAX];
-	const cJSON *m[6];
+	const cJSON *m[7];
 	cJSON *doc;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(what, sizeof(what), "sidecar of %s/%s",
 		 tcfs_utf8_printable(key, k, sizeof(k)),
-		 tcfs_utf8_printable(name, n, sizeof(n)));
+		 tcfs_utf8_printable(name ? name : "*", n, sizeof(n)));
 	rc = json_load(json, len, what, &doc);
 	if (rc < 0)
 		return rc;
-	rc = members(doc, names, 6, m, what);
+	rc = members(doc, names, 7, m, what);
 	if (rc < 0)
 		goto out;
 	rc = sidecar_head(m, key, name, out);
@@ -567,12 +707,16 @@ int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
 		rc = sidecar_file(c, out);
 	if (rc == 0)
 		rc = sidecar_whole(out);
+	if (rc == 0 && m[6])
+		rc = sidecar_inputs(m[6], out);
 	if (rc < 0)
 		rc = tcfs_err_prefix(rc, "%s", what);
 out:
 	cJSON_Delete(doc);
-	if (rc < 0)
+	if (rc < 0) {
+		tcfs_sidecar_release(out);
 		memset(out, 0, sizeof(*out));
+	}
 	return rc;
 }
 

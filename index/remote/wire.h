@@ -10,8 +10,12 @@
  *
  *   {"tcfs": 1, "key": KEY, "name": NAME-or-FILE, "kind": "group"|"file",
  *    "files": [{"name": F, "size": N, "sha256": HEX}, ...],
+ *    "inputs": [[NAME, HASH], ...],
  *    "hmac": HEX}
  *
+ * inputs, optional, only in an FX graph entry's sidecar: the names and
+ * hashes of the entry's debug lines (fxgraph.h), in its order, so that
+ * `tcfs why --remote` compares graphs without fetching their entries.
  * files lists every file the group names plus the group file itself (for a
  * single file: that file), sorted by name.  hmac, present only when the
  * writer had a key, is HMAC-SHA256 over tcfs_sidecar_signed_text: the
@@ -67,6 +71,23 @@ struct tcfs_sidecar_file {
 	unsigned char sha256[32];
 };
 
+/* Bounds of an "inputs" list: as many pairs as fxgraph.h takes lines,
+ * a name or hash at most this long (PyTorch's are about 30 and 52). */
+#define TCFS_WIRE_INPUTS_MAX 8192
+#define TCFS_WIRE_INPUT_NAME_MAX 256
+#define TCFS_WIRE_INPUT_HASH_MAX 128
+
+struct tcfs_sidecar_input {
+	char *name, *hash;		/* NUL-terminated, owned */
+};
+
+/* A heap array, so that the many sidecars without inputs (every
+ * kernel's) cost one pointer. */
+struct tcfs_sidecar_inputs {
+	size_t n, cap;
+	struct tcfs_sidecar_input *v;
+};
+
 struct tcfs_sidecar {
 	char key[TCFS_NAME_MAX + 1];
 	char name[TCFS_NAME_MAX + 1];	/* NAME of a group, FILE of a file */
@@ -75,7 +96,20 @@ struct tcfs_sidecar {
 	struct tcfs_sidecar_file f[TCFS_WIRE_FILES_MAX + 1];
 	int has_hmac;
 	unsigned char hmac[32];
+	/* NULL: none.  Owned: tcfs_sidecar_release. */
+	struct tcfs_sidecar_inputs *inputs;
 };
+
+/* Frees sc's inputs (sc->inputs becomes NULL); the rest of sc is plain
+ * data.  Every sidecar that tcfs_sidecar_parse filled or
+ * tcfs_sidecar_input_add grew must be released. */
+void tcfs_sidecar_release(struct tcfs_sidecar *sc);
+
+/* Appends the input (name, hash) of nlen and hlen bytes to sc: 0, or
+ * -EINVAL (empty, over TCFS_WIRE_INPUT_NAME_MAX or _HASH_MAX, or a NUL
+ * in it), -E2BIG past TCFS_WIRE_INPUTS_MAX, -ENOMEM. */
+int tcfs_sidecar_input_add(struct tcfs_sidecar *sc, const char *name,
+			   size_t nlen, const char *hash, size_t hlen);
 
 /* The one entry of sc named name, or NULL. */
 const struct tcfs_sidecar_file *tcfs_sidecar_find(const struct tcfs_sidecar *sc,
@@ -99,7 +133,10 @@ int tcfs_sidecar_add(struct tcfs_sidecar *sc, const char *name,
  *   kind group|file\n
  *   files COUNT\n
  *   LEN:FILE SIZE SHA256HEX\n          (one line per file)
+ *   inputs COUNT\n                      (only with inputs)
+ *   LEN:NAME LEN:HASH\n                 (one line per input, in order)
  *
+ * (a sidecar without inputs signs the text it always did).
  * e.g. in Python: hmac.new(key, text, hashlib.sha256).hexdigest().
  * *text owned by the caller (free()).  0 or -ENOMEM. */
 int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
@@ -115,8 +152,10 @@ int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 
 /* Parses a sidecar value (at most TCFS_WIRE_JSON_MAX bytes), checking
  * that it is version 1 with no member twice nor unknown, names key and
- * name, that its file names are plain and distinct, and that it lists
- * the group file (a group's) or that one file alone (a file's).  0,
+ * name (any plain name when name is NULL), that its file names are plain and distinct, and that it lists
+ * the group file (a group's) or that one file alone (a file's), and that
+ * inputs, when present, is a list of [NAME, HASH] string pairs within the
+ * bounds above.  out is overwritten (release its inputs first).  0,
  * -ENOMEM, or -EBADMSG with a message (out is then zeroed). */
 int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
 		       const char *name, struct tcfs_sidecar *out);

@@ -130,3 +130,115 @@ run "$TCFS" why --store "$S" "$NONE"
 check_grep "text: no entry" "^entry    none: it missed and no entry was written" "$OUT"
 why offline "$HR"
 check_eq "offline, the same answer" "$(json_eval "$T_TMP/hr.json" 'd')" "$(json_eval "$T_TMP/offline.json" 'd')"
+
+# --- across the fleet (issue 30): tcfs why FKEY --remote ----------------------
+# Node A publishes two graphs that differ in one input (a path); node B
+# compiled a third, A's first but for a device index.  B's why --remote
+# names A's first and that input from the sidecars alone; sidecars
+# unsigned or forged are refused under the key, counted.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+	skip "the fleet part: no redis-server or redis-cli"
+	exit 0
+fi
+redis_start
+KEYF=$T_TMP/fleet.key
+printf 'fleet-key\n' >"$KEYF"
+chmod 0600 "$KEYF"
+SIGNED="remote=redis://127.0.0.1:$RPORT,remote_inductor=signed,remote_key_file=$KEYF"
+mkdir -p "$T_TMP/g"
+# graph DEVICE PATH: an entry of four debug lines into $T_TMP/g, its name
+# (PyTorch's sha256_hash of its bytes) printed.
+graph() {
+	python3 - "$1" "$2" "$T_TMP/g" <<'PY'
+import base64, hashlib, pickle, sys
+h = lambda b: base64.b32encode(hashlib.sha256(b).digest())[:51].decode().lower()
+dev, path, out = sys.argv[1:]
+ins = [("example_inputs[0]", "TensorMetadata(dtype=torch.float32, device=device(type='cuda', index=%s))" % dev),
+       ("fx_kwargs[cpp_wrapper]", "False"),
+       ("pg_name", "default_pg"),
+       ("inductor_config[cache_dir]", path)]
+data = pickle.dumps(["[%s] %s: %s" % (h((n + v).encode()), n, v) for n, v in ins], protocol=4)
+name = h(data)
+open("%s/%s" % (out, name), "wb").write(data)
+print(name)
+PY
+}
+GX=fxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+GY=fyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy
+GZ=fzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz
+EX=$(graph 0 /cache/a)
+EY=$(graph 0 /cache/b)
+EZ=$(graph 1 /cache/a)
+put_in() {	# put_in MNT FKEY ENTRY: as Inductor writes it
+	mkdir -p "$1/fxgraph/${2:1:2}/$2"
+	cp "$T_TMP/g/$3" "$1/fxgraph/${2:1:2}/$2/.tmp.$$" &&
+		mv "$1/fxgraph/${2:1:2}/$2/.tmp.$$" "$1/fxgraph/${2:1:2}/$2/$3"
+}
+mount_node a "$SIGNED"
+put_in "$M_a" "$GX" "$EX"
+put_in "$M_a" "$GY" "$EY"
+for _ in $(seq 100); do
+	[ "$(rcli --scan --pattern 'pt2:fx-graph-v1::*:c1:tcfs' | wc -l)" -ge 2 ] && break
+	sleep 0.1
+done
+check_grep_fixed "A's sidecar carries the inputs' names and hashes" \
+	'"inputs": [["example_inputs[0]", "' <(rcli get "pt2:fx-graph-v1::$GX:c1:tcfs")
+mount_node b ""
+put_in "$M_b" "$GZ" "$EZ"
+
+run "$TCFS" why --store "$S_b" --remote -o "$SIGNED" --json "$GZ"
+check_rc "why --remote: exit 0" 0
+cp "$OUT" "$T_TMP/remote.json"
+check_eq "nearest: A's graph of the same device path, 1 input apart, then the other" \
+	"$GX 1 $GY 2" "$(json_eval "$T_TMP/remote.json" "' '.join('%s %d' % (g['graph'], g['differ']) for g in d['nearest'])")"
+check_eq "the input that differs: the device index, its value here" \
+	"example_inputs[0] TensorMetadata(dtype=torch.float32, device=device(type='cuda', index=1))" \
+	"$(json_eval "$T_TMP/remote.json" "' '.join('%s %s' % (c['input'], c['local']) for c in d['differences'])")"
+check_eq "the remote side: the nearest's hash of it" \
+	"$(rcli get "pt2:fx-graph-v1::$GX:c1:tcfs" | python3 -c 'import json, sys; print(json.load(sys.stdin)["inputs"][0][1])')" \
+	"$(json_get "$T_TMP/remote.json" differences.0.remote)"
+check_eq "compared 2, none refused" "2 0" "$(json_eval "$T_TMP/remote.json" "'%d %d' % (d['compared'], d['refused'])")"
+run "$TCFS" why --store "$S_b" --remote -o "$SIGNED" "$GZ"
+check_grep_fixed "text: the nearest" "nearest  $GX (1 input differ)" "$OUT"
+check_grep_fixed "text: the value here" "    here    TensorMetadata(dtype=torch.float32, device=device(type='cuda', index=1))" "$OUT"
+check_grep_fixed "text: the next nearest" "then     $GY (2 differ)" "$OUT"
+
+# Sidecars naming Z's own inputs exactly (0 apart): one unsigned, one
+# with a forged HMAC.  Under the key both are refused; without a key
+# (nothing asks a signature) both are taken, 0 apart.
+zin=$(rcli get "pt2:fx-graph-v1::$GX:c1:tcfs" |
+	python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["inputs"]))')
+side() {	# side FKEY [HMAC]: a sidecar with the inputs of Z's entry
+	python3 - "$1" "${2:-}" "$zin" <<'PY'
+import base64, hashlib, json, sys
+g, mac, ins = sys.argv[1:]
+ins = json.loads(ins)	# X's: Z's but for the device
+dev = "example_inputs[0]TensorMetadata(dtype=torch.float32, device=device(type='cuda', index=1))"
+ins[0][1] = base64.b32encode(hashlib.sha256(dev.encode()).digest())[:51].decode().lower()
+d = {"tcfs": 1, "key": g, "name": "e" * 51, "kind": "file",
+     "files": [{"name": "e" * 51, "size": 1, "sha256": "0" * 64}], "inputs": ins}
+if mac:
+	d["hmac"] = mac
+print(json.dumps(d))
+PY
+}
+GU=fuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu
+GF=ffffffffffffffffffffffffffffffffffffffffffffffffffff
+rcli set "pt2:fx-graph-v1::$GU:c1:tcfs" "$(side "$GU")" >/dev/null
+rcli set "pt2:fx-graph-v1::$GF:c1:tcfs" "$(side "$GF" "$(printf 'ab%.0s' $(seq 32))")" >/dev/null
+run "$TCFS" why --store "$S_b" --remote -o "$SIGNED" --json "$GZ"
+check_eq "under the key: the unsigned and the forged refused, A's still the nearest" \
+	"2 $GX" "$(json_eval "$OUT" "'%d %s' % (d['refused'], d['nearest'][0]['graph'])")"
+run "$TCFS" why --store "$S_b" --remote -o "remote=redis://127.0.0.1:$RPORT" --json "$GZ"
+check_eq "no key: both taken, 0 apart, then A's" \
+	"0 4 0 0 $GX" "$(json_eval "$OUT" "'%d %d %d %d %s' % (d['refused'], d['compared'], d['nearest'][0]['differ'], d['nearest'][1]['differ'], d['nearest'][2]['graph'])")"
+
+run "$TCFS" why --store "$S_b" --remote -o "$SIGNED" fnothere
+check_rc "--remote, no such graph here: exit 1" 1
+check_grep "the error names the key" "fnothere: no FX graph entry with this key" "$ERR"
+rcli flushall >/dev/null
+run "$TCFS" why --store "$S_b" --remote -o "$SIGNED" "$GZ"
+check_rc "--remote, nothing in the remote: exit 1" 1
+check_grep "and says so" "no FX graph in the remote to compare with" "$ERR"
+run "$TCFS" why --store "$S_b" -o "$SIGNED" "$GZ"
+check_rc "-o without --remote: a usage error" 2

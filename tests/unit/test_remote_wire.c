@@ -493,6 +493,91 @@ static void sidecar_parse_bad(void)
 		    "for another kernel");
 }
 
+/* An FX entry's sidecar: its debug lines' names and hashes. */
+static void fx_sidecar(struct tcfs_sidecar *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	snprintf(sc->key, sizeof(sc->key), "fkey");
+	snprintf(sc->name, sizeof(sc->name), "entry");
+	tcfs_sidecar_add(sc, "entry", "bytes", 5);
+	tcfs_sidecar_input_add(sc, "example_inputs[0]", 17, "aaa1", 4);
+	tcfs_sidecar_input_add(sc, "fx_kwargs", 9, "bbb2", 4);
+}
+
+static void sidecar_inputs(void)
+{
+	struct tcfs_sidecar sc, back = { 0 };
+	char *out = NULL, *text = NULL, *p;
+	size_t len = 0, tlen = 0;
+
+	fx_sidecar(&sc);
+	tap_ok(tcfs_sidecar_signed_text(&sc, &text, &tlen) == 0 && text &&
+		       strstr(text, "\ninputs 2\n17:example_inputs[0] 4:aaa1"
+				    "\n9:fx_kwargs 4:bbb2\n") != NULL,
+	       "signed text ends with the inputs as wire.h says");
+	free(text);
+	tcfs_sidecar_render(&sc, key, KLEN, &out, &len);
+	tap_ok(out && strstr(out, "\"inputs\": [[\"example_inputs[0]\", "
+			     "\"aaa1\"], [\"fx_kwargs\", \"bbb2\"]]"),
+	       "rendered with its inputs");
+	tap_eq(tcfs_sidecar_parse(out, len, "fkey", "entry", &back), 0,
+	       "parsed back");
+	tap_ok(back.inputs && back.inputs->n == 2 &&
+		       strcmp(back.inputs->v[1].name, "fx_kwargs") == 0 &&
+		       strcmp(back.inputs->v[1].hash, "bbb2") == 0,
+	       "inputs round trip, in order");
+	tap_eq(tcfs_sidecar_verify(&back, key, KLEN), 0, "signed: verifies");
+	tcfs_sidecar_release(&back);
+	p = out ? strstr(out, "bbb2") : NULL;
+	if (p)
+		*p = 'c';
+	tap_eq(tcfs_sidecar_parse(out, len, "fkey", "entry", &back), 0,
+	       "a flipped input hash parses");
+	tap_eq(tcfs_sidecar_verify(&back, key, KLEN), -EPERM,
+	       "but its HMAC does not verify: inputs are signed");
+	tcfs_sidecar_release(&back);
+	free(out);
+	tcfs_sidecar_release(&sc);
+}
+
+static void sidecar_inputs_bad(void)
+{
+	static const char *const bad[] = {
+		"[]", "{}", "[[\"a\"]]", "[[\"a\", 1]]",
+		"[[\"a\", \"h\", \"x\"]]", "[[\"\", \"h\"]]", "[\"a\"]",
+	};
+	struct tcfs_sidecar sc = { 0 };
+	char name[TCFS_WIRE_INPUT_NAME_MAX + 2];
+	char json[1024];
+	int ok = 1;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(json, sizeof(json), "{\"tcfs\": 1, \"key\": \"k\", "
+			 "\"name\": \"e\", \"kind\": \"file\", \"files\": "
+			 "[{\"name\": \"e\", \"size\": 1, \"sha256\": \"%064d\""
+			 "}], \"inputs\": %s}", 0, bad[i]);
+		if (tcfs_sidecar_parse(json, strlen(json), "k", "e", &sc) !=
+			    -EBADMSG || sc.inputs) {
+			ok = tap_ok(0, "malformed inputs %s refused", bad[i]);
+			tcfs_sidecar_release(&sc);
+		}
+	}
+	tap_ok(ok, "malformed inputs refused (%zu shapes)",
+	       sizeof(bad) / sizeof(bad[0]));
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	tap_eq(tcfs_sidecar_input_add(&sc, name, TCFS_WIRE_INPUT_NAME_MAX + 1,
+				      "h", 1), -EINVAL, "a name over the bound");
+	tap_eq(tcfs_sidecar_input_add(&sc, name, TCFS_WIRE_INPUT_NAME_MAX,
+				      "h", 1), 0, "a name at the bound");
+	for (int i = 1; i < TCFS_WIRE_INPUTS_MAX; i++)
+		tcfs_sidecar_input_add(&sc, "x", 1, "h", 1);
+	tap_eq(tcfs_sidecar_input_add(&sc, "x", 1, "h", 1), -E2BIG,
+	       "past TCFS_WIRE_INPUTS_MAX inputs");
+	tcfs_sidecar_release(&sc);
+	tap_ok(sc.inputs == NULL, "released");
+}
+
 int main(void)
 {
 	group_render();
@@ -505,5 +590,7 @@ int main(void)
 	sidecar_tamper();
 	sidecar_layout();
 	sidecar_parse_bad();
+	sidecar_inputs();
+	sidecar_inputs_bad();
 	return tap_done();
 }
