@@ -174,11 +174,18 @@ run prime 1 plain-prime
 	exit 2
 }
 fact reps "$reps"
+# ONLY_INTEROP=1: node A's cold run and the interop runs alone, with the
+# keys each side wrote (OUT/keys-*.txt), to see why one side missed.
+if [ -n "${ONLY_INTEROP:-}" ]; then
+	cold_reps=1 first_reps=0 reps=0
+fi
 for rep in $(seq "$cold_reps"); do
-	run plain-cold "$rep" "plain-c$rep"
-	mount_node "N$rep"
-	run noremote-cold "$rep" "mnt-N$rep"
-	umount_node "N$rep"
+	if [ -z "${ONLY_INTEROP:-}" ]; then
+		run plain-cold "$rep" "plain-c$rep"
+		mount_node "N$rep"
+		run noremote-cold "$rep" "mnt-N$rep"
+		umount_node "N$rep"
+	fi
 	mount_node "A$rep" "$signed"
 	run A-cold "$rep" "mnt-A$rep"
 	wait_published "A$rep"
@@ -202,7 +209,12 @@ for rep in $(seq "$reps"); do
 done
 # Interop: stock PyTorch reads what tcfs published, tcfs (any) what
 # PyTorch published.
+rcli "$p1" --scan --pattern 'pt2:*' | sort >"$out/keys-r1-tcfs.txt"
+ls "$work/mnt-A$cold_reps/aotautograd" >"$out/keys-a-aot.txt" 2>&1
 run interop-pt-reads-tcfs 1 plain-x1 "${pt[@]}" TORCHINDUCTOR_REDIS_PORT="$p1"
+rcli "$p1" --scan --pattern 'pt2:*' | sort >"$out/keys-r1-after-pt.txt"
+ls "$work/plain-x1/aotautograd" >"$out/keys-x1-aot.txt" 2>&1
+rcli "$p2" --scan --pattern 'pt2:*' | sort >"$out/keys-r2-pt.txt"
 mount_node X "$anyopt"
 run interop-tcfs-reads-pt 1 mnt-X
 umount_node X
