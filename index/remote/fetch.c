@@ -165,7 +165,7 @@ static int fetch_group(struct fetch *x, const char *name)
 	if (!rc)
 		rc = fetch_key(x, F_SIDECAR, sfile);
 	if (!rc)
-		rc = tcfs_remote_get_until(x->r, x->kp, 2, TCFS_WIRE_JSON_MAX,
+		rc = tcfs_remote_get_until(x->r, x->kp, 2, TCFS_WIRE_SIDECAR_MAX,
 					   x->vals, x->lens, x->until_ns);
 	if (rc)
 		return rc;
@@ -375,11 +375,11 @@ static int fetch_file_sizes(struct fetch *x, uint64_t max)
 		return tcfs_err_set(-EFBIG, "remote %s: %lld bytes, over"
 				    " remote_file_max", x->rkey[F_HEAD],
 				    (long long)x->sizes[F_HEAD]);
-	if (x->sizes[F_SIDECAR] > (int64_t)TCFS_WIRE_JSON_MAX)
+	if (x->sizes[F_SIDECAR] > (int64_t)TCFS_WIRE_SIDECAR_MAX)
 		return tcfs_err_set(-EFBIG, "remote %s: %lld bytes, over %u",
 				    x->rkey[F_SIDECAR],
 				    (long long)x->sizes[F_SIDECAR],
-				    TCFS_WIRE_JSON_MAX);
+				    TCFS_WIRE_SIDECAR_MAX);
 	return 0;
 }
 

@@ -238,7 +238,7 @@ static int batch(struct cmp *c, struct tcfs_fxnear *out, const struct keys *k,
 
 	assert(n <= TCFS_FXNEAR_BATCH);
 	rc = tcfs_remote_get(c->r, (const char *const *)&k->v[from], n,
-			     TCFS_WIRE_JSON_MAX, vals, lens);
+			     TCFS_WIRE_SIDECAR_MAX, vals, lens);
 	if (rc == -EFBIG && n > 1) {
 		tcfs_err_clear();
 		for (size_t i = 0; i < n && rc != -ENOMEM; i++)

@@ -259,7 +259,8 @@ static int entry_published(struct tcfs_remote *r, const char *skey,
 	struct tcfs_sidecar *sc;
 	char *val = NULL;
 	size_t len = 0;
-	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_JSON_MAX, &val, &len);
+	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_SIDECAR_MAX, &val,
+				 &len);
 
 	if (rc < 0)
 		return rc == -EFBIG ? 0 : rc;
@@ -486,7 +487,8 @@ static int pack_published(struct tcfs_remote *r, const char *skey,
 	struct tcfs_sidecar *there;
 	char *val = NULL;
 	size_t len = 0;
-	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_JSON_MAX, &val, &len);
+	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_SIDECAR_MAX, &val,
+				 &len);
 
 	if (rc < 0 || !val)
 		return rc == -EFBIG ? 0 : rc;

@@ -54,8 +54,8 @@ static int out_take(struct tcfs_text *o, const char *what, char **text,
 	if (o->err) {
 		free(o->p);
 		if (o->err == -E2BIG)
-			return tcfs_err_set(-E2BIG, "%s: over %u bytes", what,
-					    TCFS_WIRE_JSON_MAX);
+			return tcfs_err_set(-E2BIG, "%s: over %zu bytes", what,
+					    o->max);
 		if (o->err == -EILSEQ)
 			return tcfs_err_set(-EILSEQ, "%s: a name that is not "
 					    "UTF-8", what);
@@ -124,18 +124,19 @@ static int escapes_nul(const char *s, size_t len)
 	return 0;
 }
 
-/* Parses a whole value of len bytes (nothing after it but blanks) into
+/* Parses a whole value of len bytes, at most max (nothing after it but
+ * blanks), into
  * *doc (the caller's, cJSON_Delete).  0, -EBADMSG or -ENOMEM. */
-static int json_load(const char *json, size_t len, const char *what,
-		     cJSON **doc)
+static int json_load(const char *json, size_t len, size_t max,
+		     const char *what, cJSON **doc)
 {
 	const char *end = NULL;
 	char *text;
 
 	*doc = NULL;
-	if (len > TCFS_WIRE_JSON_MAX)
-		return tcfs_err_set(-EBADMSG, "%s: %zu bytes, over %u", what,
-				    len, TCFS_WIRE_JSON_MAX);
+	if (len > max)
+		return tcfs_err_set(-EBADMSG, "%s: %zu bytes, over %zu", what,
+				    len, max);
 	if (memchr(json, '\0', len) || escapes_nul(json, len))
 		return tcfs_err_set(-EBADMSG, "%s: holds a NUL", what);
 	/* A copy that ends in a NUL: cJSON reads strings up to one. */
@@ -218,7 +219,7 @@ int tcfs_wire_group_parse(const char *json, size_t len,
 	int rc;
 
 	out->n = 0;
-	rc = json_load(json, len, "group file", &doc);
+	rc = json_load(json, len, TCFS_WIRE_JSON_MAX, "group file", &doc);
 	if (rc < 0)
 		return rc;
 	/* Exactly one member: a second child_paths would be read by
@@ -407,7 +408,7 @@ int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
 			     size_t *len)
 {
 	const struct tcfs_sidecar_file *sorted[TCFS_WIRE_FILES_MAX + 1];
-	struct tcfs_text o = { .max = TCFS_WIRE_JSON_MAX };
+	struct tcfs_text o = { .max = TCFS_WIRE_SIDECAR_MAX };
 	char line[96], h[65];
 
 	sort_files(sc, sorted);
@@ -485,7 +486,7 @@ int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 			size_t *len)
 {
 	const struct tcfs_sidecar_file *sorted[TCFS_WIRE_FILES_MAX + 1];
-	struct tcfs_text o = { .max = TCFS_WIRE_JSON_MAX };
+	struct tcfs_text o = { .max = TCFS_WIRE_SIDECAR_MAX };
 	unsigned char md[32];
 	char h[65];
 	int rc;
@@ -695,7 +696,7 @@ int tcfs_sidecar_parse(const char *json, size_t len, const char *key,
 	snprintf(what, sizeof(what), "sidecar of %s/%s",
 		 tcfs_utf8_printable(key, k, sizeof(k)),
 		 tcfs_utf8_printable(name ? name : "*", n, sizeof(n)));
-	rc = json_load(json, len, what, &doc);
+	rc = json_load(json, len, TCFS_WIRE_SIDECAR_MAX, what, &doc);
 	if (rc < 0)
 		return rc;
 	rc = members(doc, names, 7, m, what);

@@ -34,6 +34,9 @@
 /* Children of one group at most, and a group or sidecar value's size. */
 #define TCFS_WIRE_FILES_MAX 64
 #define TCFS_WIRE_JSON_MAX (64u << 10)
+/* A sidecar's: an FX graph's inputs make it tens of KB (540 for a small
+ * model, 56 KB), a big model's more. */
+#define TCFS_WIRE_SIDECAR_MAX (1u << 20)
 
 /* The Redis file names of a kernel NAME and a single file FILE: 0,
  * -ENAMETOOLONG (over len, or over TCFS_NAME_MAX), or -EINVAL for a name
@@ -145,12 +148,12 @@ int tcfs_sidecar_signed_text(const struct tcfs_sidecar *sc, char **text,
 /* Renders sc (files sorted by name), signed with key (klen bytes) when
  * klen > 0.  *out owned by the caller (free()).  0, -ENOMEM, -EILSEQ
  * (a name that is not UTF-8, which JSON cannot carry) or -E2BIG (over
- * TCFS_WIRE_JSON_MAX: no reader would take it), with a message. */
+ * TCFS_WIRE_SIDECAR_MAX: no reader would take it), with a message. */
 int tcfs_sidecar_render(const struct tcfs_sidecar *sc,
 			const unsigned char *key, size_t klen, char **out,
 			size_t *len);
 
-/* Parses a sidecar value (at most TCFS_WIRE_JSON_MAX bytes), checking
+/* Parses a sidecar value (at most TCFS_WIRE_SIDECAR_MAX bytes), checking
  * that it is version 1 with no member twice nor unknown, names key and
  * name (any plain name when name is NULL), that its file names are plain and distinct, and that it lists
  * the group file (a group's) or that one file alone (a file's), and that
