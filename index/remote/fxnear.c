@@ -80,7 +80,7 @@ static void keys_free(struct keys *k)
 /* Every other FX graph's sidecar key, at most TCFS_FXNEAR_SCAN_MAX. */
 static int scan(struct tcfs_remote *r, struct keys *k)
 {
-	const char *id = tcfs_probe_kind(TCFS_PROBE_FXGRAPH)->remote_id;
+	const char *id = tcfs_probe_kind(tcfs_entry_fx_kind())->remote_id;
 	char pat[sizeof(k->head)], *star;
 	int rc = tcfs_pt2_sidecar_key(id, "*", pat, sizeof(pat));
 
