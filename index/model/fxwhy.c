@@ -227,7 +227,7 @@ int tcfs_fxwhy_own(struct tcfs_store *s, const char *graph, char **buf,
 	if (strlen(graph) > TCFS_NAME_MAX)
 		return -ENOENT;
 	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*v), fill_entry, NULL,
-			     &v, &n, sql_entries, "");
+			     &v, &n, sql_entries, "t", tcfs_entry_fx_dir());
 	while (rc == 0 && i < n && strcmp(v[i].graph, graph) != 0)
 		i++;
 	if (rc == 0)
