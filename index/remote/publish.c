@@ -251,27 +251,51 @@ int tcfs_remote_publish_file(struct tcfs_remote *r, struct tcfs_store *s,
 		      : rc;
 }
 
-/* Whether the remote's sidecar of key names the entry name already. */
-static int entry_published(struct tcfs_remote *r, const char *skey,
-			   const char *key, const char *name)
+/* A new sidecar of the one file name (bytes) of key, into *out (owned by
+ * the caller: free()). */
+static int sidecar_of(const char *key, const char *name, const char *bytes,
+		      size_t len, struct tcfs_sidecar **out)
+{
+	struct tcfs_sidecar *sc = calloc(1, sizeof(*sc));
+	int rc;
+
+	if (!sc)
+		return -ENOMEM;
+	snprintf(sc->key, sizeof(sc->key), "%s", key);
+	snprintf(sc->name, sizeof(sc->name), "%s", name);
+	rc = tcfs_sidecar_add(sc, name, bytes, len);
+	if (rc < 0) {
+		free(sc);
+		return rc;
+	}
+	*out = sc;
+	return 0;
+}
+
+/* Whether the remote's sidecar at skey lists, for sc's key and name, the
+ * one file sc lists, with its size and SHA-256: published already. */
+static int sidecar_there(struct tcfs_remote *r, const char *skey,
+			 const struct tcfs_sidecar *sc)
 {
 	const char *keys[1] = { skey };
-	struct tcfs_sidecar *sc;
+	struct tcfs_sidecar *there;
 	char *val = NULL;
 	size_t len = 0;
 	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_SIDECAR_MAX, &val,
 				 &len);
 
-	if (rc < 0)
+	if (rc < 0 || !val)
 		return rc == -EFBIG ? 0 : rc;
-	if (!val)
-		return 0;
-	sc = calloc(1, sizeof(*sc));
-	rc = sc ? tcfs_sidecar_parse(val, len, key, name, sc) == 0 : -ENOMEM;
-	tcfs_err_clear();	/* another variant's, or garbage: replaced */
-	if (sc)
-		tcfs_sidecar_release(sc);
-	free(sc);
+	there = calloc(1, sizeof(*there));
+	rc = there ? 0 : -ENOMEM;
+	if (rc == 0 &&
+	    tcfs_sidecar_parse(val, len, sc->key, sc->name, there) == 0)
+		rc = there->n == 1 && there->f[0].size == sc->f[0].size &&
+		     memcmp(there->f[0].sha256, sc->f[0].sha256, 32) == 0;
+	tcfs_err_clear();
+	if (there)
+		tcfs_sidecar_release(there);
+	free(there);
 	free(val);
 	return rc;
 }
@@ -341,14 +365,9 @@ int tcfs_remote_publish_entry(struct tcfs_remote *r, struct tcfs_store *s,
 			rc = -ENOENT;
 	}
 	if (rc == 0)
-		rc = entry_published(r, skey, key, name);
-	if (rc == 0 && !(sc = calloc(1, sizeof(*sc))))
-		rc = -ENOMEM;
-	if (rc == 0) {
-		snprintf(sc->key, sizeof(sc->key), "%s", key);
-		snprintf(sc->name, sizeof(sc->name), "%s", name);
-		rc = tcfs_sidecar_add(sc, name, bytes, len);
-	}
+		rc = sidecar_of(key, name, bytes, len, &sc);
+	if (rc == 0)
+		rc = sidecar_there(r, skey, sc);
 	if (rc == 0) {
 		entry_inputs(sc, bytes, len);
 		rc = entry_sidecar(sc, cfg, &side, &slen);
@@ -458,54 +477,6 @@ static int tree_walk(struct tcfs_remote *r, struct tcfs_store *s,
 	return rc;
 }
 
-/* A new sidecar of the one file name (bytes) of key, into *out (owned by
- * the caller: free()). */
-static int sidecar_of(const char *key, const char *name, const char *bytes,
-		      size_t len, struct tcfs_sidecar **out)
-{
-	struct tcfs_sidecar *sc = calloc(1, sizeof(*sc));
-	int rc;
-
-	if (!sc)
-		return -ENOMEM;
-	snprintf(sc->key, sizeof(sc->key), "%s", key);
-	snprintf(sc->name, sizeof(sc->name), "%s", name);
-	rc = tcfs_sidecar_add(sc, name, bytes, len);
-	if (rc < 0) {
-		free(sc);
-		return rc;
-	}
-	*out = sc;
-	return 0;
-}
-
-/* Whether the remote's sidecar at skey lists the pack sc lists. */
-static int pack_published(struct tcfs_remote *r, const char *skey,
-			  const struct tcfs_sidecar *sc)
-{
-	const char *keys[1] = { skey };
-	struct tcfs_sidecar *there;
-	char *val = NULL;
-	size_t len = 0;
-	int rc = tcfs_remote_get(r, keys, 1, TCFS_WIRE_SIDECAR_MAX, &val,
-				 &len);
-
-	if (rc < 0 || !val)
-		return rc == -EFBIG ? 0 : rc;
-	there = calloc(1, sizeof(*there));
-	rc = there ? 0 : -ENOMEM;
-	if (rc == 0 &&
-	    tcfs_sidecar_parse(val, len, sc->key, sc->name, there) == 0)
-		rc = there->n == 1 && there->f[0].size == sc->f[0].size &&
-		     memcmp(there->f[0].sha256, sc->f[0].sha256, 32) == 0;
-	tcfs_err_clear();
-	if (there)
-		tcfs_sidecar_release(there);
-	free(there);
-	free(val);
-	return rc;
-}
-
 int tcfs_remote_publish_pack(struct tcfs_remote *r, struct tcfs_store *s,
 			     uint64_t dir, const char *prefix, const char *key,
 			     const char *name)
@@ -535,7 +506,7 @@ int tcfs_remote_publish_pack(struct tcfs_remote *r, struct tcfs_store *s,
 	if (rc == 0)
 		rc = sidecar_of(key, name, pack, plen, &sc);
 	if (rc == 0)
-		rc = pack_published(r, skey, sc);
+		rc = sidecar_there(r, skey, sc);
 	if (rc == 0)
 		rc = tcfs_sidecar_render(sc, cfg->hmac_key, cfg->hmac_len,
 					 &side, &slen);
