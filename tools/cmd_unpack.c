@@ -582,7 +582,7 @@ int cmd_unpack(int argc, char **argv)
 		return rc;
 	u.src = args[0];
 	progress_init(&u.prog, "unpacking", "", u.quiet);
-	if (oci_ref_parse(u.src, &ref) < 0)
+	if (oci_ref_parse(u.src, 0, &ref) < 0)
 		return cli_usage_err("unpack", "%s", tcfs_err_msg());
 	rc = setup(&u, &co.store, store, mount, &g, gpus);
 	if (rc == 0)

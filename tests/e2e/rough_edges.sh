@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# What a new user trips on (issue 31), each with the command the user
+# typed: pack's and unpack's messages.  The commands find the store as the user's do, from
+# TCFS_STORE (lib.sh points it into the test's temp dir), and ~ is a home
+# of the test's own.
+. "$(dirname "$0")/lib.sh"
+
+# No GPU tool is asked: there is no GPU here, as on a build box.
+export TCFS_GPUS=
+export HOME=$T_TMP/home
+mkdir -p "$HOME"
+BIG=$(fixture_top triton-3.6-multitarget.tgz big) || exit 1
+
+tcfs import -q "$BIG"
+check_rc "the multitarget fixture in the user's store" 0
+N=$(info_field "$TCFS_STORE" kernels)
+
+echo "# --- tcfs pack docker://..."
+tcfs pack docker://quay.io/me/triton-cache:v1
+check_rc "tcfs pack docker://quay.io/me/triton-cache:v1: usage error (2)" 2
+check_grep_fixed "... the hint pushes what pack wrote: skopeo copy oci:DIR:TAG docker://..." \
+	"skopeo copy oci:DIR:TAG docker://quay.io/me/triton-cache:v1" "$ERR"
+check "... never the other way (docker:// first is a pull)" \
+	sh -c "! grep -q 'skopeo copy docker://' '$ERR'"
+check_grep_fixed "... and says what pack writes" "pack to oci:DIR:TAG (or oci-archive:FILE:TAG)" "$ERR"
+tcfs unpack docker://quay.io/me/triton-cache:v1
+check_rc "tcfs unpack docker://...: usage error (2)" 2
+check_grep_fixed "... the hint pulls first: skopeo copy docker://... oci:DIR:TAG" \
+	"skopeo copy docker://quay.io/me/triton-cache:v1 oci:DIR:TAG" "$ERR"
+
+echo "# --- tcfs pack oci-archive:FILE:TAG"
+mkdir -p "$T_TMP/nu"
+tcfs pack "oci-archive:$T_TMP/nu/a.tar:v1"
+check_rc "tcfs pack oci-archive:/tmp/nu/a.tar:v1" 0
+check_grep "... names the image with its oci-archive: prefix" \
+	"^packed $N kernels, .* into oci-archive:$T_TMP/nu/a\.tar:v1 \(layer " "$OUT"
+tcfs pack "$T_TMP/nu/layout:v1"
+check_grep "a layout DIR:TAG: named oci:DIR:TAG, as skopeo takes it" \
+	"^packed $N kernels, .* into oci:$T_TMP/nu/layout:v1 \(layer " "$OUT"
+if command -v skopeo >/dev/null; then
+	ref=$(sed -n 's/^packed .* into \([^ ]*\) (layer .*/\1/p' "$OUT")
+	run skopeo inspect "$ref"
+	check_rc "... a reference skopeo reads as printed ($ref)" 0
+else
+	skip "... a reference skopeo reads as printed" "no skopeo"
+fi
+
