@@ -45,3 +45,36 @@ else
 	skip "... a reference skopeo reads as printed" "no skopeo"
 fi
 
+echo "# --- tcfs unpack --no-gpu-check"
+export TCFS_STORE=$T_TMP/store2
+tcfs unpack --no-gpu-check "oci-archive:$T_TMP/nu/a.tar:v1"
+check_rc "tcfs unpack --no-gpu-check IMAGE, no GPU here" 0
+check "... says nothing of targets not checked: it was told not to" \
+	sh -c "! grep -q 'no GPU found here\|targets not checked' '$OUT' '$ERR'"
+check_grep "... and what it unpacked" "^unpacked $N kernels, " "$OUT"
+
+echo "# --- tcfs unpack again"
+tcfs unpack "oci-archive:$T_TMP/nu/a.tar:v1"
+check_rc "the same unpack again: no error" 0
+check_grep "... says the kernels were there already, none new" \
+	"^unpacked 0 new kernels \($N already in the store\), 0 files, 0 B from " "$OUT"
+check_grep "... and that their files were kept" "^[0-9]+ files were there already and were kept" "$OUT"
+check_grep "without --no-gpu-check it still says the targets went unchecked" \
+	"^no GPU found here .*targets not checked" "$OUT"
+tcfs unpack --json "oci-archive:$T_TMP/nu/a.tar:v1"
+check_eq "--json: kernels 0, kept_kernels $N, files 0, bytes 0" "0 $N 0 0" \
+	"$(json_eval "$OUT" '"%d %d %d %d" % (d["kernels"], d["kept_kernels"], d["files"], d["bytes"])')"
+
+if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	skip "tcfs unpack again, into the mounted store" "no /dev/fuse or fusermount3"
+	exit 0
+fi
+mkdir -p "$HOME/.triton/cache"
+at_exit "fusermount3 -uz '$HOME/.triton/cache'"
+tcfs mount ~/.triton/cache
+check_rc "mount the store unpacked into" 0
+tcfs unpack "oci-archive:$T_TMP/nu/a.tar:v1"
+check_rc "the same unpack again, now through the mount" 0
+check_grep "... says the kernels were there already, none new" \
+	"^unpacked 0 new kernels \($N already in the store\), 0 files, 0 B from .*\(mounted\)" "$OUT"
+tcfs umount ~/.triton/cache
