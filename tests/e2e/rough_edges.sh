@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a new user trips on (issue 31), each with the command the user
-# typed: pack's and unpack's messages.  The commands find the store as the user's do, from
+# typed: tcfs export --flat of a name several kernels share, and pack's
+# and unpack's messages.  The commands find the store as the user's do, from
 # TCFS_STORE (lib.sh points it into the test's temp dir), and ~ is a home
 # of the test's own.
 . "$(dirname "$0")/lib.sh"
@@ -14,6 +15,27 @@ BIG=$(fixture_top triton-3.6-multitarget.tgz big) || exit 1
 tcfs import -q "$BIG"
 check_rc "the multitarget fixture in the user's store" 0
 N=$(info_field "$TCFS_STORE" kernels)
+
+echo "# --- tcfs export --flat of a shared name, then -o redirect"
+tcfs export --flat --name layernorm_kernel ~/tuned
+check_rc "tcfs export --flat --name layernorm_kernel ~/tuned" 0
+KEYS=$(cd "$HOME/tuned" && ls -d -- */ | tr -d /)
+NKEYS=$(printf '%s\n' "$KEYS" | grep -c .)
+check_num "... a name many kernels share: in KEY dirs, none at the top" "$NKEYS" -gt 1
+check "... (no layernorm_kernel.json at the top)" test ! -e "$HOME/tuned/layernorm_kernel.json"
+check_grep_fixed "... says so, and how a redirect names one" \
+	"layernorm_kernel, a name $NKEYS kernels share, is in their KEY dirs (give one as DIR in -o redirect=layernorm_kernel:DIR):" "$OUT"
+check_eq "... and names each KEY dir it wrote, with its target" \
+	"$(for k in $KEYS; do
+		python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))["target"]
+print("  %s  %s %s" % (sys.argv[2], t["backend"], t["arch"]))' \
+			"$HOME/tuned/$k/layernorm_kernel.json" "$HOME/tuned/$k"
+	done)" "$(grep '^  /' "$OUT")"
+tcfs export --flat --json --name layernorm_kernel ~/tuned
+check_eq "... --json: key_dirs, each {name, dir}" \
+	"$(for k in $KEYS; do echo "layernorm_kernel $HOME/tuned/$k"; done)" \
+	"$(json_eval "$OUT" '"\n".join(e["name"] + " " + e["dir"] for e in d["key_dirs"])')"
 
 echo "# --- tcfs pack docker://..."
 tcfs pack docker://quay.io/me/triton-cache:v1
