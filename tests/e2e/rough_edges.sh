@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a new user trips on (issue 31), each with the command the user
-# typed: tcfs export --flat of a name several kernels share, and pack's
-# and unpack's messages.  The commands find the store as the user's do, from
+# typed: the redirect example of the docs (tcfs export --flat of a name
+# several kernels share, then -o redirect=NAME:DIR), and pack's and
+# unpack's messages.  The commands find the store as the user's do, from
 # TCFS_STORE (lib.sh points it into the test's temp dir), and ~ is a home
 # of the test's own.
 . "$(dirname "$0")/lib.sh"
@@ -36,6 +37,33 @@ tcfs export --flat --json --name layernorm_kernel ~/tuned
 check_eq "... --json: key_dirs, each {name, dir}" \
 	"$(for k in $KEYS; do echo "layernorm_kernel $HOME/tuned/$k"; done)" \
 	"$(json_eval "$OUT" '"\n".join(e["name"] + " " + e["dir"] for e in d["key_dirs"])')"
+
+if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	skip "tcfs mount -o redirect=layernorm_kernel:~/tuned" "no /dev/fuse or fusermount3"
+else
+	M=$HOME/.triton/cache
+	mkdir -p "$M" "$HOME/empty"
+	at_exit "fusermount3 -uz '$M'"
+	tcfs mount -o redirect=layernorm_kernel:~/tuned ~/.triton/cache
+	check_rc "tcfs mount -o redirect=layernorm_kernel:~/tuned ~/.triton/cache: it mounts" 0
+	check_grep_fixed "... warning that the redirect matches no kernel in DIR" \
+		"tcfs mount: warning: redirect layernorm_kernel:$HOME/tuned: no layernorm_kernel kernel in $HOME/tuned (it holds KEY dirs of it" "$ERR"
+	check_grep_fixed "... and what to give instead: redirect=NAME:DIR/KEY" \
+		"give redirect=layernorm_kernel:$HOME/tuned/KEY, e.g. redirect=layernorm_kernel:$HOME/tuned/" "$ERR"
+	K=$(sed -n 's/.*e\.g\. redirect=layernorm_kernel:[^)]*\/\([A-Z0-9]*\))$/\1/p' "$ERR")
+	check "... the KEY dir it names is one export wrote" \
+		test -n "$K" -a -f "$HOME/tuned/$K/layernorm_kernel.json"
+	tcfs umount ~/.triton/cache
+	tcfs mount -o redirect=layernorm_kernel:~/tuned/"$K" -o redirect=add_kernel:~/empty ~/.triton/cache
+	check_rc "tcfs mount -o redirect=layernorm_kernel:~/tuned/KEY (as said)" 0
+	check "... no warning for it" sh -c "! grep -q 'redirect layernorm_kernel' '$ERR'"
+	check_grep_fixed "a DIR without the name's files: warned too" \
+		"tcfs mount: warning: redirect add_kernel:$HOME/empty: no add_kernel kernel in $HOME/empty (no add_kernel.json, add_kernel.hsaco nor add_kernel.cubin): it redirects nothing until one is put there" "$ERR"
+	check_eq "... the group file of KEY names the files in ~/tuned/KEY" \
+		"$HOME/tuned/$K/layernorm_kernel.json" \
+		"$(json_eval "$M/$K/__grp__layernorm_kernel.json" 'd["child_paths"]["layernorm_kernel.json"]')"
+	tcfs umount ~/.triton/cache
+fi
 
 echo "# --- tcfs pack docker://..."
 tcfs pack docker://quay.io/me/triton-cache:v1
