@@ -62,14 +62,18 @@ static void fs_lost(void *ctx, int rc)
 		pthread_kill(fs->loop, SIGTERM);
 }
 
-/* Where errors go: the caller's terminal until the mount serves, then
- * syslog (the daemon has no terminal). */
+/* Where errors and warnings go: the caller's terminal until the mount
+ * serves, then syslog (the daemon has no terminal).  The pipe carries a
+ * line for each, and "ok" last when the mount serves. */
 struct report {
 	int fd;			/* pipe to the waiting parent, or -1 */
 };
 
-__attribute__((format(printf, 2, 3))) static void say(struct report *r,
-						      const char *fmt, ...)
+/* An error (LOG_ERR) or a warning (LOG_WARNING), said where r says. */
+__attribute__((format(printf, 3, 4))) static void say_at(struct report *r,
+							 int prio,
+							 const char *fmt,
+							 ...)
 {
 	char raw[1200], msg[4 * sizeof(raw)];
 	va_list ap;
@@ -79,13 +83,16 @@ __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 	va_end(ap);
 	/* It names paths that may hold anything a terminal acts on. */
 	tcfs_utf8_printable(raw, msg, sizeof(msg));
-	if (r->fd >= 0) {
+	if (r->fd >= 0)
 		dprintf(r->fd, "tcfs mount: %s\n", msg);
-	} else {
+	else
 		fprintf(stderr, "tcfs mount: %s\n", msg);
-		syslog(LOG_ERR, "%s", msg);
-	}
+	/* A warning stays in the log of the mount that goes on serving. */
+	if (r->fd < 0 || prio == LOG_WARNING)
+		syslog(prio, "%s", msg);
 }
+
+#define say(r, ...) say_at(r, LOG_ERR, __VA_ARGS__)
 
 static int check_mountpoint(const char *mp, const char *store, char *root,
 			    int nonempty, struct report *r)
@@ -344,6 +351,19 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* A redirect whose DIR holds none of its kernel's files (a DIR of KEY
+ * dirs, as export --flat writes a shared name) would move nothing, and
+ * say nothing: said now, though the mount goes on, as the files may yet
+ * be put there. */
+static void warn_redirects(const struct tcfs_fs *fs, struct report *r)
+{
+	char why[1024];
+
+	for (size_t i = 0; i < fs_redirects_count(fs->redirects); i++)
+		if (fs_redirect_unmatched(fs->redirects, i, why, sizeof(why)))
+			say_at(r, LOG_WARNING, "warning: %s", why);
+}
+
 /* The mount's options: tcfs's own taken out of -o (own), the rest for
  * libfuse (args), checked before anything changes.  0, or the exit
  * status after saying why not. */
@@ -392,6 +412,7 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		say(r, "%s (see tcfs mount --help)", tcfs_err_msg());
 		return 2;
 	}
+	warn_redirects(fs, r);
 	return 0;
 }
 
@@ -584,26 +605,31 @@ out:
 	return rc;
 }
 
-/* The parent's side: wait for "ok" or the error, then exit with it. */
+/* The parent's side: pass the warnings and errors on, then exit with
+ * 0 when "ok" came last, else the child's status. */
 static int wait_for_child(pid_t child, int fd)
 {
-	char buf[2048];
-	size_t used = 0;
-	ssize_t n;
-	int status;
+	FILE *in = fdopen(fd, "r");
+	char line[8192];
+	int ok = 0, said = 0, status;
 
-	while (used < sizeof(buf) - 1 &&
-	       (n = read(fd, buf + used, sizeof(buf) - 1 - used)) > 0)
-		used += (size_t)n;
-	buf[used] = '\0';
-	close(fd);
-	if (strcmp(buf, "ok\n") == 0)
+	while (in && fgets(line, sizeof(line), in)) {
+		ok = strcmp(line, "ok\n") == 0;
+		if (!ok) {
+			fputs(line, stderr);
+			said = 1;
+		}
+	}
+	if (in)
+		fclose(in);
+	else
+		close(fd);
+	if (ok)
 		return 0;
-	fputs(buf, stderr);
 	if (waitpid(child, &status, 0) == child && WIFEXITED(status) &&
 	    WEXITSTATUS(status) != 0)
 		return WEXITSTATUS(status);
-	if (!buf[0])
+	if (!said)
 		fprintf(stderr, "tcfs mount: the daemon died while mounting\n");
 	return 1;
 }

@@ -504,6 +504,13 @@ int fs_redirects_add(struct fs_redirects **r, const char *spec,
 		     const char *root);
 void fs_redirects_free(struct fs_redirects *r);
 size_t fs_redirects_count(const struct fs_redirects *r);
+/* Whether redirect i of r moves nothing now, its DIR holding none of
+ * NAME's files: 1 with why (len bytes) saying so and what to give
+ * instead (a KEY dir below DIR that holds them), else 0.  A mount warns
+ * of it: the files may yet be put there, and are looked for at each
+ * read. */
+int fs_redirect_unmatched(const struct fs_redirects *r, size_t i, char *why,
+			  size_t len);
 /* The redirect of the kernel named kernel, or NULL (owned by r). */
 const struct fs_redirect *fs_redirect_of(const struct fs_redirects *r,
 					 const char *kernel);

@@ -11,12 +11,15 @@
  * probe, and one removed sends the reader back to the cache.
  */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "index/base/err.h"
 #include "index/model/group.h"
@@ -37,6 +40,11 @@ struct fs_redirects {
 /* The children of kernel NAME that a redirect moves: its metadata and
  * its binary, as aiter reads them. */
 static const char *const moved_suffix[] = { ".json", ".hsaco", ".cubin" };
+#define MOVED (sizeof(moved_suffix) / sizeof(*moved_suffix))
+
+/* Entries of DIR looked at for KEY dirs when it holds none of NAME's
+ * files: the mount waits for the look, and DIR may be any size. */
+#define KEYDIRS_SCAN_MAX 4096
 
 void fs_redirects_free(struct fs_redirects *r)
 {
@@ -144,6 +152,83 @@ const struct fs_redirect *fs_redirect_of(const struct fs_redirects *r,
 	return find(r, kernel);
 }
 
+/* Whether dirfd holds, at sub/ (or itself: sub ""), a file of name's
+ * that a redirect moves: a regular file, through symlinks, as a
+ * rendering's look finds it. */
+static int holds_moved(int dirfd, const char *sub, const char *name)
+{
+	char path[NAME_MAX + TCFS_NAME_MAX + 16];
+	struct stat st;
+
+	for (size_t i = 0; i < MOVED; i++) {
+		snprintf(path, sizeof(path), "%s%s%s%s", sub, *sub ? "/" : "",
+			 name, moved_suffix[i]);
+		if (fstatat(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode))
+			return 1;
+	}
+	return 0;
+}
+
+/* The first dir below dirfd that holds a moved file of name's (a KEY dir
+ * of tcfs export --flat, which puts a name several kernels share there)
+ * into key; 0 when none is among the first KEYDIRS_SCAN_MAX entries. */
+static int find_key_dir(int dirfd, const char *name, char *key, size_t len)
+{
+	int fd = dup(dirfd), found = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	for (size_t n = 0; !found && n < KEYDIRS_SCAN_MAX && (e = readdir(d));
+	     n++) {
+		if (e->d_name[0] == '.' || !holds_moved(dirfd, e->d_name, name))
+			continue;
+		snprintf(key, len, "%s", e->d_name);
+		found = 1;
+	}
+	closedir(d);
+	return found;
+}
+
+int fs_redirect_unmatched(const struct fs_redirects *r, size_t i, char *why,
+			  size_t len)
+{
+	const struct fs_redirect *rd;
+	char key[NAME_MAX + 1];
+	int dirfd, matched, in_key;
+
+	assert(r && i < r->n);
+	rd = &r->v[i];
+	dirfd = open(rd->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		snprintf(why, len, "redirect %s:%s: %s", rd->name, rd->dir,
+			 strerror(errno));
+		return 1;
+	}
+	matched = holds_moved(dirfd, "", rd->name);
+	in_key = !matched && find_key_dir(dirfd, rd->name, key, sizeof(key));
+	close(dirfd);
+	if (matched)
+		return 0;
+	if (in_key)
+		snprintf(why, len, "redirect %s:%s: no %s kernel in %s (it "
+			 "holds KEY dirs of it, as tcfs export --flat writes a "
+			 "name several kernels share: give redirect=%s:%s/KEY, "
+			 "e.g. redirect=%s:%s/%s)", rd->name, rd->dir,
+			 rd->name, rd->dir, rd->name, rd->dir, rd->name,
+			 rd->dir, key);
+	else
+		snprintf(why, len, "redirect %s:%s: no %s kernel in %s (no "
+			 "%s.json, %s.hsaco nor %s.cubin): it redirects "
+			 "nothing until one is put there", rd->name, rd->dir,
+			 rd->name, rd->dir, rd->name, rd->name, rd->name);
+	return 1;
+}
+
 /* A rendering's look at DIR: the path it hands out, and the newest
  * change of the files it found there. */
 struct look {
@@ -165,8 +250,7 @@ static const char *look_in_dir(void *ctx, const char *child)
 
 	if (strncmp(child, l->rd->name, n) != 0)
 		return NULL;
-	for (size_t i = 0; i < sizeof(moved_suffix) / sizeof(*moved_suffix);
-	     i++)
+	for (size_t i = 0; i < MOVED; i++)
 		moved |= strcmp(child + n, moved_suffix[i]) == 0;
 	if (!moved ||
 	    (size_t)snprintf(l->path, sizeof(l->path), "%s/%s", l->rd->dir,

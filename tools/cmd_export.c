@@ -378,7 +378,8 @@ int cmd_export(int argc, char **argv)
 			 "byte, as AMD aiter's redirect and tcfs mount -o "
 			 "redirect=NAME:DEST read them; a name that several "
 			 "selected kernels share goes to DEST/KEY/NAME.* for "
-			 "each (none at the top)"),
+			 "each (none at the top), and the summary lists those "
+			 "KEY dirs"),
 		CLI_OPT_QUIET(&quiet),
 		CLI_OPTS_COMMON(&co, "print the summary as JSON"),
 		OPT_END(),

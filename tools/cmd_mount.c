@@ -191,7 +191,8 @@ static const char *const o_help =
 	"for this mount), user_max_size=SIZE (as tcfs config user-max-size, "
 	"for this mount), redirect=NAME:DIR (group files of kernel NAME name "
 	"DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when read, "
-	"as AMD aiter's redirect; repeatable, DIR made absolute)";
+	"as AMD aiter's redirect; repeatable, DIR made absolute; one whose DIR "
+	"holds none of NAME's files is warned of)";
 
 /* Mounts with fo, the store's path made absolute, the user's -o options
  * (user) after the store's fsname. */

@@ -404,7 +404,7 @@ static int open_base(struct pack *p, const char *arg, const char *tmpdir)
 	char manifest[64];
 	struct base_scan b = { p, manifest };
 	struct oci_ref r;
-	int rc = oci_ref_parse(arg, &r);
+	int rc = oci_ref_parse(arg, 0, &r);
 
 	snprintf(manifest, sizeof(manifest), "%s/manifest.json",
 		 p->layout->manifest);
@@ -574,7 +574,9 @@ static const struct mcv_layout *layout_of(struct tcfs_store *s)
 		       : &mcv_triton;
 }
 
-static int print_summary(const struct pack *p, const char *dest,
+/* The summary names DEST as skopeo spells it, so that it can be pasted
+ * into skopeo copy: its kind's prefix, its path and its tag. */
+static int print_summary(const struct pack *p, const struct oci_ref *ref,
 			 const char *tag, const struct oci_desc *m,
 			 const struct oci_desc *layer, uint64_t bytes,
 			 int json)
@@ -584,7 +586,7 @@ static int print_summary(const struct pack *p, const char *dest,
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(o, "dest", dest);
+		cJSON_AddStringToObject(o, "dest", ref->path);
 		cJSON_AddStringToObject(o, "tag", tag);
 		cJSON_AddStringToObject(o, "digest", m->digest);
 		cJSON_AddStringToObject(o, "layer_digest", layer->digest);
@@ -601,10 +603,12 @@ static int print_summary(const struct pack *p, const char *dest,
 							     : 0));
 		return cli_print_json(o);
 	}
-	printf("packed %llu %s, %llu %s, %s into %s:%s (layer %s)\n",
+	printf("packed %llu %s, %llu %s, %s into %s%s:%s (layer %s)\n",
 	       (unsigned long long)p->kernels, TCFS_NOUN(p->kernels, "kernel"),
 	       (unsigned long long)p->files, TCFS_NOUN(p->files, "file"),
-	       cli_human(bytes, b1, sizeof(b1)), dest, tag,
+	       cli_human(bytes, b1, sizeof(b1)),
+	       ref->kind == OCI_ARCHIVE ? "oci-archive:" : "oci:", ref->path,
+	       tag,
 	       cli_human(layer->size, b2, sizeof(b2)));
 	if (p->links_dropped)
 		printf("%llu %s left out (%s up or out of %s dir)\n",
@@ -729,7 +733,7 @@ static int write_image(struct pack *p, const struct oci_ref *ref, int quiet,
 		rc = pack_image(p, &o, &m, &layer, &bytes);
 	progress_end(&p->prog);
 	if (rc == 0 && !quiet)
-		rc = print_summary(p, ref->path, o.ref.tag, &m, &layer, bytes,
+		rc = print_summary(p, ref, o.ref.tag, &m, &layer, bytes,
 				   json) == CLI_OK ? 0 : -ENOMEM;
 	oci_out_close(&o);
 	return rc;
@@ -779,7 +783,7 @@ int cmd_pack(int argc, char **argv)
 
 	if (opt_parse(&cmd, opts, argc, argv, &args, &rc) < 0)
 		return rc;
-	if (oci_ref_parse(args[0], &ref) < 0)
+	if (oci_ref_parse(args[0], 1, &ref) < 0)
 		return cli_usage_err("pack", "%s", tcfs_err_msg());
 	if (cli_open_store("pack", &co.store, 0, 0, &p.s) != CLI_OK)
 		return CLI_FAIL;

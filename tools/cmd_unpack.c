@@ -366,10 +366,11 @@ static int store_dir(const struct cli_store_opts *o, char *dir)
 	return rc;
 }
 
+/* What landed (st), and how the image's targets fit the ng GPUs here
+ * (gpus) unless !gpu_check. */
 static int print_summary(const struct unpack *u, const char *store,
-			 const char *mount, uint64_t kernels, uint64_t files,
-			 uint64_t kept, uint64_t bytes, size_t ng,
-			 const char *gpus, int json)
+			 const char *mount, const struct land_stats *st,
+			 size_t ng, const char *gpus, int gpu_check, int json)
 {
 	char b[16];
 
@@ -380,10 +381,12 @@ static int print_summary(const struct unpack *u, const char *store,
 		cJSON_AddStringToObject(o, "digest", u->img.digest);
 		cJSON_AddStringToObject(o, "store", store);
 		cJSON_AddStringToObject(o, "mount", mount);
-		cJSON_AddNumberToObject(o, "kernels", (double)kernels);
-		cJSON_AddNumberToObject(o, "files", (double)files);
-		cJSON_AddNumberToObject(o, "kept", (double)kept);
-		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+		cJSON_AddNumberToObject(o, "kernels", (double)st->kernels);
+		cJSON_AddNumberToObject(o, "kept_kernels",
+					(double)st->kept_kernels);
+		cJSON_AddNumberToObject(o, "files", (double)st->files);
+		cJSON_AddNumberToObject(o, "kept", (double)st->kept);
+		cJSON_AddNumberToObject(o, "bytes", (double)st->bytes);
 		cJSON_AddNumberToObject(o, "image_kernels",
 					(double)u->entries.n);
 		if (ng)
@@ -393,22 +396,31 @@ static int print_summary(const struct unpack *u, const char *store,
 		cJSON_AddStringToObject(o, "gpus", gpus);
 		return cli_print_json(o);
 	}
-	printf("unpacked %llu %s, %llu %s, %s from %s into %s%s%s\n",
-	       (unsigned long long)kernels, TCFS_NOUN(kernels, "kernel"),
-	       (unsigned long long)files, TCFS_NOUN(files, "file"),
-	       cli_human(bytes, b, sizeof(b)), u->src, mount[0] ? mount : store,
-	       mount[0] ? " (mounted)" : "", "");
-	if (kept)
+	/* A repeated unpack lands nothing: "0 kernels" alone would read
+	 * as an image without any. */
+	if (st->kept_kernels)
+		printf("unpacked %llu new %s (%llu already in the store), ",
+		       (unsigned long long)st->kernels,
+		       TCFS_NOUN(st->kernels, "kernel"),
+		       (unsigned long long)st->kept_kernels);
+	else
+		printf("unpacked %llu %s, ", (unsigned long long)st->kernels,
+		       TCFS_NOUN(st->kernels, "kernel"));
+	printf("%llu %s, %s from %s into %s%s\n",
+	       (unsigned long long)st->files, TCFS_NOUN(st->files, "file"),
+	       cli_human(st->bytes, b, sizeof(b)), u->src,
+	       mount[0] ? mount : store, mount[0] ? " (mounted)" : "");
+	if (st->kept)
 		printf("%llu %s there already and %s kept\n",
-		       (unsigned long long)kept,
-		       tcfs_plural(kept, "file was", "files were"),
-		       tcfs_plural(kept, "was", "were"));
+		       (unsigned long long)st->kept,
+		       tcfs_plural(st->kept, "file was", "files were"),
+		       tcfs_plural(st->kept, "was", "were"));
 	if (ng)
 		printf("%llu of the image's %zu %s the GPUs here: %s\n",
 		       (unsigned long long)u->fit, u->entries.n,
 		       tcfs_plural(u->entries.n, "kernel fits", "kernels fit"),
 		       gpus);
-	else
+	else if (gpu_check)	/* else not asked for */
 		printf("no GPU found here (nvidia-smi, rocminfo): targets not "
 		       "checked\n");
 	return CLI_OK;
@@ -417,8 +429,7 @@ static int print_summary(const struct unpack *u, const char *store,
 /* Lands the staged cache: through the mount, or into the store as one
  * transaction. */
 static int land(struct unpack *u, struct cli_common *co, const char *mount,
-		uint64_t *kernels, uint64_t *files, uint64_t *kept,
-		uint64_t *bytes)
+		struct land_stats *st)
 {
 	/* Not quiet unless told: a file the import skips (a link leading
 	 * out) is said. */
@@ -430,15 +441,8 @@ static int land(struct unpack *u, struct cli_common *co, const char *mount,
 	int rc;
 
 	if (mount[0]) {
-		struct land_stats st;
-
-		rc = land_tree(u->cache, mount, u->binary_only, &st,
-			       &u->prog);
+		rc = land_tree(u->cache, mount, u->binary_only, st, &u->prog);
 		progress_end(&u->prog);
-		*kernels = st.kernels;
-		*files = st.files;
-		*kept = st.kept;
-		*bytes = st.bytes;
 		return rc;
 	}
 	if (cli_open_store("unpack", &co->store, 1, 1, &s) != CLI_OK)
@@ -447,10 +451,11 @@ static int land(struct unpack *u, struct cli_common *co, const char *mount,
 	if (rc == 0)
 		rc = import_source(&im, u->cache);
 	rc = import_end(&im, rc);
-	*kernels = im.st.kernels;
-	*files = im.st.new_files;
-	*kept = im.st.files - im.st.new_files + im.st.conflicts;
-	*bytes = im.st.bytes;
+	st->kernels = im.st.new_kernels;
+	st->kept_kernels = im.st.kept_kernels;
+	st->files = im.st.new_files;
+	st->kept = im.st.files - im.st.new_files + im.st.conflicts;
+	st->bytes = im.st.new_bytes;	/* as land_tree counts them */
 	tcfs_store_close(s);
 	if (rc < 0 && !tcfs_err_msg()[0])
 		rc = tcfs_err_set(rc, "%s: not unpacked; the store is as it "
@@ -543,14 +548,14 @@ static int stage_image(struct unpack *u, const struct oci_ref *ref,
 /* Lands the staged kernels and says what landed (unless quiet). */
 static int finish(struct unpack *u, struct cli_common *co, const char *store,
 		  const char *mount, const struct mcv_targets *g,
-		  const char *gpus)
+		  const char *gpus, int gpu_check)
 {
-	uint64_t kernels = 0, files = 0, kept = 0, bytes = 0;
-	int rc = land(u, co, mount, &kernels, &files, &kept, &bytes);
+	struct land_stats st = { 0 };
+	int rc = land(u, co, mount, &st);
 
 	if (rc == 0 && !u->quiet)
-		print_summary(u, store, mount, kernels, files, kept, bytes,
-			      g->n, gpus, co->json);
+		print_summary(u, store, mount, &st, g->n, gpus, gpu_check,
+			      co->json);
 	return rc;
 }
 
@@ -582,13 +587,13 @@ int cmd_unpack(int argc, char **argv)
 		return rc;
 	u.src = args[0];
 	progress_init(&u.prog, "unpacking", "", u.quiet);
-	if (oci_ref_parse(u.src, &ref) < 0)
+	if (oci_ref_parse(u.src, 0, &ref) < 0)
 		return cli_usage_err("unpack", "%s", tcfs_err_msg());
 	rc = setup(&u, &co.store, store, mount, &g, gpus);
 	if (rc == 0)
 		rc = stage_image(&u, &ref, &g, gpus, mount, max, !no_gpu_check);
 	if (rc == 0)
-		rc = finish(&u, &co, store, mount, &g, gpus);
+		rc = finish(&u, &co, store, mount, &g, gpus, !no_gpu_check);
 	progress_end(&u.prog);
 	if (rc < 0) {
 		cli_lib_err("unpack", rc, u.src);

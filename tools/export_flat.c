@@ -29,6 +29,7 @@
 #include "index/blob/cas.h"
 #include "index/base/err.h"
 #include "index/base/io.h"
+#include "index/base/utf8.h"
 #include "index/model/kernel.h"
 #include "index/tree/ns.h"
 #include "index/store/store.h"
@@ -44,6 +45,11 @@ struct flat {
 	char root[PATH_MAX];	/* DEST made absolute, for messages */
 	int destfd;
 	uint64_t kernels, in_keys, files, bytes, failed;
+	/* The kernels exported to DEST/KEY/, in order (pointers into the
+	 * list exported, room for all of it): the summary names each dir,
+	 * as a redirect must name one. */
+	const struct tcfs_kernel **keyed;
+	size_t nkeyed;
 };
 
 /* Kernels of one name together, and each key once: a key under several
@@ -231,6 +237,8 @@ static void flat_kernel(struct flat *fl, const struct tcfs_kernel *k,
 	}
 	fl->kernels++;
 	fl->in_keys += shared;
+	if (shared)
+		fl->keyed[fl->nkeyed++] = k;
 }
 
 /* Exports every kernel of ks (sorted by by_name_key). */
@@ -251,6 +259,52 @@ static void flat_all(struct flat *fl, const struct tcfs_kernel *ks, size_t n,
 	}
 }
 
+/* Each name exported to KEY dirs, and its dirs: -o redirect=NAME:DIR
+ * finds nothing in DEST itself, but in one of them.  The names and
+ * targets are the store's: shown printable. */
+static void print_key_dirs(const struct flat *fl)
+{
+	char raw[PATH_MAX + 2 * TCFS_NAME_MAX + 128], shown[4 * sizeof(raw)];
+
+	for (size_t i = 0, end; i < fl->nkeyed; i = end) {
+		const char *name = fl->keyed[i]->name;
+
+		for (end = i + 1;
+		     end < fl->nkeyed && !strcmp(fl->keyed[end]->name, name);
+		     end++)
+			;
+		snprintf(raw, sizeof(raw), "%s, a name %zu kernels share, is in "
+			 "their KEY dirs (give one as DIR in -o redirect=%s:DIR):",
+			 name, end - i, name);
+		printf("%s\n", tcfs_utf8_printable(raw, shown, sizeof(shown)));
+		for (size_t j = i; j < end; j++) {
+			const struct tcfs_kernel *k = fl->keyed[j];
+
+			snprintf(raw, sizeof(raw), "  %s/%s  %s %s", fl->root,
+				 k->key, k->backend, k->arch);
+			printf("%s\n", tcfs_utf8_printable(raw, shown,
+							   sizeof(shown)));
+		}
+	}
+}
+
+/* key_dirs: [{name, dir}], one for each kernel exported to DEST/KEY/. */
+static void add_key_dirs(const struct flat *fl, cJSON *o)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "key_dirs");
+	char dir[2 * PATH_MAX];
+
+	for (size_t i = 0; a && i < fl->nkeyed; i++) {
+		cJSON *e = cJSON_CreateObject();
+
+		snprintf(dir, sizeof(dir), "%s/%s", fl->root,
+			 fl->keyed[i]->key);
+		cJSON_AddStringToObject(e, "name", fl->keyed[i]->name);
+		cJSON_AddStringToObject(e, "dir", dir);
+		cJSON_AddItemToArray(a, e);
+	}
+}
+
 static int print_summary(const struct flat *fl, int json)
 {
 	char b[16];
@@ -265,6 +319,7 @@ static int print_summary(const struct flat *fl, int json)
 		cJSON_AddNumberToObject(o, "bytes", (double)fl->bytes);
 		cJSON_AddNumberToObject(o, "failed_kernels",
 					(double)fl->failed);
+		add_key_dirs(fl, o);
 		return cli_print_json(o);
 	}
 	printf("exported %llu %s flat (%llu in KEY dirs, their names "
@@ -273,6 +328,7 @@ static int print_summary(const struct flat *fl, int json)
 	       (unsigned long long)fl->in_keys,
 	       (unsigned long long)fl->files, TCFS_NOUN(fl->files, "file"),
 	       cli_human(fl->bytes, b, sizeof(b)), fl->root);
+	print_key_dirs(fl);
 	if (fl->failed)
 		printf("%llu %s not (completely) exported\n",
 		       (unsigned long long)fl->failed,
@@ -311,6 +367,11 @@ int export_flat_run(const struct cli_common *co,
 		cli_lib_err("export", rc, tcfs_store_path(fl.s));
 		goto out;
 	}
+	fl.keyed = calloc(n ? n : 1, sizeof(*fl.keyed));
+	if (!fl.keyed) {
+		cli_lib_err("export", -ENOMEM, fl.root);
+		goto out;
+	}
 	if (n > 1)
 		qsort(ks, n, sizeof(*ks), by_name_key);
 	flat_all(&fl, ks, n, &prog);
@@ -319,6 +380,7 @@ int export_flat_run(const struct cli_common *co,
 	if (!quiet && print_summary(&fl, co->json) != CLI_OK)
 		code = CLI_FAIL;
 out:
+	free(fl.keyed);
 	free(ks);
 	tcfs_store_close(fl.s);
 	close(fl.destfd);

@@ -213,6 +213,7 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 	enum tcfs_cas_put put;
 	struct tcfs_node old;
 	uint64_t stored = 0;
+	int group = tcfs_name_artifact(name) == TCFS_ART_GROUP;
 	int rc;
 
 	tcfs_err_clear();
@@ -229,19 +230,23 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 					    st->st_mtim.tv_nsec,
 				    &c, NULL, NULL);
 		im->st.new_files += rc == 0;
-	} else if (rc == 0 && (old.kind != TCFS_FILE ||
-			       !tcfs_hash_equal(&old.blob, &c.blob))) {
-		im->st.conflicts++;
-		warn(im, path, "differs from the copy already in the store; "
-			       "kept that one");
-		return 0;
+		im->st.new_kernels += rc == 0 && group;
+		im->st.new_bytes += rc == 0 ? c.size : 0;
+	} else if (rc == 0) {
+		im->st.kept_kernels += group;
+		if (old.kind != TCFS_FILE ||
+		    !tcfs_hash_equal(&old.blob, &c.blob)) {
+			im->st.conflicts++;
+			warn(im, path, "differs from the copy already in the "
+				       "store; kept that one");
+			return 0;
+		}
 	}
 	if (rc < 0)
 		return rc;
 	im->st.files++;
 	im->st.bytes += c.size;
-	if (tcfs_name_artifact(name) == TCFS_ART_GROUP)
-		im->st.kernels++;
+	im->st.kernels += group;
 	return 0;
 }
 

@@ -16,10 +16,14 @@ struct tcfs_store;
 
 struct import_stats {
 	uint64_t kernels;	/* group files in imported key dirs */
+	uint64_t new_kernels;	/* of those, not there before */
+	uint64_t kept_kernels;	/* group files there already, the same or
+				 * not (a conflict): kept as they were */
 	uint64_t keydirs;
 	uint64_t files;		/* files now in the store from the sources */
 	uint64_t new_files;	/* of those, not there before */
 	uint64_t bytes;		/* their logical size */
+	uint64_t new_bytes;	/* that of the new files */
 	uint64_t new_blob_bytes;	/* bytes of blobs this import added */
 	uint64_t skipped;	/* temp files, foreign entries, links out */
 	uint64_t conflicts;	/* same name, different bytes: kept stored */

@@ -315,6 +315,15 @@ static int land_subdir(struct land *l, int srcfd, int dstfd,
 	return rc;
 }
 
+/* A file of the image's already in the mount, left as it was: counted,
+ * and its kernel with it when it is a group file. */
+static int kept(struct land *l, const char *name)
+{
+	l->st->kept++;
+	l->st->kept_kernels += tcfs_name_artifact(name) == TCFS_ART_GROUP;
+	return 0;
+}
+
 /* One entry of a staged dir. */
 static int land_entry(struct land *l, int srcfd, int dstfd, const char *name,
 		      const char *rel, int depth)
@@ -331,11 +340,10 @@ static int land_entry(struct land *l, int srcfd, int dstfd, const char *name,
 		return land_subdir(l, srcfd, dstfd, name, rel, depth);
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
 		return 0;	/* the layer's vetting let none in */
+	/* There already: kept, as import keeps it. */
 	if (!l->direct &&
-	    fstatat(dstfd, name, &there, AT_SYMLINK_NOFOLLOW) == 0) {
-		l->st->kept++;	/* there already: kept, as import keeps it */
-		return 0;
-	}
+	    fstatat(dstfd, name, &there, AT_SYMLINK_NOFOLLOW) == 0)
+		return kept(l, name);
 	fd = open_source(l, srcfd, name, rel, &st);
 	if (fd == -ENOENT)
 		return 0;
@@ -343,10 +351,8 @@ static int land_entry(struct land *l, int srcfd, int dstfd, const char *name,
 		return tcfs_err_errno(fd, "%s/%s", l->src, rel);
 	rc = copy_file(l, fd, dstfd, name, rel, st.st_mode);
 	close(fd);
-	if (rc == 1) {
-		l->st->kept++;
-		return 0;
-	}
+	if (rc == 1)
+		return kept(l, name);
 	l->st->files += rc == 0;
 	l->st->kernels += rc == 0 &&
 			  tcfs_name_artifact(name) == TCFS_ART_GROUP;

@@ -20,6 +20,7 @@ struct land_stats {
 	uint64_t kept;		/* already there: left as they were */
 	uint64_t bytes;		/* of the files written */
 	uint64_t kernels;	/* group files written */
+	uint64_t kept_kernels;	/* group files already there: kept */
 };
 
 /* Copies the tree at src into the mount at dst, with binary_only none of

@@ -51,7 +51,22 @@ static int split_tag(const char *s, struct oci_ref *r)
 	return r->path[0] ? 0 : -EINVAL;
 }
 
-int oci_ref_parse(const char *arg, struct oci_ref *r)
+/* A registry's reference (docker://...) refused, with the skopeo copy
+ * that does what was asked: pull it first to read, or push after
+ * writing; either way through an image of ours on disk. */
+static int refuse_registry(const char *arg, int write)
+{
+	if (write)
+		return tcfs_err_set(-EINVAL, "%s: a registry, which tcfs does "
+				    "not write; pack to oci:DIR:TAG (or "
+				    "oci-archive:FILE:TAG), then push it with "
+				    "skopeo copy oci:DIR:TAG %s", arg, arg);
+	return tcfs_err_set(-EINVAL, "%s: a registry; copy the image with "
+			    "skopeo first (skopeo copy %s oci:DIR:TAG), then "
+			    "give oci:DIR:TAG", arg, arg);
+}
+
+int oci_ref_parse(const char *arg, int write, struct oci_ref *r)
 {
 	static const struct {
 		const char *prefix;
@@ -75,9 +90,7 @@ int oci_ref_parse(const char *arg, struct oci_ref *r)
 		}
 	}
 	if (rest == arg && strchr(arg, ':') && strstr(arg, "://"))
-		return tcfs_err_set(-EINVAL, "%s: a registry; copy the image "
-				    "with skopeo (e.g. skopeo copy docker://... "
-				    "oci:DIR:TAG)", arg);
+		return refuse_registry(arg, write);
 	rc = split_tag(rest, r);
 	if (rc < 0)
 		return tcfs_err_set(-EINVAL, "%s: not an image reference",

@@ -38,8 +38,10 @@ struct oci_ref {
 };
 
 /* Parses an image reference as skopeo spells them, a bare DIR[:TAG]
- * being a layout.  -EINVAL (with a message) when it is none. */
-int oci_ref_parse(const char *arg, struct oci_ref *r);
+ * being a layout, for an image to write (write) or to read.  -EINVAL
+ * (with a message) when it is none: a registry's says which skopeo copy
+ * to run, in the direction that write says. */
+int oci_ref_parse(const char *arg, int write, struct oci_ref *r);
 
 struct oci_desc {
 	char media_type[128];
