@@ -7,6 +7,7 @@
  * reaches the caller's terminal.  The store is opened in the child because
  * SQLite's locks do not survive a fork.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -249,6 +250,56 @@ static const struct fuse_opt own_specs[] = {
 	FUSE_OPT_END,
 };
 
+/* What tcfs mount --help says of each of own_specs (tcfs_fs_opt_doc),
+ * in the order it lists them. */
+static const struct {
+	const char *name, *arg, *help;
+} own_docs[] = {
+	{ "noviews", NULL, "the root lists only the cache's own entries, no "
+	  "by-name/, by-arch/ or binary-only/ (.tcfs/ still answers)" },
+	{ "binary_only", NULL, "the root is the binary-only view: the cache "
+	  "without its IR files" },
+	{ "store_binary_only", NULL, "IR files written are dropped as they "
+	  "land, never stored" },
+	{ "max_size", "SIZE", "as tcfs config max-size, for this mount" },
+	{ "user_max_size", "SIZE", "as tcfs config user-max-size, for this "
+	  "mount" },
+	{ "redirect", "NAME:DIR", "group files of kernel NAME name "
+	  "DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when "
+	  "read, as AMD aiter's redirect; once per name, DIR made absolute" },
+	{ "trust", "USER[:USER...][:@GROUP...]", "with allow_other: the users "
+	  "and groups whose kernels are shared, beside root and the mount's "
+	  "owner" },
+};
+#define NOWN_DOCS (sizeof(own_docs) / sizeof(own_docs[0]))
+
+int tcfs_fs_opt_doc(size_t i, char *name, size_t len, const char **arg,
+		    const char **help)
+{
+	if (i >= NOWN_DOCS)
+		return tcfs_remote_opt_doc(i - NOWN_DOCS, name, len, arg, help);
+	snprintf(name, len, "%s", own_docs[i].name);
+	*arg = own_docs[i].arg;
+	*help = own_docs[i].help;
+	return 0;
+}
+
+/* Whether every option of own_specs has its line in own_docs: the help is
+ * printed from those, the parsing done with these. */
+static int own_documented(void)
+{
+	for (const struct fuse_opt *o = own_specs; o->templ; o++) {
+		size_t n = strcspn(o->templ, "="), i = 0;
+
+		while (i < NOWN_DOCS && (strlen(own_docs[i].name) != n ||
+					 strncmp(own_docs[i].name, o->templ, n)))
+			i++;
+		if (i == NOWN_DOCS)
+			return 0;
+	}
+	return 1;
+}
+
 /* fuse_opt's callback: -o redirect may come many times (a template would
  * keep only the last), and its DIR is made absolute now, from the
  * caller's working directory.  Every other option goes to libfuse. */
@@ -330,6 +381,7 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 		return -1;
 	if (o->debug && fuse_opt_add_arg(args, "-d"))
 		return -1;
+	assert(own_documented());
 	return fuse_opt_parse(args, own, own_specs, own_opt);
 }
 
