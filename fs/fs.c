@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "index/base/addr.h"
 #include "index/blob/cas.h"
 #include "index/store/config.h"
 #include "index/base/err.h"
@@ -231,6 +232,9 @@ struct own_opts {
 	const char *root;	/* the mount point, for -o redirect */
 	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
 	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
+	char *metrics;		/* -o metrics=[ADDR:]PORT (its copy) */
+	struct tcfs_addr metrics_at;	/* it read, or the store's */
+	int has_metrics;
 	struct tcfs_remote_cfg remote;	/* -o remote=URL, remote_* */
 	int has_remote;
 	char *rest;		/* the -o items that are not the remote's */
@@ -245,6 +249,7 @@ static const struct fuse_opt own_specs[] = {
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
 	{ "trust=%s", offsetof(struct own_opts, trust), 0 },
 	{ "user_max_size=%s", offsetof(struct own_opts, user_max_size), 0 },
+	{ "metrics=%s", offsetof(struct own_opts, metrics), 0 },
 	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
 	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
@@ -267,6 +272,10 @@ static const struct {
 	{ "redirect", "NAME:DIR", "group files of kernel NAME name "
 	  "DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when "
 	  "read, as AMD aiter's redirect; once per name, DIR made absolute" },
+	{ "metrics", "[ADDR:]PORT", "serve GET /metrics over HTTP, the bytes "
+	  "of .tcfs/metrics.prom, for Prometheus to scrape, on ADDR "
+	  "(127.0.0.1 unless given; as tcfs config metrics, for this "
+	  "mount)" },
 	{ "trust", "USER[:USER...][:@GROUP...]", "with allow_other: the users "
 	  "and groups whose kernels are shared, beside root and the mount's "
 	  "owner" },
@@ -431,6 +440,12 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
 		return 1;
 	}
+	if (own->metrics &&
+	    tcfs_addr_parse(own->metrics, &own->metrics_at) < 0) {
+		say(r, "-o metrics: %s (see tcfs mount --help)", tcfs_err_msg());
+		return 2;
+	}
+	own->has_metrics = own->metrics != NULL;
 	fs->binary_only = own->binary_only;
 	fs->store_binary_only = own->store_binary_only;
 	if (own->trust && !own->others) {
@@ -443,6 +458,30 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	if (own->others && fs_users_new(own->trust, fs->uid, &fs->users) < 0) {
 		say(r, "%s (see tcfs mount --help)", tcfs_err_msg());
 		return 2;
+	}
+	return 0;
+}
+
+/* GET /metrics listening, on -o metrics's address or else the store's
+ * (tcfs config metrics), before the mount: a port in use refuses it.
+ * 0 or -1 (said). */
+static int metrics_listen(struct tcfs_fs *fs, struct own_opts *own,
+			  struct report *r)
+{
+	char text[256];
+	int set = 0;
+
+	if (!own->has_metrics &&
+	    (tcfs_config_get_text(fs->store, TCFS_CONFIG_METRICS, text,
+				  sizeof(text), &set) < 0 ||
+	     (set && tcfs_addr_parse(text, &own->metrics_at) < 0))) {
+		say(r, "tcfs config metrics: %s", tcfs_err_msg());
+		return -1;
+	}
+	if ((own->has_metrics || set) &&
+	    fs_http_listen(fs, &own->metrics_at) < 0) {
+		say(r, "%s", tcfs_err_msg());
+		return -1;
 	}
 	return 0;
 }
@@ -465,6 +504,8 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		say(r, "%s", tcfs_err_msg());
 		return -1;
 	}
+	if (metrics_listen(fs, own, r) < 0)
+		return -1;
 	/* Only now, with the paths resolved: a daemon must not keep the
 	 * caller's working directory busy. */
 	if (!o->foreground && chdir("/") < 0) {
@@ -515,6 +556,10 @@ static int start_threads(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		    tcfs_store_path(fs->store), strerror(errno));
 		return -1;
 	}
+	if (fs_http_start(fs) < 0) {
+		say(r, "metrics: cannot start its thread");
+		return -1;
+	}
 	return 0;
 }
 
@@ -557,6 +602,7 @@ static int loop(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
  * lost changes (the mount is then left dead, not unmounted). */
 static int stop_threads(struct tcfs_fs *fs, int rc)
 {
+	fs_http_stop(fs);
 	fs_ctl_stop(fs);
 	fs_evict_stop(fs);
 	fs_events_stop(fs);
@@ -575,6 +621,7 @@ static int stop_threads(struct tcfs_fs *fs, int rc)
 
 static void free_state(struct tcfs_fs *fs)
 {
+	fs_http_stop(fs);	/* listening, when the mount failed after */
 	fs_probes_free(fs->probes);
 	fs_inodes_free(fs->inodes);
 	fs_groups_free(fs->groups);
@@ -631,6 +678,7 @@ out:
 	free(own.max_size);
 	free(own.trust);
 	free(own.user_max_size);
+	free(own.metrics);
 	free(own.rest);
 	explicit_bzero(&own.remote, sizeof(own.remote));	/* secrets */
 	return rc;
