@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "index/base/addr.h"
@@ -75,14 +74,6 @@ struct fs_http {
 	int64_t render_ms;	/* when it was made */
 	struct http_conn conns[HTTP_CONNS];
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static void conn_close(struct http_conn *c)
 {
@@ -138,7 +129,7 @@ static int answer(struct http_conn *c, int status, const char *body,
 static int metrics(struct tcfs_fs *fs, const char **body, size_t *len)
 {
 	struct fs_http *h = fs->http;
-	int64_t now = mono_ms();
+	int64_t now = fs_now_ms();
 	char *bytes = NULL;
 	size_t n = 0;
 	int rc;
@@ -312,7 +303,7 @@ static void http_accept(struct fs_http *h)
 		h->conns[slot] = (struct http_conn){
 			.fd = fd,
 			.state = HTTP_READING,
-			.deadline = mono_ms() + HTTP_DEADLINE_MS,
+			.deadline = fs_now_ms() + HTTP_DEADLINE_MS,
 		};
 	}
 }
@@ -321,7 +312,7 @@ static void http_accept(struct fs_http *h)
  * until the first deadline (-1: none). */
 static int poll_set(struct fs_http *h, struct pollfd *p)
 {
-	int64_t first = -1, now = mono_ms();
+	int64_t first = -1;
 
 	p[0] = (struct pollfd){ h->wake[0], POLLIN, 0 };
 	p[1] = (struct pollfd){ h->fd, POLLIN, 0 };
@@ -334,30 +325,30 @@ static int poll_set(struct fs_http *h, struct pollfd *p)
 		if (c->fd >= 0 && (first < 0 || c->deadline < first))
 			first = c->deadline;
 	}
-	if (first < 0)
-		return -1;
-	return first <= now ? 0 : (int)(first - now);
+	return fs_ms_until(first);
 }
 
 static void *server(void *arg)
 {
 	struct tcfs_fs *fs = arg;
 	struct fs_http *h = fs->http;
-	struct pollfd p[2 + HTTP_CONNS];
+	struct pollfd p[2 + HTTP_CONNS] = { { 0 } };
+	int rc = 0;
 
-	for (;;) {
+	/* Until the wake pipe speaks (p[0], left at 0 by an EINTR). */
+	while (!(rc < 0 && errno != EINTR) && !p[0].revents) {
 		int timeout = poll_set(h, p);
 
-		if (poll(p, 2 + HTTP_CONNS, timeout) < 0 && errno != EINTR)
-			break;
-		if (p[0].revents)
-			break;
+		rc = poll(p, 2 + HTTP_CONNS, timeout);
+		for (int i = 0; rc > 0 && i < HTTP_CONNS; i++) {
+			struct http_conn *c = &h->conns[i];
+
+			if (c->fd >= 0 && p[2 + i].revents)
+				conn_step(fs, c);
+		}
 		for (int i = 0; i < HTTP_CONNS; i++)
-			if (p[2 + i].revents && h->conns[i].fd >= 0)
-				conn_step(fs, &h->conns[i]);
-		for (int i = 0; i < HTTP_CONNS; i++)
-			conn_expire(&h->conns[i], mono_ms());
-		if (p[1].revents & POLLIN)
+			conn_expire(&h->conns[i], fs_now_ms());
+		if (rc > 0 && (p[1].revents & POLLIN))
 			http_accept(h);
 	}
 	return NULL;

@@ -108,6 +108,12 @@ struct tcfs_fs {
  * busypoll), one that the signals that stop the mount never go to.  0 or
  * -errno. */
 int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* thread.c: CLOCK_MONOTONIC in ms, for the deadlines of the mount's
+ * socket servers (ctl.c, metrics_http.c). */
+int64_t fs_now_ms(void);
+/* poll's timeout for deadline (fs_now_ms's): 0 when past, -1 for -1
+ * (none). */
+int fs_ms_until(int64_t deadline);
 /* thread.c: serves requests until *done, once the session loop has returned:
  * for stopping a thread that may wait in the kernel for a directory which
  * a request holds, while that request waits for an answer. */

@@ -33,15 +33,21 @@ M=$T_TMP/mnt
 mkdir -p "$M"
 at_exit "fusermount3 -uz '$M'"
 
-for v in notaport 127.0.0.1:0 1.2.3:9100 ::1:9100 '[::1]'; do
-	tcfs mount --store "$S" -o "metrics=$v" "$M"
-	if [ "$RC" = 2 ] && grep -qF "tcfs mount: -o metrics: '$v' is not [ADDR:]PORT" "$ERR" &&
-		! mountpoint -q "$M"; then
-		ok "mount -o metrics=$v: exit 2, the value named, nothing mounted"
+# refused DESC RC MESSAGE: the last tcfs mount exited RC, said MESSAGE
+# and mounted nothing.
+refused() {
+	if [ "$RC" = "$2" ] && grep -qF -- "$3" "$ERR" && ! mountpoint -q "$M"; then
+		ok "$1"
 	else
-		not_ok "mount -o metrics=$v: exit 2, the value named, nothing mounted"
+		not_ok "$1"
 		show_run
 	fi
+}
+
+for v in notaport 127.0.0.1:0 1.2.3:9100 ::1:9100 '[::1]'; do
+	tcfs mount --store "$S" -o "metrics=$v" "$M"
+	refused "mount -o metrics=$v: exit 2, the value named, nothing mounted" 2 \
+		"tcfs mount: -o metrics: '$v' is not [ADDR:]PORT"
 done
 
 # A port another process holds (held by a listener of the test's own).
@@ -57,13 +63,12 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 tcfs mount --store "$S" -o "metrics=$BUSY" "$M"
-if [ "$RC" = 1 ] && grep -qF "metrics=127.0.0.1:$BUSY: cannot listen: Address already in use" "$ERR" &&
-	! mountpoint -q "$M"; then
-	ok "mount -o metrics=PORT on a port in use: refused, exit 1, saying so"
-else
-	not_ok "mount -o metrics=PORT on a port in use: refused, exit 1, saying so"
-	show_run
-fi
+refused "mount -o metrics=PORT on a port in use: refused, exit 1, saying so" 1 \
+	"metrics=127.0.0.1:$BUSY: cannot listen: Address already in use"
+# An address no interface here has (TEST-NET-1, RFC 5737).
+tcfs mount --store "$S" -o "metrics=192.0.2.1:$BUSY" "$M"
+refused "mount -o metrics=ADDR:PORT, ADDR not here: refused, exit 1, saying so" 1 \
+	"metrics=192.0.2.1:$BUSY: cannot listen: Cannot assign requested address"
 kill "$HOLDER"
 
 # --- a mount serving /metrics, after Triton's traffic ---------------------------
@@ -228,8 +233,7 @@ def first_line(b):
 if what == "flood":
     # More connections than the limit, held open, sending nothing.
     socks = [conn() for _ in range(int(sys.argv[3]))]
-    if len(sys.argv) > 4:
-        open(sys.argv[4], "w").close()  # tell the test they are held
+    open(sys.argv[4], "w").close()  # tell the test they are held
     counts = {}
     for s in socks:
         line = first_line(answer(s))
@@ -250,18 +254,28 @@ elif what == "huge":
     print(first_line(answer(s)))
 PY
 
+# hostile_bg NAME ARGS...: hostile.py's part NAME in the background
+# (HOSTILE its pid, its output in $T_TMP/NAME.out), once it holds its
+# connections.
+hostile_bg() {
+	local name=$1
+	shift
+	rm -f "$T_TMP/$name.ready"
+	python3 "$T_TMP/hostile.py" "$PORT" "$name" "$@" "$T_TMP/$name.ready" \
+		>"$T_TMP/$name.out" &
+	HOSTILE=$!
+	for _ in $(seq 200); do
+		[ -e "$T_TMP/$name.ready" ] && break
+		sleep 0.05
+	done
+}
+
 # A request that never ends holds one slot: a scrape meanwhile is served,
 # and the endless one is told 408 at the deadline, well within 30 s.
-rm -f "$T_TMP/endless.ready"
-python3 "$T_TMP/hostile.py" "$PORT" endless "$T_TMP/endless.ready" >"$T_TMP/endless.out" &
-ENDLESS=$!
-for _ in $(seq 200); do
-	[ -e "$T_TMP/endless.ready" ] && break
-	sleep 0.05
-done
+hostile_bg endless
 scrape
 check_eq "a scrape while a request never ends: 200" 200 "$(status)"
-wait "$ENDLESS"
+wait "$HOSTILE"
 check_eq "the request that never ends: 408 at its deadline (within 30 s)" \
 	"HTTP/1.1 408 Request Timeout 1" "$(cat "$T_TMP/endless.out")"
 
@@ -274,17 +288,11 @@ check_eq "a scrape after it: 200" 200 "$(status)"
 # 24 connections held: 16 (the limit) are served, each told 408 at its
 # deadline; the 8 beyond are closed at once, unanswered.  A scrape in
 # the meantime is closed too, not left waiting; one after gets in.
-rm -f "$T_TMP/flood.ready"
-python3 "$T_TMP/hostile.py" "$PORT" flood 24 "$T_TMP/flood.ready" >"$T_TMP/flood.out" &
-FLOOD=$!
-for _ in $(seq 200); do
-	[ -e "$T_TMP/flood.ready" ] && break
-	sleep 0.05
-done
+hostile_bg flood 24
 scrape
 check "a scrape while 16 connections are held: refused at once (curl $?)" \
 	[ ! -s "$T_TMP/body" ]
-wait "$FLOOD"
+wait "$HOSTILE"
 check_eq "24 connections held: 16 served (408 at the deadline), 8 closed at once" \
 	"HTTP/1.1 408 Request Timeout=16 closed=8" "$(cat "$T_TMP/flood.out")"
 scrape
