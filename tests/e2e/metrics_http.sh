@@ -144,7 +144,7 @@ prom_query() {
 		'd["data"]["result"][0]["value"][1] if d.get("data", {}).get("result") else ""' 2>/dev/null
 }
 got=
-END=$((SECONDS + 60))
+END=$((SECONDS + 120))
 while [ "$SECONDS" -lt "$END" ]; do
 	got="$(prom_query 'tcfs_probes_total{kind="kernel",result="hit"}') $(prom_query 'tcfs_probes_total{kind="kernel",result="miss"}')"
 	[ "$got" = "$HITS $MISSES" ] && break
