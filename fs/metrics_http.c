@@ -43,6 +43,9 @@
 /* Connections taken from the backlog in one round, at most, before the
  * clients already in are served again. */
 #define HTTP_ACCEPTS 64
+/* How long the backlog is left alone when accept fails for want of
+ * descriptors or memory: polled meanwhile, it would spin. */
+#define HTTP_ACCEPT_PAUSE_MS 100
 
 enum http_state {
 	HTTP_READING,	/* the request head coming in */
@@ -72,6 +75,7 @@ struct fs_http {
 	char *render;		/* owned: the last rendering, or NULL */
 	size_t render_len;
 	int64_t render_ms;	/* when it was made */
+	int64_t paused;		/* the backlog left alone until then (ms) */
 	struct http_conn conns[HTTP_CONNS];
 };
 
@@ -292,6 +296,9 @@ static void http_accept(struct fs_http *h)
 		int fd = accept4(h->fd, NULL, NULL,
 				 SOCK_CLOEXEC | SOCK_NONBLOCK), slot = 0;
 
+		if (fd < 0 && errno != EAGAIN && errno != EINTR &&
+		    errno != ECONNABORTED)
+			h->paused = fs_now_ms() + HTTP_ACCEPT_PAUSE_MS;
 		if (fd < 0)
 			return;
 		while (slot < HTTP_CONNS && h->conns[slot].fd >= 0)
@@ -308,14 +315,14 @@ static void http_accept(struct fs_http *h)
 	}
 }
 
-/* What to poll: the wake pipe, the socket, every client; and how long
- * until the first deadline (-1: none). */
+/* What to poll: the wake pipe, the socket (unless paused), every client;
+ * and how long until the first deadline or the pause's end (-1: none). */
 static int poll_set(struct fs_http *h, struct pollfd *p)
 {
-	int64_t first = -1;
+	int64_t first = h->paused > fs_now_ms() ? h->paused : -1;
 
 	p[0] = (struct pollfd){ h->wake[0], POLLIN, 0 };
-	p[1] = (struct pollfd){ h->fd, POLLIN, 0 };
+	p[1] = (struct pollfd){ first < 0 ? h->fd : -1, POLLIN, 0 };
 	for (int i = 0; i < HTTP_CONNS; i++) {
 		const struct http_conn *c = &h->conns[i];
 
