@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -270,14 +269,6 @@ static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
 	return out;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void conn_close(struct ctl_conn *c)
 {
 	assert(c->fd >= 0);
@@ -319,7 +310,7 @@ static void conn_serve(struct tcfs_fs *fs, struct ctl_conn *c)
 	c->len = text ? strlen(text) : 0;
 	c->sent = 0;
 	c->writing = 1;
-	c->deadline = now_ms() + CTL_ANSWER_MS;
+	c->deadline = fs_now_ms() + CTL_ANSWER_MS;
 	conn_write(c);
 }
 
@@ -377,7 +368,7 @@ static void conn_expire(struct tcfs_fs *fs, struct ctl_conn *c, int64_t now)
 	if (c->fd < 0 || now < c->deadline)
 		return;
 	conn_step(fs, c);
-	if (c->fd < 0 || now_ms() < c->deadline)
+	if (c->fd < 0 || fs_now_ms() < c->deadline)
 		return;
 	if (!c->writing)
 		(void)!send(c->fd, late, sizeof(late) - 1,
@@ -414,14 +405,14 @@ static void ctl_accept(struct tcfs_fs *fs, struct ctl_conn *c)
 		return;
 	}
 	c->fd = fd;
-	c->deadline = now_ms() + CTL_REQUEST_MS;
+	c->deadline = fs_now_ms() + CTL_REQUEST_MS;
 }
 
 /* What to poll: the wake pipe, the socket while a slot is free, every
  * client; and how long until the first deadline (-1: none). */
 static int poll_set(struct fs_ctl *ctl, struct pollfd *p, int *free_slot)
 {
-	int64_t first = -1, now = now_ms();
+	int64_t first = -1;
 
 	*free_slot = -1;
 	p[0] = (struct pollfd){ ctl->wake[0], POLLIN, 0 };
@@ -436,9 +427,7 @@ static int poll_set(struct fs_ctl *ctl, struct pollfd *p, int *free_slot)
 			first = c->deadline;
 	}
 	p[1] = (struct pollfd){ *free_slot >= 0 ? ctl->fd : -1, POLLIN, 0 };
-	if (first < 0)
-		return -1;
-	return first <= now ? 0 : (int)(first - now);
+	return fs_ms_until(first);
 }
 
 /* One thread serves every client, none waited on alone: each is read and
@@ -461,7 +450,7 @@ static void *listener(void *arg)
 			if (p[2 + i].revents && ctl->conns[i].fd >= 0)
 				conn_step(fs, &ctl->conns[i]);
 		for (int i = 0; i < CTL_CONNS; i++)
-			conn_expire(fs, &ctl->conns[i], now_ms());
+			conn_expire(fs, &ctl->conns[i], fs_now_ms());
 		if (slot >= 0 && (p[1].revents & POLLIN))
 			ctl_accept(fs, &ctl->conns[slot]);
 	}

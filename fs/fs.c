@@ -7,6 +7,7 @@
  * reaches the caller's terminal.  The store is opened in the child because
  * SQLite's locks do not survive a fork.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "index/base/addr.h"
 #include "index/blob/cas.h"
 #include "index/store/config.h"
 #include "index/base/err.h"
@@ -237,6 +239,9 @@ struct own_opts {
 	const char *root;	/* the mount point, for -o redirect */
 	struct fs_redirects *redirects;	/* -o redirect=NAME:DIR, each */
 	int bad_redirect;	/* one was refused (tcfs_err_msg says why) */
+	char *metrics;		/* -o metrics=[ADDR:]PORT (its copy) */
+	struct tcfs_addr metrics_at;	/* it read, or the store's */
+	int has_metrics;
 	struct tcfs_remote_cfg remote;	/* -o remote=URL, remote_* */
 	int has_remote;
 	char *rest;		/* the -o items that are not the remote's */
@@ -251,10 +256,66 @@ static const struct fuse_opt own_specs[] = {
 	{ "max_size=%s", offsetof(struct own_opts, max_size), 0 },
 	{ "trust=%s", offsetof(struct own_opts, trust), 0 },
 	{ "user_max_size=%s", offsetof(struct own_opts, user_max_size), 0 },
+	{ "metrics=%s", offsetof(struct own_opts, metrics), 0 },
 	FUSE_OPT_KEY("redirect=", OWN_REDIRECT),
 	FUSE_OPT_KEY("redirect", OWN_REDIRECT),	/* with no value: refused */
 	FUSE_OPT_END,
 };
+
+/* What tcfs mount --help says of each of own_specs (tcfs_fs_opt_doc),
+ * in the order it lists them. */
+static const struct {
+	const char *name, *arg, *help;
+} own_docs[] = {
+	{ "noviews", NULL, "the root lists only the cache's own entries, no "
+	  "by-name/, by-arch/ or binary-only/ (.tcfs/ still answers)" },
+	{ "binary_only", NULL, "the root is the binary-only view: the cache "
+	  "without its IR files" },
+	{ "store_binary_only", NULL, "IR files written are dropped as they "
+	  "land, never stored" },
+	{ "max_size", "SIZE", "as tcfs config max-size, for this mount" },
+	{ "user_max_size", "SIZE", "as tcfs config user-max-size, for this "
+	  "mount" },
+	{ "redirect", "NAME:DIR", "group files of kernel NAME name "
+	  "DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when "
+	  "read, as AMD aiter's redirect; once per name, DIR made absolute; one whose DIR holds none of "
+	  "NAME's files is warned of" },
+	{ "metrics", "[ADDR:]PORT", "serve GET /metrics over HTTP, the bytes "
+	  "of .tcfs/metrics.prom, for Prometheus to scrape, on ADDR "
+	  "(127.0.0.1 unless given; as tcfs config metrics, for this "
+	  "mount)" },
+	{ "trust", "USER[:USER...][:@GROUP...]", "with allow_other: the users "
+	  "and groups whose kernels are shared, beside root and the mount's "
+	  "owner" },
+};
+#define NOWN_DOCS (sizeof(own_docs) / sizeof(own_docs[0]))
+
+int tcfs_fs_opt_doc(size_t i, char *name, size_t len, const char **arg,
+		    const char **help)
+{
+	if (i >= NOWN_DOCS)
+		return tcfs_remote_opt_doc(i - NOWN_DOCS, name, len, arg, help);
+	snprintf(name, len, "%s", own_docs[i].name);
+	*arg = own_docs[i].arg;
+	*help = own_docs[i].help;
+	return 0;
+}
+
+/* Whether every option of own_specs has its line in own_docs: the help is
+ * printed from those, the parsing done with these. */
+static int own_documented(void)
+{
+	for (const struct fuse_opt *o = own_specs; o->templ; o++) {
+		size_t n = strcspn(o->templ, "="), i = 0;
+
+		while (i < NOWN_DOCS && (strlen(own_docs[i].name) != n ||
+					 strncmp(own_docs[i].name, o->templ, n)))
+			i++;
+		if (i == NOWN_DOCS)
+			return 0;
+	}
+	return 1;
+}
 
 /* fuse_opt's callback: -o redirect may come many times (a template would
  * keep only the last), and its DIR is made absolute now, from the
@@ -337,6 +398,7 @@ static int build_args(const struct tcfs_fs_opts *o, struct fuse_args *args,
 		return -1;
 	if (o->debug && fuse_opt_add_arg(args, "-d"))
 		return -1;
+	assert(own_documented());
 	return fuse_opt_parse(args, own, own_specs, own_opt);
 }
 
@@ -399,6 +461,12 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
 		return 1;
 	}
+	if (own->metrics &&
+	    tcfs_addr_parse(own->metrics, &own->metrics_at) < 0) {
+		say(r, "-o metrics: %s (see tcfs mount --help)", tcfs_err_msg());
+		return 2;
+	}
+	own->has_metrics = own->metrics != NULL;
 	fs->binary_only = own->binary_only;
 	fs->store_binary_only = own->store_binary_only;
 	if (own->trust && !own->others) {
@@ -413,6 +481,30 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		return 2;
 	}
 	warn_redirects(fs, r);
+	return 0;
+}
+
+/* GET /metrics listening, on -o metrics's address or else the store's
+ * (tcfs config metrics), before the mount: a port in use refuses it.
+ * 0 or -1 (said). */
+static int metrics_listen(struct tcfs_fs *fs, struct own_opts *own,
+			  struct report *r)
+{
+	char text[256];
+	int set = 0;
+
+	if (!own->has_metrics &&
+	    (tcfs_config_get_text(fs->store, TCFS_CONFIG_METRICS, text,
+				  sizeof(text), &set) < 0 ||
+	     (set && tcfs_addr_parse(text, &own->metrics_at) < 0))) {
+		say(r, "tcfs config metrics: %s", tcfs_err_msg());
+		return -1;
+	}
+	if ((own->has_metrics || set) &&
+	    fs_http_listen(fs, &own->metrics_at) < 0) {
+		say(r, "%s", tcfs_err_msg());
+		return -1;
+	}
 	return 0;
 }
 
@@ -434,6 +526,8 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		say(r, "%s", tcfs_err_msg());
 		return -1;
 	}
+	if (metrics_listen(fs, own, r) < 0)
+		return -1;
 	/* Only now, with the paths resolved: a daemon must not keep the
 	 * caller's working directory busy. */
 	if (!o->foreground && chdir("/") < 0) {
@@ -484,6 +578,10 @@ static int start_threads(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		    tcfs_store_path(fs->store), strerror(errno));
 		return -1;
 	}
+	if (fs_http_start(fs) < 0) {
+		say(r, "metrics: cannot start its thread");
+		return -1;
+	}
 	return 0;
 }
 
@@ -526,6 +624,7 @@ static int loop(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
  * lost changes (the mount is then left dead, not unmounted). */
 static int stop_threads(struct tcfs_fs *fs, int rc)
 {
+	fs_http_stop(fs);
 	fs_ctl_stop(fs);
 	fs_evict_stop(fs);
 	fs_events_stop(fs);
@@ -544,6 +643,7 @@ static int stop_threads(struct tcfs_fs *fs, int rc)
 
 static void free_state(struct tcfs_fs *fs)
 {
+	fs_http_stop(fs);	/* listening, when the mount failed after */
 	fs_probes_free(fs->probes);
 	fs_inodes_free(fs->inodes);
 	fs_groups_free(fs->groups);
@@ -600,6 +700,7 @@ out:
 	free(own.max_size);
 	free(own.trust);
 	free(own.user_max_size);
+	free(own.metrics);
 	free(own.rest);
 	explicit_bzero(&own.remote, sizeof(own.remote));	/* secrets */
 	return rc;

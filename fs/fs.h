@@ -5,6 +5,8 @@
 #ifndef TCFS_FS_H
 #define TCFS_FS_H
 
+#include <stddef.h>
+
 struct tcfs_fs_opts {
 	const char *store;	/* the store directory */
 	const char *mountpoint;
@@ -28,6 +30,13 @@ struct tcfs_fs_opts {
  * usage error), or 1 after any other error; it printed either on stderr
  * (naming the option, the mount point or the store, and the cause). */
 int tcfs_fs_mount(const struct tcfs_fs_opts *o);
+
+/* The i-th -o option of tcfs's own that a mount takes (libfuse's are
+ * fuse(8)'s), for help: its name ("max_size", "remote_ttl") into name
+ * (len bytes); *arg the form of its value ("SIZE", or NULL for a flag)
+ * and *help one sentence, both static.  0, or -ENOENT past the last. */
+int tcfs_fs_opt_doc(size_t i, char *name, size_t len, const char **arg,
+		    const char **help);
 
 struct cJSON;
 

@@ -57,6 +57,8 @@ struct fs_checked;
 struct fs_views;
 struct fs_evict;
 struct fs_ctl;
+struct fs_http;
+struct tcfs_addr;
 struct fs_redirects;
 struct fs_redirect;
 struct fs_remote;
@@ -83,6 +85,7 @@ struct tcfs_fs {
 	struct fs_views *views;		/* inodes that are not rows */
 	struct fs_evict *evict;		/* the size limit, and prunes */
 	struct fs_ctl *ctl;		/* the control socket */
+	struct fs_http *http;		/* -o metrics; NULL: none */
 	struct fs_redirects *redirects;	/* -o redirect; NULL: none */
 	struct fs_users *users;		/* -o allow_other: many users;
 					 * NULL: only the owner gets in */
@@ -105,6 +108,12 @@ struct tcfs_fs {
  * busypoll), one that the signals that stop the mount never go to.  0 or
  * -errno. */
 int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* thread.c: CLOCK_MONOTONIC in ms, for the deadlines of the mount's
+ * socket servers (ctl.c, metrics_http.c). */
+int64_t fs_now_ms(void);
+/* poll's timeout for deadline (fs_now_ms's): 0 when past, -1 for -1
+ * (none). */
+int fs_ms_until(int64_t deadline);
 /* thread.c: serves requests until *done, once the session loop has returned:
  * for stopping a thread that may wait in the kernel for a directory which
  * a request holds, while that request waits for an answer. */
@@ -527,5 +536,13 @@ int fs_redirect_render(const struct fs_redirect *rd, const char *tmpl,
  * only the store's writer may (tcfs prune).  0 or -errno. */
 int fs_ctl_start(struct tcfs_fs *fs);
 void fs_ctl_stop(struct tcfs_fs *fs);
+
+/* metrics_http.c: GET /metrics over HTTP (-o metrics).  listen binds a
+ * (before the mount, so that a port in use refuses it): 0, or -errno with
+ * a message naming the address.  start serves it (0 with none), stop ends
+ * and frees it, started or not. */
+int fs_http_listen(struct tcfs_fs *fs, const struct tcfs_addr *a);
+int fs_http_start(struct tcfs_fs *fs);
+void fs_http_stop(struct tcfs_fs *fs);
 
 #endif

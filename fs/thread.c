@@ -6,8 +6,26 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "priv.h"
+
+int64_t fs_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int fs_ms_until(int64_t deadline)
+{
+	int64_t now = fs_now_ms();
+
+	if (deadline < 0)
+		return -1;
+	return deadline <= now ? 0 : (int)(deadline - now);
+}
 
 int fs_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {

@@ -16,6 +16,8 @@
 #include "fs/fs.h"
 #include "index/store/store.h"
 
+static void own_opts(FILE *f);
+
 static const struct opt_cmd mount_cmd = {
 	"mount", "MOUNTPOINT", 1, 1, "no mount point given",
 	"Serves the store at MOUNTPOINT, to be used as TRITON_CACHE_DIR (or\n"
@@ -44,7 +46,7 @@ static const struct opt_cmd mount_cmd = {
 	"the generic options FUSE does not take (defaults, auto, noauto, user,\n"
 	"nouser, users, owner, group, nofail, _netdev, x-*, comment=*).  The\n"
 	"store is created if missing.\n",
-	NULL,
+	own_opts,
 	"Exit status: 0 mounted (with -f: unmounted cleanly), 1 error, 2 usage\n"
 	"error.\n",
 };
@@ -182,17 +184,25 @@ static int store_path(const struct cli_common *co, char *store, char *real,
 }
 
 static const char *const o_help =
-	"FUSE mount options (allow_other, nonempty, ...; -o may be given more "
-	"than once; the mount is always nosuid,nodev: suid and dev are "
-	"refused), and tcfs's own: noviews (the root lists only the cache's "
-	"own entries; .tcfs/ still answers), binary_only (the root is the "
-	"binary-only view), store_binary_only (IR files written are dropped "
-	"as they land, never stored), max_size=SIZE (as tcfs config max-size, "
-	"for this mount), user_max_size=SIZE (as tcfs config user-max-size, "
-	"for this mount), redirect=NAME:DIR (group files of kernel NAME name "
-	"DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when read, "
-	"as AMD aiter's redirect; repeatable, DIR made absolute; one whose DIR "
-	"holds none of NAME's files is warned of)";
+	"FUSE mount options (allow_other, nonempty, ...: see fuse(8)) and "
+	"tcfs's own, listed above; -o may be given more than once; the mount "
+	"is always nosuid,nodev: suid and dev are refused";
+
+/* Every -o option of tcfs's own, from the mount's table (fs.h), so that
+ * the help names each one the mount takes. */
+static void own_opts(FILE *f)
+{
+	const char *arg, *help;
+	char name[64], label[160];
+
+	fputs("\nMount options (-o OPT,...), besides FUSE's own:\n", f);
+	for (size_t i = 0; tcfs_fs_opt_doc(i, name, sizeof(name), &arg,
+					   &help) == 0; i++) {
+		snprintf(label, sizeof(label), "  %s%s%s", name,
+			 arg ? "=" : "", arg ? arg : "");
+		opt_row(f, label, help);
+	}
+}
 
 /* Mounts with fo, the store's path made absolute, the user's -o options
  * (user) after the store's fsname. */

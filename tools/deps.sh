@@ -44,7 +44,9 @@ TCFS_RUN_DEPS=(sqlite3 fuse3 libarchive13 libssl3 libmount1 libhiredis0.14)
 # man page as a user does; universal-ctags for the call-cycle check
 # (tests/lint/callcycles.py); redis-server for the fleet tier's tests,
 # which start their own on a free port, and python3-redis to read and
-# write Redis as Triton's RedisRemoteCacheBackend does.
+# write Redis as Triton's RedisRemoteCacheBackend does; prometheus (and
+# its promtool) to scrape a mount's -o metrics port as a user's would,
+# and curl to ask it by hand.
 TCFS_TEST_DEPS=(clang xxhash util-linux procps python3
 	python3-prometheus-client skopeo umoci zstd man-db bsdextrautils
-	universal-ctags redis-server python3-redis)
+	universal-ctags redis-server python3-redis prometheus curl)

@@ -211,15 +211,22 @@ static void help_row(const struct opt *o, FILE *f)
 	else
 		len = snprintf(label, sizeof(label), "  -%c", o->short_name);
 	if (o->arg)
-		len += snprintf(label + len, sizeof(label) - (size_t)len,
-				" %s", o->arg);
+		snprintf(label + len, sizeof(label) - (size_t)len, " %s",
+			 o->arg);
+	opt_row(f, label, o->help);
+}
+
+void opt_row(FILE *f, const char *label, const char *help)
+{
+	int len = (int)strlen(label);
+
 	fputs(label, f);
 	if (len + 2 > OPT_HELP_COL) {
 		fputc('\n', f);
 		len = 0;
 	}
 	fprintf(f, "%*s", OPT_HELP_COL - len, "");
-	opt_wrap(f, o->help, OPT_HELP_COL, OPT_HELP_COL);
+	opt_wrap(f, help, OPT_HELP_COL, OPT_HELP_COL);
 }
 
 void opt_help(const struct opt_cmd *c, const struct opt *opts, FILE *f)

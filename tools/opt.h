@@ -75,6 +75,11 @@ int opt_parse(const struct opt_cmd *c, const struct opt *opts, int argc,
 /* The help: usage, about, the options (from the table), exit status. */
 void opt_help(const struct opt_cmd *c, const struct opt *opts, FILE *f);
 
+/* One row of a help's table: label ("  -q, --quiet"), then help wrapped
+ * from the column the options' help starts at (on a line of its own when
+ * the label reaches it). */
+void opt_row(FILE *f, const char *label, const char *help);
+
 /* Writes text, words wrapped to 79 columns, each line but the first
  * indented by indent columns (the first starts at column col). */
 void opt_wrap(FILE *f, const char *text, int col, int indent);

@@ -348,26 +348,64 @@ static int set_kernel_max(struct tcfs_remote_cfg *c, const char *v)
 	return set_size("kernel_max", v, &c->kernel_max);
 }
 
+/* The remote_NAME options every engine shares: how each is parsed, and
+ * what tcfs mount --help says of it, in one row. */
 static const struct {
-	const char *name;
+	struct tcfs_remote_optdoc doc;
 	int (*set)(struct tcfs_remote_cfg *c, const char *v);
 } options[] = {
-	{ "key_format", set_key_format },
-	{ "key_file", set_key_file },
-	{ "publish", set_publish },
-	{ "trust", set_trust },
-	{ "modules", set_modules },
-	{ "inductor", set_inductor },
-	{ "ttl", set_ttl },
-	{ "connect_timeout", set_connect_timeout },
-	{ "timeout", set_timeout },
-	{ "budget", set_budget },
-	{ "breaker", set_breaker },
-	{ "miss_ttl", set_miss_ttl },
-	{ "conns", set_conns },
-	{ "file_max", set_file_max },
-	{ "kernel_max", set_kernel_max },
+	{ { "key_file", "FILE", "the key (a file of mode 0600) that signs "
+	    "what is published and checks what is fetched (HMAC-SHA256)" },
+	  set_key_file },
+	{ { "publish", "binary|all|off", "what is published: no IR (the "
+	    "default), every file, or nothing" }, set_publish },
+	{ { "trust", "checked|signed|any", "what is accepted: a tcfs "
+	    "sidecar matching every byte (the default), one signed with "
+	    "remote_key_file's key, or also stock Triton's entries" },
+	  set_trust },
+	{ { "modules", "on|off", "fetch launcher modules (.so), code every "
+	    "node loads, too (default off)" }, set_modules },
+	{ { "inductor", "off|signed|any", "Inductor's and vLLM's entries "
+	    "(pickles) through the remote: never (the default), only "
+	    "HMAC-signed ones, or any, as PyTorch's own remote cache" },
+	  set_inductor },
+	{ { "ttl", "SECS", "an expiry for what is published (default "
+	    "none)" }, set_ttl },
+	{ { "key_format", "FMT", "Redis key names, as "
+	    "TRITON_REDIS_KEY_FORMAT (default triton:{key}:{filename})" },
+	  set_key_format },
+	{ { "connect_timeout", "MS", "to connect (default 50)" },
+	  set_connect_timeout },
+	{ { "timeout", "MS", "per reply (default 200)" }, set_timeout },
+	{ { "budget", "MS", "a probe's wait on the remote in all, every byte "
+	    "fetched included (default 500)" }, set_budget },
+	{ { "breaker", "N[:MS]", "after N failures in a row the remote is "
+	    "not asked for MS (default 3:30000)" }, set_breaker },
+	{ { "miss_ttl", "MS", "how long a remote miss is remembered "
+	    "(default 30000)" }, set_miss_ttl },
+	{ { "conns", "N", "requests that may wait on the remote at once "
+	    "(default 4; a probe finding none free is a local miss)" },
+	  set_conns },
+	{ { "file_max", "SIZE", "a value over this is refused before it is "
+	    "fetched (default 64M)" }, set_file_max },
+	{ { "kernel_max", "SIZE", "a kernel over this is refused before it "
+	    "is fetched (default 256M)" }, set_kernel_max },
 };
+#define NOPTIONS (sizeof(options) / sizeof(*options))
+
+const struct tcfs_remote_optdoc *tcfs_remote_cfg_doc(size_t i)
+{
+	const struct tcfs_remote_optdoc *own;
+
+	if (i < NOPTIONS)
+		return &options[i].doc;
+	i -= NOPTIONS;
+	for (size_t e = 0; e < NENGINES; e++)
+		for (own = engines[e]->docs; own->name; own++)
+			if (i-- == 0)
+				return own;
+	return NULL;
+}
 
 int tcfs_remote_cfg_check(const struct tcfs_remote_cfg *c)
 {
@@ -391,8 +429,8 @@ int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
 	int rc;
 
 	assert(c->engine);
-	for (size_t i = 0; i < sizeof(options) / sizeof(*options); i++)
-		if (strcmp(name, options[i].name) == 0)
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (strcmp(name, options[i].doc.name) == 0)
 			return options[i].set(c, value);
 	rc = c->engine->set(c->own, name, value);
 	if (rc != -ENOENT)

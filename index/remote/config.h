@@ -101,6 +101,17 @@ int tcfs_remote_cfg_url(struct tcfs_remote_cfg *c, const char *url);
 int tcfs_remote_cfg_set(struct tcfs_remote_cfg *c, const char *name,
 			const char *value);
 
+/* One remote_NAME option, for help: NAME ("ttl"), the form of its value
+ * ("SECS") and one sentence on what it does. */
+struct tcfs_remote_optdoc {
+	const char *name, *arg, *help;
+};
+
+/* The i-th remote_NAME option tcfs_remote_cfg_set takes, those of every
+ * engine first, then each engine's own; NULL past the last.  Static: not
+ * owned by the caller. */
+const struct tcfs_remote_optdoc *tcfs_remote_cfg_doc(size_t i);
+
 /* Whether c, its settings all given, makes sense as a whole: 0, or
  * -EINVAL with a message (remote_trust=signed with no remote_key_file,
  * which would refuse every kernel). */

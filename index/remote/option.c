@@ -82,3 +82,25 @@ int tcfs_remote_cfg_opts(struct tcfs_remote_cfg *cfg, const char *opts,
 		rc = tcfs_remote_cfg_check(cfg);
 	return rc < 0 ? rc : 0;
 }
+
+int tcfs_remote_opt_doc(size_t i, char *name, size_t len, const char **arg,
+			const char **help)
+{
+	const struct tcfs_remote_optdoc *d;
+
+	if (i == 0) {
+		snprintf(name, len, "remote");
+		*arg = "URL";
+		*help = "the fleet tier, redis://[USER@]HOST[:PORT][/DB]: "
+			"asked on a probe's local miss, and sent what is "
+			"compiled here (the remote_* items need it)";
+		return 0;
+	}
+	d = tcfs_remote_cfg_doc(i - 1);
+	if (!d)
+		return -ENOENT;
+	snprintf(name, len, "remote_%s", d->name);
+	*arg = d->arg;
+	*help = d->help;
+	return 0;
+}

@@ -24,4 +24,10 @@ int tcfs_remote_cfg_setting(struct tcfs_remote_cfg *c, const char *setting,
 int tcfs_remote_cfg_opts(struct tcfs_remote_cfg *c, const char *opts,
 			 int *named, char **rest);
 
+/* The i-th -o item of the remote, for help: remote=URL, then each
+ * remote_NAME of tcfs_remote_cfg_doc.  Its name ("remote_ttl") into name
+ * (len bytes), *arg and *help static.  0, or -ENOENT past the last. */
+int tcfs_remote_opt_doc(size_t i, char *name, size_t len, const char **arg,
+			const char **help);
+
 #endif

@@ -762,6 +762,7 @@ const struct tcfs_remote_ops tcfs_remote_redis = {
 	.parse_url = tcfs_redis_parse_url,
 	.url_of = tcfs_redis_url_of,
 	.set = tcfs_redis_set,
+	.docs = tcfs_redis_docs,
 	.connect = rd_connect,
 	.until = rd_until,
 	.close = rd_close,

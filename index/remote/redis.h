@@ -41,5 +41,6 @@ void tcfs_redis_init(void *own);
 int tcfs_redis_parse_url(void *own, const char *rest);
 void tcfs_redis_url_of(const void *own, char *buf, size_t len);
 int tcfs_redis_set(void *own, const char *name, const char *value);
+extern const struct tcfs_remote_optdoc tcfs_redis_docs[];
 
 #endif

@@ -162,6 +162,11 @@ static int set_auth_file(struct tcfs_redis_own *c, const char *v)
 	return rc < 0 ? tcfs_err_prefix(rc, "remote_auth_file") : 0;
 }
 
+const struct tcfs_remote_optdoc tcfs_redis_docs[] = {
+	{ "auth_file", "FILE", "the Redis password, from a file of mode 0600 "
+	  "(never in the URL, which ps and fstab show)" },
+	{ NULL, NULL, NULL },
+};
 
 int tcfs_redis_set(void *own, const char *name, const char *value)
 {

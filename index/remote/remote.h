@@ -53,6 +53,8 @@ struct tcfs_remote_ops {
 	int (*parse_url)(void *own, const char *rest);
 	void (*url_of)(const void *own, char *buf, size_t len);
 	int (*set)(void *own, const char *name, const char *value);
+	/* What set takes, for help; ends with a NULL name. */
+	const struct tcfs_remote_optdoc *docs;
 	/* Connects and logs in, within connect_ms and until_ns. */
 	int (*connect)(const struct tcfs_remote_cfg *cfg, int64_t until_ns,
 		       void **conn);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/base/addr.h"
 #include "index/store/db.h"
 #include "index/base/err.h"
 #include "index/remote/option.h"
@@ -36,6 +37,10 @@ const struct tcfs_config_key tcfs_config_keys[] = {
 	  "that user's least recently hit first, and refuses that user's "
 	  "writes (EDQUOT) while all are in use (0: no share; root and the "
 	  "mount's owner have none)" },
+	{ TCFS_CONFIG_METRICS, TCFS_CONFIG_TEXT, 0, 0, 0,
+	  "[ADDR:]PORT where the mount serves GET /metrics over HTTP for "
+	  "Prometheus (ADDR 127.0.0.1 unless given; -o metrics= overrides "
+	  "it)" },
 	{ TCFS_CONFIG_REMOTE, TCFS_CONFIG_TEXT, 0, 0, 0,
 	  "the fleet tier a mount asks on a local miss and publishes to, "
 	  "redis://[USER@]HOST[:PORT][/DB] (-o remote= overrides it)" },
@@ -173,7 +178,14 @@ int tcfs_config_set_text(struct tcfs_store *s, const char *name,
 	if (!k || k->unit != TCFS_CONFIG_TEXT)
 		return k ? tcfs_err_set(-EINVAL, "%s: not text", name)
 			 : -EINVAL;
-	rc = check_text(name, text);
+	if (strcmp(name, TCFS_CONFIG_METRICS) == 0) {
+		struct tcfs_addr a;
+
+		rc = tcfs_addr_parse(text, &a);
+		rc = rc < 0 ? tcfs_err_prefix(rc, "%s", name) : 0;
+	} else {
+		rc = check_text(name, text);
+	}
 	if (rc == 0)
 		rc = tcfs_db_exec(tcfs_store_db(s), sql_set, "tt", name, text);
 	return rc < 0 ? rc : 0;

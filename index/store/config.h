@@ -21,6 +21,10 @@ struct tcfs_store;
  * owner have none. */
 #define TCFS_CONFIG_USER_MAX_SIZE "user-max-size"
 
+/* Where the mount serves GET /metrics over HTTP: [ADDR:]PORT (addr.h),
+ * text; -o metrics= overrides it. */
+#define TCFS_CONFIG_METRICS "metrics"
+
 /* The fleet tier (index/remote/config.h): the remote's URL and the
  * settings a mount takes from the store when -o remote names none.  Text,
  * each checked as the mount's -o remote_NAME would be. */

@@ -70,6 +70,43 @@ for c in $CMDS; do
 		"" "$narg"
 done
 
+# --- tcfs mount --help names every -o option the mount parses ----------------
+
+# The -o names in the parsers' own tables: fs/fs.c's own_specs, the
+# remote's (remote=, index/remote/option.c), the options every engine
+# shares (index/remote/config.c's options[]) and Redis's own
+# (tcfs_redis_set).
+parsed_opts() {
+	sed -n '/own_specs\[\] = {/,/^};/p' "$SRC_ROOT/fs/fs.c" |
+		grep -oE '"[a-z_]+' | tr -d '"'
+	echo remote
+	sed -n '/} options\[\] = {/,/^};/p' "$SRC_ROOT/index/remote/config.c" |
+		grep -oE '\{ \{ "[a-z_]+"' | sed -E 's/.*"([a-z_]+)"/remote_\1/'
+	sed -n '/^int tcfs_redis_set(/,/^}/p' "$SRC_ROOT/index/remote/redis_url.c" |
+		grep -oE 'strcmp\(name, "[a-z_]+"' | sed -E 's/.*"([a-z_]+)"/remote_\1/'
+}
+PARSED=$(parsed_opts | sort -u)
+"$TCFS" mount --help >"$OUT"
+HELP_O=$(sed -n '/^Mount options/,/^$/p' "$OUT" | sed -nE 's/^  ([a-z_]+)[= ].*/\1/p;s/^  ([a-z_]+)$/\1/p')
+MAN_O=$(sed -n '/^# MOUNT OPTIONS/,/^# /p' "$MAN" | sed 's/\\_/_/g')
+COMP_O=$(sed -n '/^\t-o)/,/return ;;/p' "$COMPLETION")
+missing="" nman="" ncomp=""
+for o in $PARSED; do
+	grep -qx "$o" <<<"$HELP_O" || missing="$missing $o"
+done
+for o in $HELP_O; do
+	grep -qE "\*$o(=|\*)" <<<"$MAN_O" || nman="$nman $o"
+	grep -qE "(\s|\")$o(=|\s|$)" <<<"$COMP_O" || ncomp="$ncomp $o"
+done
+check "the mount's parsers take -o options ($(wc -w <<<"$PARSED"))" \
+	[ "$(wc -w <<<"$PARSED")" -gt 20 ]
+check_eq "tcfs mount --help names every -o option the mount parses" "" \
+	"$missing"
+check_eq "every -o option of tcfs mount --help is in tcfs.1.scd's MOUNT OPTIONS" \
+	"" "$nman"
+check_eq "every -o option of tcfs mount --help is in the completion of -o" \
+	"" "$ncomp"
+
 # --- a store to work on ------------------------------------------------------
 
 SMALL=$(fixture_top triton-3.6-h200-small.tgz cA) || {

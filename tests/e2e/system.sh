@@ -97,7 +97,7 @@ complete_words() {
 check_eq "completion: commands" "mount" "$(complete_words mou)"
 check_eq "completion: a command's options" "--repair" \
 	"$(complete_words fsck --rep)"
-check_eq "completion: config keys" "log-max-events log-max-age max-size user-max-size remote remote-auth-file remote-key-file remote-publish remote-trust remote-modules remote-inductor remote-key-format remote-ttl" \
+check_eq "completion: config keys" "log-max-events log-max-age max-size user-max-size metrics remote remote-auth-file remote-key-file remote-publish remote-trust remote-modules remote-inductor remote-key-format remote-ttl" \
 	"$(complete_words config '')"
 check_eq "completion: remote's actions" "status push pull" \
 	"$(complete_words remote '')"
