@@ -278,8 +278,8 @@ static const struct {
 	  "mount" },
 	{ "redirect", "NAME:DIR", "group files of kernel NAME name "
 	  "DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when "
-	  "read, as AMD aiter's redirect; once per name, DIR made absolute; one whose DIR holds none of "
-	  "NAME's files is warned of" },
+	  "read, as AMD aiter's redirect; once per name, DIR made absolute; "
+	  "one whose DIR holds none of NAME's files is warned of" },
 	{ "metrics", "[ADDR:]PORT", "serve GET /metrics over HTTP, the bytes "
 	  "of .tcfs/metrics.prom, for Prometheus to scrape, on ADDR "
 	  "(127.0.0.1 unless given; as tcfs config metrics, for this "
