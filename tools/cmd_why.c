@@ -9,8 +9,10 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "keyarg.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "index/model/entry.h"
 #include "index/model/fxgraph.h"
 #include "index/model/fxwhy.h"
 #include "index/model/ttir.h"
@@ -44,6 +46,8 @@ static const struct opt_cmd cmd = {
 	"shown, then \"and N more\" (--all lists them).  The same metadata and\n"
 	"TTIR mean Triton, its options or the environment changed.  A\n"
 	"kernel whose NAME.json is missing or not JSON has no nearest.\n"
+	"KEY may be any prefix that begins one key (as git takes a hash), in\n"
+	"either case; one that begins several is a usage error naming them.\n"
 	"\n"
 	"KEY may also be an FX graph of Inductor's cache (fxgraph/XX/FKEY:\n"
 	"FKEY).  Its entry (at most " FXGRAPH_MAX_TEXT ") records the inputs its key\n"
@@ -67,7 +71,8 @@ static const struct opt_cmd cmd = {
 	"Exit status: 0 success, 1 no kernel or FX graph at KEY or the store\n"
 	"could not be read (with --remote: no FX entry of KEY here, no graph\n"
 	"in the remote to compare with, or the remote does not answer), 2\n"
-	"usage error (with --remote: no remote named, a bad option).\n",
+	"usage error (KEY begins several keys; with --remote: no remote\n"
+	"named, a bad option).\n",
 };
 
 /* Changes of the TTIR shown without --all: a screenful, with the lines
@@ -486,6 +491,7 @@ int cmd_why(int argc, char **argv)
 	struct tcfs_store *s;
 	struct tcfs_why w;
 	const char *ropts = NULL;
+	char key[TCFS_NAME_MAX + 1];
 	int remote = 0, all = 0, rc;
 	char **args;
 	struct opt opts[] = {
@@ -523,16 +529,17 @@ int cmd_why(int argc, char **argv)
 		return cli_usage_err("why", "-o names a remote: give --remote");
 	if (cli_open_store("why", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	if (remote) {
-		rc = why_remote(s, args[0], ropts, co.json);
+	rc = keyarg("why", s, args[0], tcfs_entry_fx_dir(), key, sizeof(key));
+	if (rc != CLI_OK || remote) {
+		rc = rc == CLI_OK ? why_remote(s, key, ropts, co.json) : rc;
 		tcfs_store_close(s);
 		return rc;
 	}
-	rc = tcfs_why(s, args[0], &w);
+	rc = tcfs_why(s, key, &w);
 	if (rc == -ENOENT) {
-		rc = why_graph(s, args[0], co.json);
+		rc = why_graph(s, key, co.json);
 	} else if (rc < 0) {
-		cli_lib_err("why", rc, args[0]);
+		cli_lib_err("why", rc, key);
 	} else {
 		if (co.json)
 			rc = print_json(&w) == CLI_OK ? 0 : -1;
