@@ -183,25 +183,25 @@ static int ssa_cmp(const void *x, const void *y)
 }
 
 /* The constant named ssa that a use on line line means: the last one of
- * that name before it (a name is reused in another function). */
+ * that name before it (a name is reused in another function), found by
+ * halves however often it is. */
 static struct konst *defined(const struct uses *u, struct span ssa,
 			     size_t line)
 {
 	size_t lo = 0, hi = u->s->n;
-	const struct konst *k = NULL;
 
-	while (lo < hi) {
+	while (lo < hi) {	/* the first at or past (ssa, line) */
 		size_t mid = lo + (hi - lo) / 2;
+		int c = tt_span_cmp(u->by_ssa[mid]->ssa, ssa);
 
-		if (tt_span_cmp(u->by_ssa[mid]->ssa, ssa) < 0)
+		if (c < 0 || (c == 0 && u->by_ssa[mid]->line < line))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < u->s->n && tt_span_eq(u->by_ssa[lo]->ssa, ssa) &&
-	       u->by_ssa[lo]->line < line; lo++)
-		k = u->by_ssa[lo];
-	return (struct konst *)k;
+	if (lo == 0 || !tt_span_eq(u->by_ssa[lo - 1]->ssa, ssa))
+		return NULL;
+	return (struct konst *)u->by_ssa[lo - 1];
 }
 
 /* Notes, for each constant a line's operands name, that this op (and

@@ -250,6 +250,53 @@ static void pairing(void)
 	       "", "", "a name in two functions: each use its own");
 }
 
+/* A kernel function of n constants named NAME0..., each used, of values
+ * from base on, near TCFS_TTIR_MAX; owned by the caller (free()). */
+static char *many(size_t n, const char *name, int base)
+{
+	size_t cap = TCFS_TTIR_MAX, at;
+	char *t = malloc(cap);
+
+	at = (size_t)snprintf(t, cap, "%s", FN(""));
+	at -= strlen("  }\n}\n");
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)snprintf(t + at, cap - at,
+				       "%%%s%zu = arith.constant %zu : i32\n"
+				       "%%u%zu = arith.addi %%n, %%%s%zu : i32\n",
+				       name, i, i + (size_t)base, i, name, i);
+	return t;
+}
+
+/* Kernels of thousands of constants: every one paired, or none (past the
+ * alignment's table), within the bounds. */
+static void large(void)
+{
+	char *a = many(6000, "v", 0), *b = many(6000, "v", 1);
+	char *c = many(6000, "w", 1);
+	const cJSON *more;
+	int rc;
+	cJSON *o = diff(a, b, &rc);
+
+	more = cJSON_GetObjectItem(o, "unlisted");
+	tap_ok(rc == 0 && cJSON_GetArraySize(cJSON_GetObjectItem(
+				  o, "constants")) == TCFS_TTIR_SHOW_MAX &&
+		       cJSON_IsNumber(more) &&
+		       more->valueint == 6000 - TCFS_TTIR_SHOW_MAX,
+	       "6000 constants each changed: %d listed, the rest counted",
+	       TCFS_TTIR_SHOW_MAX);
+	cJSON_Delete(o);
+	o = diff(a, c, &rc);
+	more = cJSON_GetObjectItem(o, "unlisted");
+	tap_ok(rc == 0 && cJSON_IsNumber(more) &&
+		       more->valueint == 12000 - TCFS_TTIR_SHOW_MAX,
+	       "6000 constants, none of whose parts the other has: 6000 "
+	       "added, 6000 removed");
+	cJSON_Delete(o);
+	free(c);
+	free(b);
+	free(a);
+}
+
 /* Text that is not TTIR as Triton writes it, or is cut short. */
 static void hostile(void)
 {
@@ -299,6 +346,7 @@ int main(void)
 	signatures();
 	constants();
 	pairing();
+	large();
 	hostile();
 	return tap_done();
 }
