@@ -11,8 +11,8 @@
 #include "index/model/ttspan.h"
 
 /* The alignment's table: 2 bytes a cell, so 8 MiB at most.  The common
- * ends are left out of it first: a BLOCK changed leaves none to align
- * (the parts are the same), one constant inserted a row. */
+ * ends are left out of it first: a BLOCK changed leaves nothing to align
+ * (the parts are the same), one constant inserted a table of one row. */
 #define TTCONST_CELLS_MAX (4u << 20)
 /* A change names at most this many of the constants that make it. */
 #define TTCONST_NAMES_MAX 8
@@ -44,6 +44,11 @@ struct change {
 	struct change *next;	/* the next that makes it again */
 };
 
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
 /* Past the SSA name a line defines ("%NAME = ", "%NAME:2 = "), which
  * *ssa gets; else the line's first word, and *ssa none. */
 static const char *result_of(const char *p, const char *le, struct span *ssa)
@@ -59,7 +64,7 @@ static const char *result_of(const char *p, const char *le, struct span *ssa)
 		q++;
 	ssa->p = p + 1;
 	ssa->n = (size_t)(q - p - 1);
-	while (q < le && (*q == ':' || (*q >= '0' && *q <= '9')))
+	while (q < le && (*q == ':' || is_digit(*q)))
 		q++;
 	while (q < le && *q == ' ')
 		q++;
@@ -85,11 +90,6 @@ static struct span op_at(const char *p, const char *le)
 	while (q < le && tt_is_ident(*q))
 		q++;
 	return (struct span){ p, (size_t)(q - p) };
-}
-
-static int is_digit(char c)
-{
-	return c >= '0' && c <= '9';
 }
 
 static int is_word(struct span s, const char *w)
