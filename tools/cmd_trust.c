@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "keyarg.h"
 #include "fs/fs.h"
 #include "index/base/err.h"
 #include "index/base/name.h"
@@ -25,7 +26,8 @@ static const struct opt_cmd cmd = {
 	"on.  promote --user U makes all of U's shared.  A promoted kernel's\n"
 	"files become the mount owner's, so their writer can no longer change\n"
 	"them.  Where a shared kernel of the key is there already, the user's\n"
-	"copy goes.  Done by the\n"
+	"copy goes.  KEY may be any prefix that begins one key (as git takes\n"
+	"a hash), in either case.  Done by the\n"
 	"mount's daemon: the store must be mounted, and only root and the\n"
 	"mount's owner reach it (STORE/ctl.sock).\n",
 	NULL,
@@ -35,7 +37,7 @@ static const struct opt_cmd cmd = {
 
 static int promote(const struct cli_common *co, const char *key, int64_t uid)
 {
-	char mount[PATH_MAX], store[PATH_MAX];
+	char mount[PATH_MAX], store[PATH_MAX], whole[TCFS_NAME_MAX + 1];
 	struct tcfs_store *s;
 	cJSON *req = cJSON_CreateObject(), *resp = NULL;
 	const cJSON *e;
@@ -47,7 +49,16 @@ static int promote(const struct cli_common *co, const char *key, int64_t uid)
 	}
 	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
 	cli_mount_sync(s, mount);
+	rc = key ? keyarg("trust", s, key, NULL, whole, sizeof(whole)) : CLI_OK;
 	tcfs_store_close(s);
+	if (rc == CLI_OK && key && !tcfs_name_is_key(whole))
+		rc = cli_usage_err("trust", "'%s' is not a Triton cache key, "
+				   "nor begins one", key);
+	if (rc != CLI_OK) {
+		cJSON_Delete(req);
+		return rc;
+	}
+	rc = -ENOMEM;
 	if (!mount[0]) {
 		cJSON_Delete(req);
 		cli_err("trust", "%s: not mounted: users' own kernels are the "
@@ -55,7 +66,7 @@ static int promote(const struct cli_common *co, const char *key, int64_t uid)
 		return CLI_FAIL;
 	}
 	if (req && cJSON_AddStringToObject(req, "op", "promote") &&
-	    (!key || cJSON_AddStringToObject(req, "key", key)) &&
+	    (!key || cJSON_AddStringToObject(req, "key", whole)) &&
 	    (uid < 0 || cJSON_AddNumberToObject(req, "uid", (double)uid)))
 		rc = tcfs_fs_ctl_call(store, req, &resp);
 	cJSON_Delete(req);
@@ -93,9 +104,6 @@ int cmd_trust(int argc, char **argv)
 		return rc;
 	if (strcmp(args[0], "promote") != 0)
 		return cli_usage_err("trust", "'%s': say promote", args[0]);
-	if (n == 2 && !tcfs_name_is_key(args[1]))
-		return cli_usage_err("trust", "'%s' is not a Triton cache key",
-				     args[1]);
 	if (n == 1 && uid < 0)
 		return cli_usage_err("trust", "promote: say a KEY or --user");
 	return promote(&co, n == 2 ? args[1] : NULL, uid);

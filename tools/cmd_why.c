@@ -9,8 +9,10 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "keyarg.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
+#include "index/model/entry.h"
 #include "index/model/fxgraph.h"
 #include "index/model/fxwhy.h"
 #include "index/model/ttir.h"
@@ -37,9 +39,15 @@ static const struct opt_cmd cmd = {
 	"the two kernels' TTIR (NAME.source, at most " TTIR_MAX_TEXT " each): the\n"
 	"arguments of the kernel function whose type or attributes changed\n"
 	"(by loc name, else #position: a dtype, tt.divisibility) and the\n"
-	"arith.constants that changed (a BLOCK size).  The same metadata and\n"
+	"arith.constants that changed (a BLOCK size): each constant paired\n"
+	"with the one that plays its part in the other (its loc name, the op\n"
+	"that first uses it and the operand), each change once, with the loc\n"
+	"names of the constants that make it.  The first 20 changes are\n"
+	"shown, then \"and N more\" (--all lists them).  The same metadata and\n"
 	"TTIR mean Triton, its options or the environment changed.  A\n"
 	"kernel whose NAME.json is missing or not JSON has no nearest.\n"
+	"KEY may be any prefix that begins one key (as git takes a hash), in\n"
+	"either case; one that begins several is a usage error naming them.\n"
 	"\n"
 	"KEY may also be an FX graph of Inductor's cache (fxgraph/XX/FKEY:\n"
 	"FKEY).  Its entry (at most " FXGRAPH_MAX_TEXT ") records the inputs its key\n"
@@ -63,14 +71,40 @@ static const struct opt_cmd cmd = {
 	"Exit status: 0 success, 1 no kernel or FX graph at KEY or the store\n"
 	"could not be read (with --remote: no FX entry of KEY here, no graph\n"
 	"in the remote to compare with, or the remote does not answer), 2\n"
-	"usage error (with --remote: no remote named, a bad option).\n",
+	"usage error (KEY begins several keys; with --remote: no remote\n"
+	"named, a bad option).\n",
 };
 
-/* One change of the TTIR: "NAME|#INDEX  FROM -> TO" (null: "(none)"). */
+/* Changes of the TTIR shown without --all: a screenful, with the lines
+ * above them. */
+#define WHY_CHANGES_SHOWN 20
+
+/* A constant's loc names, "a, b" (of its first TCFS_UTF8_SHOW_MAX bytes),
+ * into buf. */
+static const char *names_of(const cJSON *names, char *buf, size_t len)
+{
+	char a[TCFS_UTF8_SHOW_MAX];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (const cJSON *e = names ? names->child : NULL; e && n < len;
+	     e = e->next) {
+		const char *nm = cJSON_GetStringValue(e);
+
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+				      tcfs_utf8_printable(nm ? nm : "?", a,
+							  sizeof(a)));
+	}
+	return buf;
+}
+
+/* One change of the TTIR: "NAME|#INDEX|NAMES  FROM -> TO" (null:
+ * "(none)"). */
 static void print_change(const char *what, const cJSON *c)
 {
 	const cJSON *nm = cJSON_GetObjectItem(c, "name");
 	const cJSON *ix = cJSON_GetObjectItem(c, "index");
+	const cJSON *names = cJSON_GetObjectItem(c, "names");
 	const char *from = cJSON_GetStringValue(cJSON_GetObjectItem(c, "from"));
 	const char *to = cJSON_GetStringValue(cJSON_GetObjectItem(c, "to"));
 	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
@@ -80,13 +114,50 @@ static void print_change(const char *what, const cJSON *c)
 		printf(" %s", tcfs_utf8_printable(nm->valuestring, a, sizeof(a)));
 	else if (cJSON_IsNumber(ix))
 		printf(" #%d", ix->valueint);
+	else if (cJSON_GetArraySize(names))
+		printf(" %s", names_of(names, a, sizeof(a)));
 	printf("  %s -> ", from ? tcfs_utf8_printable(from, a, sizeof(a))
 			       : "(none)");
 	printf("%s\n", to ? tcfs_utf8_printable(to, b, sizeof(b)) : "(none)");
 }
 
+/* The changes of one kind, while fewer than WHY_CHANGES_SHOWN are shown
+ * (all: every one); *more counts the others. */
+static void print_kind(const char *what, const cJSON *list, int all,
+		       long *shown, long *more)
+{
+	for (const cJSON *c = list ? list->child : NULL; c; c = c->next) {
+		if (!all && *shown >= WHY_CHANGES_SHOWN) {
+			(*more)++;
+			continue;
+		}
+		print_change(what, c);
+		(*shown)++;
+	}
+}
+
+/* The changes of arguments, then of constants, then how many more there
+ * are. */
+static void print_changes(const cJSON *d, int all)
+{
+	const cJSON *unlisted = cJSON_GetObjectItem(d, "unlisted");
+	long shown = 0, more = 0;
+
+	if (cJSON_IsNumber(unlisted))
+		more = (long)unlisted->valuedouble;
+	print_kind("argument", cJSON_GetObjectItem(d, "arguments"), all,
+		   &shown, &more);
+	print_kind("constant", cJSON_GetObjectItem(d, "constants"), all,
+		   &shown, &more);
+	if (more && all)
+		printf("  and %ld more, not listed (over %d of a kind)\n", more,
+		       TCFS_TTIR_SHOW_MAX);
+	else if (more)
+		printf("  and %ld more (--all lists them)\n", more);
+}
+
 /* What the two NAME.source say (why.h), after the metadata's lines. */
-static void print_source(const struct tcfs_why *w)
+static void print_source(const struct tcfs_why *w, int all)
 {
 	const cJSON *d = w->source_differences;
 	const cJSON *args = cJSON_GetObjectItem(d, "arguments");
@@ -109,10 +180,8 @@ static void print_source(const struct tcfs_why *w)
 		       : w->source == TCFS_WHY_SOURCE_TOO_BIG
 			       ? "over " TTIR_MAX_TEXT
 			       : "not TTIR whose kernel signature parses");
-	for (const cJSON *c = args ? args->child : NULL; c; c = c->next)
-		print_change("argument", c);
-	for (const cJSON *c = consts ? consts->child : NULL; c; c = c->next)
-		print_change("constant", c);
+	if (w->source == TCFS_WHY_SOURCE_DIFFERS)
+		print_changes(d, all);
 }
 
 /* The metadata's differences, one line each. */
@@ -134,7 +203,7 @@ static void print_fields(const struct tcfs_why *w)
 	}
 }
 
-static void print_text(const struct tcfs_why *w)
+static void print_text(const struct tcfs_why *w, int all)
 {
 	char a[TCFS_UTF8_SHOW_MAX], t[80];
 	int compared = w->source == TCFS_WHY_SOURCE_SAME ||
@@ -165,7 +234,7 @@ static void print_text(const struct tcfs_why *w)
 	else
 		printf("the metadata is the same: the source, the signature or "
 		       "Triton itself changed\n");
-	print_source(w);
+	print_source(w, all);
 }
 
 static int print_json(const struct tcfs_why *w)
@@ -422,9 +491,13 @@ int cmd_why(int argc, char **argv)
 	struct tcfs_store *s;
 	struct tcfs_why w;
 	const char *ropts = NULL;
-	int remote = 0, rc;
+	char key[TCFS_NAME_MAX + 1];
+	int remote = 0, all = 0, rc;
 	char **args;
 	struct opt opts[] = {
+		OPT_FLAG(0, "all", &all,
+			 "list every change of the TTIR, not the first "
+			 "20"),
 		OPT_FLAG(0, "remote", &remote,
 			 "compare the FX graph KEY with the fleet's graphs "
 			 "(the remote's sidecars)"),
@@ -437,7 +510,8 @@ int cmd_why(int argc, char **argv)
 				"\"differs\", \"missing\", \"too big\", \"not "
 				"TTIR\" or null, source_differences: "
 				"{arguments: [{name or index, from, to}], "
-				"constants: [{from, to}]} or null}; for an FX "
+				"constants: [{names, from, to}], unlisted} or "
+				"null}; for an FX "
 				"graph {graph, entry: PATH or null, details: \"ok\", "
 				"\"no entry\", \"no inputs recorded\", \"too "
 				"big\" or \"unreadable\", inputs, compared, "
@@ -455,21 +529,22 @@ int cmd_why(int argc, char **argv)
 		return cli_usage_err("why", "-o names a remote: give --remote");
 	if (cli_open_store("why", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	if (remote) {
-		rc = why_remote(s, args[0], ropts, co.json);
+	rc = keyarg("why", s, args[0], tcfs_entry_fx_dir(), key, sizeof(key));
+	if (rc != CLI_OK || remote) {
+		rc = rc == CLI_OK ? why_remote(s, key, ropts, co.json) : rc;
 		tcfs_store_close(s);
 		return rc;
 	}
-	rc = tcfs_why(s, args[0], &w);
+	rc = tcfs_why(s, key, &w);
 	if (rc == -ENOENT) {
-		rc = why_graph(s, args[0], co.json);
+		rc = why_graph(s, key, co.json);
 	} else if (rc < 0) {
-		cli_lib_err("why", rc, args[0]);
+		cli_lib_err("why", rc, key);
 	} else {
 		if (co.json)
 			rc = print_json(&w) == CLI_OK ? 0 : -1;
 		else
-			print_text(&w);
+			print_text(&w, all);
 		tcfs_why_free(&w);
 	}
 	tcfs_store_close(s);

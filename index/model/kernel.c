@@ -2,6 +2,7 @@
 #include "index/model/kernel.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "index/base/err.h"
 #include "index/blob/cas.h"
 #include "index/store/db.h"
 #include "index/base/io.h"
@@ -718,4 +720,106 @@ int tcfs_kernel_keys(struct tcfs_store *s, const char *name,
 				     sql_keys, "tiiit", entry ? key : NULL, nth,
 				     page(limit), (int64_t)offset, name);
 	return rc < 0 ? rc : 0;
+}
+
+/* The key dirs (of kernels, or with ?3 FX graphs below a dir so named)
+ * whose name is in [?1, ?2): a range of nodes_dirs. */
+static const char sql_prefix[] =
+	"SELECT d.name FROM nodes d"
+	" WHERE d.kind = 'd' AND d.name >= ?1 AND d.name < ?2"
+	"   AND (EXISTS (SELECT 1 FROM nodes g JOIN kernels k"
+	"                ON k.grp_ino = g.ino WHERE g.parent = d.ino)"
+	"        OR EXISTS (SELECT 1 FROM nodes x JOIN nodes f"
+	"                   ON f.ino = x.parent"
+	"                   WHERE x.ino = d.parent AND f.name = ?3))"
+	" GROUP BY d.name ORDER BY d.name LIMIT ?4";
+
+struct candidate {
+	char key[TCFS_NAME_MAX + 1];
+};
+
+static int fill_candidate(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct candidate *c = elem;
+
+	(void)ctx;
+	snprintf(c->key, sizeof(c->key), "%s", tcfs_db_text(st, 0, NULL));
+	return 0;
+}
+
+/* The first keys that begin with prefix, one more than an error names:
+ * *v owned by the caller (free()). */
+static int candidates(struct tcfs_store *s, const char *prefix,
+		      const char *fx_dir, struct candidate **v, size_t *n)
+{
+	char hi[TCFS_NAME_MAX + 1];
+	size_t k = strlen(prefix);
+
+	*v = NULL;
+	*n = 0;
+	if (k == 0 || k > TCFS_NAME_MAX)
+		return 0;
+	memcpy(hi, prefix, k + 1);
+	/* The least name past every one that begins with prefix. */
+	while (k > 0 && (unsigned char)hi[k - 1] == 0xff)
+		hi[--k] = '\0';
+	if (k == 0)
+		return 0;
+	hi[k - 1] = (char)((unsigned char)hi[k - 1] + 1);
+	return tcfs_db_collect(tcfs_store_db(s), sizeof(**v), fill_candidate,
+			       NULL, v, n, sql_prefix, "ttti", prefix, hi,
+			       fx_dir, (int64_t)TCFS_KERNEL_CANDIDATES + 1);
+}
+
+/* The error for a prefix that begins several keys, naming them. */
+static int ambiguous(const char *key, const struct candidate *v, size_t n)
+{
+	char list[TCFS_KERNEL_CANDIDATES * (TCFS_NAME_MAX + 2) + 16];
+	size_t at = 0;
+
+	list[0] = '\0';
+	for (size_t i = 0; i < n && i < TCFS_KERNEL_CANDIDATES; i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
+				       i ? ", " : "", v[i].key);
+	return tcfs_err_set(-ENOTUNIQ, "%s: ambiguous, it begins several keys: %s%s", key,
+			    list, n > TCFS_KERNEL_CANDIDATES ? ", ..." : "");
+}
+
+/* key with its ASCII letters in upper (up) or lower case, into out. */
+static void recase(const char *key, int up, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; key[i] && i + 1 < len; i++)
+		out[i] = (char)(up ? toupper((unsigned char)key[i])
+				   : tolower((unsigned char)key[i]));
+	out[i] = '\0';
+}
+
+int tcfs_kernel_resolve(struct tcfs_store *s, const char *key,
+			const char *fx_dir, char *out, size_t len)
+{
+	char up[TCFS_NAME_MAX + 1], low[TCFS_NAME_MAX + 1];
+	const char *tries[] = { key, up, low };
+	int rc = -ENOENT;
+
+	recase(key, 1, up, sizeof(up));
+	recase(key, 0, low, sizeof(low));
+	for (size_t t = 0; rc == -ENOENT && t < 3; t++) {
+		struct candidate *v = NULL;
+		size_t n = 0;
+
+		if (t && strcmp(tries[t], key) == 0)
+			continue;	/* the same case: asked already */
+		rc = candidates(s, tries[t], fx_dir, &v, &n);
+		if (rc == 0 && n == 0)
+			rc = -ENOENT;
+		/* The key itself sorts first of those it begins. */
+		else if (rc == 0 && n > 1 && strcmp(v[0].key, tries[t]) != 0)
+			rc = ambiguous(key, v, n);
+		else if (rc == 0 && snprintf(out, len, "%s", v[0].key) >= (int)len)
+			rc = -ENAMETOOLONG;
+		free(v);
+	}
+	return rc;
 }

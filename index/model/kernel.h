@@ -110,6 +110,23 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 int tcfs_kernel_list(struct tcfs_store *s, const struct tcfs_kernel_filter *f,
 		     struct tcfs_kernel **out, size_t *n);
 
+/* How many candidates an ambiguous key's error names. */
+#define TCFS_KERNEL_CANDIDATES 5
+
+/*
+ * The whole key of the kernel that key names, into out (len bytes): key
+ * itself when a kernel has it, else the one key of a kernel that begins
+ * with it (as git takes an abbreviated hash), else the one that begins
+ * with it in upper or lower case (Triton's base32 keys are upper case,
+ * its hex keys lower).  With fx_dir (entry.h's dir of FX graphs, NULL
+ * for none), the FX graphs below it count as keys too.  An indexed range
+ * of key dirs' names, never a read of every kernel.  -ENOENT: none;
+ * -ENOTUNIQ: several, recorded (tcfs_err_set) with the first
+ * TCFS_KERNEL_CANDIDATES of them; -ENAMETOOLONG: out is too small.
+ */
+int tcfs_kernel_resolve(struct tcfs_store *s, const char *key,
+			const char *fx_dir, char *out, size_t len);
+
 /* The kernel of group file grp_ino: -ENOENT when it is none. */
 int tcfs_kernel_get(struct tcfs_store *s, uint64_t grp_ino,
 		    struct tcfs_kernel *k);

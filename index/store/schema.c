@@ -416,6 +416,15 @@ static const char schema_v16[] =
 	"DROP TABLE probe_counts;"
 	"ALTER TABLE probe_counts_v16 RENAME TO probe_counts;";
 
+/*
+ * Version 17: nodes_dirs, the dirs by name, so that a key typed short
+ * (tcfs why LFF4I7) finds the key dirs it begins without a read of every
+ * node: a range of this index (tcfs_kernel_resolve).  Dirs only: a key
+ * dir is one, and the files, most of the nodes, need no entry.
+ */
+static const char schema_v17[] =
+	"CREATE INDEX nodes_dirs ON nodes(name) WHERE kind = 'd';";
+
 static const struct tcfs_migration schema_steps[] = {
 	{ 1, schema_v1 },
 	{ 2, schema_v2 },
@@ -433,6 +442,7 @@ static const struct tcfs_migration schema_steps[] = {
 	{ 14, schema_v14 },
 	{ 15, schema_v15 },
 	{ 16, schema_v16 },
+	{ 17, schema_v17 },
 };
 
 #define SCHEMA_NSTEPS ((int)(sizeof(schema_steps) / sizeof(schema_steps[0])))

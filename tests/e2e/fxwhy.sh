@@ -58,6 +58,15 @@ check_eq "differs in its inputs' shapes and strides, no more" \
 	"example_inputs[0]: shape=torch.Size([128, 1024]), stride=(1024, 1) -> shape=torch.Size([128, 512]), stride=(512, 1)|example_inputs[1]: shape=torch.Size([128, 1024]), stride=(1024, 1) -> shape=torch.Size([128, 512]), stride=(512, 1)" \
 	"$(json_eval "$T_TMP/hr.json" "'|'.join('%s: %s -> %s' % (c['input'], c['from'], c['to']) for c in d['differences'])")"
 
+# An FX graph's key typed short (issue 31), in either case, as a kernel's.
+run "$TCFS" why --store "$S" --json "${HR:0:7}"
+check_eq "why ${HR:0:7}: the graph it begins" "0 $HR" \
+	"$RC $(json_eval "$OUT" 'd["graph"]')"
+run "$TCFS" why --store "$S" --json "$(echo "${HR:0:7}" | tr a-z A-Z)"
+check_eq "... and in upper case" "0 $HR" "$RC $(json_eval "$OUT" 'd["graph"]')"
+run "$TCFS" why --store "$S" f
+check_eq "why f: it begins every graph: ambiguous, exit 2" 2 "$RC"
+
 why py "$PY"
 check_eq "another dtype: nearest the first" "$SC" "$(json_get "$T_TMP/py.json" nearest)"
 check_eq "differs in its inputs' dtypes and the graph's code" \

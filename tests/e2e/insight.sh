@@ -321,7 +321,8 @@ check_eq "why of the BLOCK 512 one: num_warps, and the constant 1024 -> 512" \
 	"$OLD num_warps [] 1024 : i32 512 : i32 1" \
 	"$(json_eval "$OUT" '"%s %s %s %s %s %d" % (d["nearest"], ",".join(d["differences"]), d["source_differences"]["arguments"], d["source_differences"]["constants"][0]["from"], d["source_differences"]["constants"][0]["to"], len(d["source_differences"]["constants"]))')"
 tcfs why --store "$S2" "$B512"
-check_grep_fixed "... (text) the constant" "constant  1024 : i32 -> 512 : i32" "$OUT"
+check_grep_fixed "... (text) the constant, by its loc name" \
+	"constant offs  1024 : i32 -> 512 : i32" "$OUT"
 # A TTIR too big to compare, and one that is not TTIR, in place of F16's.
 for kind in big garbage; do
 	K=Z${kind^^}${OLD:$((1 + ${#kind}))}
@@ -337,6 +338,39 @@ for kind in big garbage; do
 		"$([ $kind = big ] && echo 'too big' || echo 'not TTIR') None" \
 		"$(json_eval "$OUT" '"%s %s" % (d["source"], d["source_differences"])')"
 done
+
+# Two matmul_kernels of the multitarget fixture (hip-gfx90a): BLOCK_N
+# 64 -> 128 and BLOCK_K 32 -> 64.  Paired by position, tcfs why showed
+# 12 constants such as 32 : i32 -> dense<-2147483648> : tensor<1x128xi64>.
+MM_OLD=GDP56UOIKYTREATWXZI7T6PZTF7WF2DW3VILE3W4TLBRRC5LI34Q
+MM_NEW=KPOJAJ5LWZB2MW3AIBEGLAJRPPX4SIYH4TXODSAIELIP3VJSYANQ
+S3=$T_TMP/store3
+mkdir -p "$T_TMP/mm_old" "$T_TMP/mm_new"
+cp -a "$SRC/$MM_OLD" "$T_TMP/mm_old/" && cp -a "$SRC/$MM_NEW" "$T_TMP/mm_new/"
+tcfs import --store "$S3" "$T_TMP/mm_old" >/dev/null &&
+	tcfs import --store "$S3" "$T_TMP/mm_new" >/dev/null
+check_rc "import two matmul_kernels, one after the other" 0
+tcfs why --store "$S3" "$MM_NEW"
+check_eq "why KEY of the BLOCK 128x64 matmul: 4 constants changed, the real ones" \
+	"4" "$(grep -c '^  constant' "$OUT")"
+check_grep_fixed "... BLOCK_K by its names" \
+	"constant av, bv, a, b  32 : i32 -> 64 : i32" "$OUT"
+check_grep_fixed "... BLOCK_N by its name" "constant rn  64 : i32 -> 128 : i32" "$OUT"
+check_eq "... and no constant paired with one of another part" 0 \
+	"$(grep -c 'i32 -> dense' "$OUT")"
+# 2EPY then GUJZ (cuda-90): divisibilities and three strides of 1 (12
+# arguments), and 10 constants: 22 changes, 20 shown.
+mkdir -p "$T_TMP/mm_2e" "$T_TMP/mm_gu"
+cp -a "$SRC/2EPYYPQHWJNXRP4P3QJDH6NW3R4X2XIBNBEAHNT7SB6NJBVLF66Q" "$T_TMP/mm_2e/"
+cp -a "$SRC/GUJZND2CTOIUWHCVMIS5JGYVU7MBR63PURSVCKULE67CQDMFBGBQ" "$T_TMP/mm_gu/"
+tcfs import --store "$S3" "$T_TMP/mm_2e" >/dev/null &&
+	tcfs import --store "$S3" "$T_TMP/mm_gu" >/dev/null
+tcfs why --store "$S3" GUJZND2CTOIUWHCVMIS5JGYVU7MBR63PURSVCKULE67CQDMFBGBQ
+check_eq "why past a screenful: 20 changes, then how many more" \
+	"20 1" "$(grep -cE '^  (argument|constant) ' "$OUT") $(grep -c '^  and 2 more (--all lists them)$' "$OUT")"
+tcfs why --all --store "$S3" GUJZND2CTOIUWHCVMIS5JGYVU7MBR63PURSVCKULE67CQDMFBGBQ
+check_eq "why --all: all 22" "22 0" \
+	"$(grep -cE '^  (argument|constant) ' "$OUT") $(grep -c 'more' "$OUT")"
 
 if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
 	# JFZN (bf16, BLOCK 2048) compiled through the mount as Triton does:

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "index/base/err.h"
 #include "index/blob/cas.h"
 #include "index/model/kernel.h"
 #include "index/tree/ns.h"
@@ -255,6 +256,54 @@ static void test_kernels(void)
 	tap_ok(n == 1 && !strcmp(k[0].key, KEY3) && k[0].num_warps == 2,
 	       "the kernel appears under its key");
 	free(k);
+}
+
+#define A46 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define Z58 "0000000000000000000000000000000000000000000000000000000000"
+
+/* A key dir holding a kernel named k. */
+static void mkkernel(uint64_t parent, const char *key)
+{
+	mkfile(mkdir_(parent, key), "__grp__k.json", "{}");
+}
+
+static int resolve(const char *key, const char *fx, const char *want)
+{
+	char out[TCFS_NAME_MAX + 1] = "";
+	int rc = tcfs_kernel_resolve(s, key, fx, out, sizeof(out));
+
+	return want ? rc == 0 && strcmp(out, want) == 0 : rc;
+}
+
+/* A key typed short, made whole as git makes a hash (tcfs why LFF4I7). */
+static void test_resolve(void)
+{
+	uint64_t fx = mkdir_(mkdir_(TCFS_ROOT_INO, "fxgraph"), "q2");
+	char small[8];
+
+	mkkernel(TCFS_ROOT_INO, "LFF4I7" A46);
+	mkkernel(TCFS_ROOT_INO, "LFF4J2" A46);
+	mkkernel(TCFS_ROOT_INO, "abcdef" Z58);
+	mkdir_(TCFS_ROOT_INO, "LFF4ZZ" A46);	/* no kernel */
+	mkdir_(fx, "fq2xyz");
+	tap_ok(resolve("LFF4I7" A46, NULL, "LFF4I7" A46), "a whole key");
+	tap_ok(resolve("LFF4I7", NULL, "LFF4I7" A46), "a prefix of one key");
+	tap_ok(resolve("lff4i7", NULL, "LFF4I7" A46),
+	       "... in lower case: base32 keys are upper");
+	tap_ok(resolve("ABCDEF", NULL, "abcdef" Z58),
+	       "... in upper case: hex keys are lower");
+	tap_eq(resolve("LFF4", NULL, NULL), -ENOTUNIQ, "a prefix of two keys");
+	tap_ok(strstr(tcfs_err_msg(), "LFF4I7" A46 ", LFF4J2" A46) != NULL,
+	       "... the error names both");
+	tcfs_err_clear();
+	tap_eq(resolve("LFF4Z", NULL, NULL), -ENOENT,
+	       "a key dir with no kernel is none");
+	tap_eq(resolve("", NULL, NULL), -ENOENT, "nothing typed: none");
+	tap_eq(resolve("fq2", NULL, NULL), -ENOENT, "an FX graph: not a kernel");
+	tap_ok(resolve("fq2", "fxgraph", "fq2xyz"),
+	       "... but a key where FX graphs are asked for");
+	tap_eq(tcfs_kernel_resolve(s, "LFF4I7", NULL, small, sizeof(small)),
+	       -ENAMETOOLONG, "a key longer than the room for it");
 }
 
 /* Key dirs at any depth (Inductor's triton/0/KEY, vLLM's per-rank
@@ -650,6 +699,7 @@ int main(void)
 	test_counts();
 	test_owners();
 	test_shared_mark();
+	test_resolve();
 	tcfs_store_close(s);
 	tap_rmtree(dir);
 	return tap_done();
