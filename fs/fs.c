@@ -79,12 +79,13 @@ __attribute__((format(printf, 2, 3))) static void say(struct report *r,
 	va_end(ap);
 	/* It names paths that may hold anything a terminal acts on. */
 	tcfs_utf8_printable(raw, msg, sizeof(msg));
-	if (r->fd >= 0) {
+	/* In the foreground syslog copies what it logs to stderr too
+	 * (LOG_PERROR): the terminal gets the line once, as from the
+	 * commands. */
+	if (r->fd >= 0)
 		dprintf(r->fd, "tcfs mount: %s\n", msg);
-	} else {
+	else
 		fprintf(stderr, "tcfs mount: %s\n", msg);
-		syslog(LOG_ERR, "%s", msg);
-	}
 }
 
 static int check_mountpoint(const char *mp, const char *store, char *root,
@@ -178,13 +179,33 @@ static void recover(struct tcfs_fs *fs)
 	free(temps);
 }
 
+/* Another process holds the store's lock: the caller's hook may give
+ * up at once (a mount holds it); else the wait is said as it starts. */
+struct opening {
+	const struct tcfs_fs_opts *o;
+	struct report *r;
+};
+
+static int busy(void *ctx, const char *holder)
+{
+	const struct opening *op = ctx;
+	const struct tcfs_fs_opts *o = op->o;
+	int rc = o->busy ? o->busy(o->busy_ctx, holder) : 0;
+
+	if (rc == 0 && o->wait_s > 0)
+		say(op->r, "%s: waiting up to %.0f s for another writer, %s",
+		    o->store, o->wait_s, holder);
+	return rc;
+}
+
 static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		      struct report *r)
 {
+	struct opening op = { o, r };
 	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1,
 				      o->no_fsync ? TCFS_DURABLE_NONE
 						  : TCFS_DURABLE_BATCH,
-				      tcfs_recover };
+				      tcfs_recover, busy, &op };
 	const struct tcfs_durable_report *rec;
 	int rc;
 
@@ -584,26 +605,39 @@ out:
 	return rc;
 }
 
-/* The parent's side: wait for "ok" or the error, then exit with it. */
+/* The parent's side: each line the child says goes to stderr as it
+ * comes (a wait for the store's lock is said as it starts), until "ok"
+ * or the end; then it exits with the child's status. */
 static int wait_for_child(pid_t child, int fd)
 {
-	char buf[2048];
-	size_t used = 0;
-	ssize_t n;
-	int status;
+	char buf[2048], *nl;
+	size_t used = 0, len;
+	ssize_t n = 1;
+	int status, said = 0;
 
-	while (used < sizeof(buf) - 1 &&
-	       (n = read(fd, buf + used, sizeof(buf) - 1 - used)) > 0)
-		used += (size_t)n;
-	buf[used] = '\0';
+	while (n > 0) {
+		n = read(fd, buf + used, sizeof(buf) - 1 - used);
+		used += n > 0 ? (size_t)n : 0;
+		buf[used] = '\0';
+		/* Each whole line, else a full buffer or what the end left. */
+		while ((nl = strchr(buf, '\n')) || used == sizeof(buf) - 1 ||
+		       (n <= 0 && used)) {
+			len = nl ? (size_t)(nl - buf) + 1 : used;
+			if (len == 3 && memcmp(buf, "ok\n", 3) == 0) {
+				close(fd);
+				return 0;
+			}
+			fwrite(buf, 1, len, stderr);
+			said = 1;
+			memmove(buf, buf + len, used - len + 1);
+			used -= len;
+		}
+	}
 	close(fd);
-	if (strcmp(buf, "ok\n") == 0)
-		return 0;
-	fputs(buf, stderr);
 	if (waitpid(child, &status, 0) == child && WIFEXITED(status) &&
 	    WEXITSTATUS(status) != 0)
 		return WEXITSTATUS(status);
-	if (!buf[0])
+	if (!said)
 		fprintf(stderr, "tcfs mount: the daemon died while mounting\n");
 	return 1;
 }

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "fs/fs.h"
+#include "index/base/err.h"
 #include "index/store/store.h"
 
 static const struct opt_cmd mount_cmd = {
@@ -26,7 +27,8 @@ static const struct opt_cmd mount_cmd = {
 	"KEY/*.autotune.json) is logged as a hit or a miss with its process:\n"
 	"see tcfs stats and tcfs log.  Returns once the mount serves, leaving\n"
 	"the daemon running; unmount with 'tcfs umount MOUNTPOINT' or\n"
-	"'fusermount3 -u MOUNTPOINT'.  One mount per store: a second one fails.\n"
+	"'fusermount3 -u MOUNTPOINT'.  One mount per store: a second one fails\n"
+	"at once, naming where the store is mounted.\n"
 	"\n"
 	"At the root, read-only views: by-name/NAME/KEY and\n"
 	"by-arch/BACKEND-ARCH/NAME/KEY, symlinks to each kernel's key dir\n"
@@ -193,6 +195,20 @@ static const char *const o_help =
 	"DIR/NAME.json and DIR/NAME.hsaco or .cubin, those DIR has when read, "
 	"as AMD aiter's redirect; repeatable, DIR made absolute)";
 
+/* fs.h's busy hook: a mount of the store holds its lock until unmounted,
+ * so a second mount fails at once, saying where the first one is. */
+static int mounted(void *ctx, const char *holder)
+{
+	char store[PATH_MAX], point[PATH_MAX];
+
+	(void)holder;
+	if (cli_find_mount(ctx, NULL, store, point) == 0)
+		return tcfs_err_set(-EBUSY, "store %s is already mounted at %s",
+				    store, point);
+	tcfs_err_clear();	/* another user's mount proves nothing */
+	return 0;
+}
+
 /* Mounts with fo, the store's path made absolute, the user's -o options
  * (user) after the store's fsname. */
 static int mount_with(const struct cli_common *co, struct tcfs_fs_opts *fo,
@@ -209,6 +225,8 @@ static int mount_with(const struct cli_common *co, struct tcfs_fs_opts *fo,
 	fo->foreground |= fo->debug;
 	fo->fuse_opts = fsopts;
 	fo->wait_s = co->store.wait_s;
+	fo->busy = mounted;
+	fo->busy_ctx = (void *)fo->store;
 	rc = tcfs_fs_mount(fo);
 	return rc == 0 ? CLI_OK : rc == 2 ? CLI_USAGE : CLI_FAIL;
 }

