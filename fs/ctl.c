@@ -2,7 +2,7 @@
  * ctl: STORE/ctl.sock, the mount's control socket, both ends.
  *
  * While a store is mounted its daemon is its only writer, so a command
- * that must change the store (tcfs prune) asks the daemon to do it: one
+ * that must change the store (tcfs prune, gc) asks the daemon to do it: one
  * connection per request, a JSON object each way, the request ended by
  * shutting down the writing side.  The socket lives in the store
  * directory (mode 0700), so only its owner (or root) can connect; the
@@ -28,6 +28,7 @@
 #include "fs.h"
 #include "index/base/err.h"
 #include "index/base/io.h"
+#include "index/maint/gc.h"
 #include "index/maint/prune.h"
 #include "index/store/store.h"
 #include "priv.h"
@@ -158,6 +159,62 @@ static int do_prune(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
 	return rc;
 }
 
+/* Orphans a gc's answer names, at most: the rest are only counted. */
+#define CTL_GC_NAMED 100000
+
+struct gc_named {
+	cJSON *list;
+	size_t n;
+	uint64_t unnamed;
+};
+
+static void gc_orphan(void *ctx, const char *relpath, uint64_t size)
+{
+	struct gc_named *g = ctx;
+	cJSON *o = g->n < CTL_GC_NAMED ? cJSON_CreateObject() : NULL;
+
+	if (o && cJSON_AddStringToObject(o, "path", relpath) &&
+	    cJSON_AddNumberToObject(o, "bytes", (double)size) &&
+	    cJSON_AddItemToArray(g->list, o)) {
+		g->n++;
+		return;
+	}
+	cJSON_Delete(o);
+	g->unnamed++;
+}
+
+/* {"op": "gc", "dry_run", "verbose"}: tcfs gc through the mount, which
+ * holds the writer lock.  Answers tcfs_gc_result_json's object, and when
+ * verbose "orphans": [{path, bytes}] and "unnamed" (those left out). */
+static int do_gc(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	const cJSON *dry = cJSON_GetObjectItemCaseSensitive(req, "dry_run");
+	const cJSON *verbose = cJSON_GetObjectItemCaseSensitive(req,
+								"verbose");
+	struct gc_named g = { NULL, 0, 0 };
+	struct tcfs_gc_result res;
+	int rc = 0;
+
+	if ((dry && !cJSON_IsBool(dry)) || (verbose && !cJSON_IsBool(verbose)))
+		return tcfs_err_set(-EINVAL, "gc: 'dry_run' and 'verbose' are "
+				    "true or false");
+	if (cJSON_IsTrue(verbose) && !(g.list = cJSON_CreateArray()))
+		return -ENOMEM;
+	rc = fs_evict_gc(fs, cJSON_IsTrue(dry), g.list ? gc_orphan : NULL, &g,
+			 &res);
+	if (rc == 0 && !(*out = tcfs_gc_result_json(&res, cJSON_IsTrue(dry))))
+		rc = -ENOMEM;
+	if (rc == 0 && g.list) {
+		if (cJSON_AddItemToObject(*out, "orphans", g.list))
+			g.list = NULL;	/* the answer's now */
+		if (g.list || !cJSON_AddNumberToObject(*out, "unnamed",
+						       (double)g.unnamed))
+			rc = -ENOMEM;
+	}
+	cJSON_Delete(g.list);
+	return rc;
+}
+
 /* Kernels one remote-fetch request may name: each may take the remote's
  * timeouts, and the socket serves one request at a time. */
 #define CTL_FETCH_MAX 16
@@ -252,6 +309,8 @@ static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
 		rc = do_fetch(fs, req, &resp);
 	else if (rc == 0 && op && strcmp(op, "promote") == 0)
 		rc = do_promote(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "gc") == 0)
+		rc = do_gc(fs, req, &resp);
 	else if (rc == 0)
 		rc = tcfs_err_set(-EINVAL, "unknown request '%s'",
 				  op ? op : "");

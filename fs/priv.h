@@ -454,6 +454,14 @@ void fs_evict_free(struct tcfs_fs *fs);
  * caches; *r as tcfs_prune_run fills it. */
 int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r);
+/* tcfs gc while mounted (ctl.c): commits what the mount holds, then
+ * frees every blob that no row names and no pending write holds, once
+ * its bytes are older than the put grace (cas.h); dry: only counts.
+ * orphan (optional) hears of each by its path under objects/. */
+struct tcfs_gc_result;
+int fs_evict_gc(struct tcfs_fs *fs, int dry,
+		void (*orphan)(void *ctx, const char *relpath, uint64_t size),
+		void *ctx, struct tcfs_gc_result *res);
 /* A file rewritten in place no longer names old: freed once no file
  * does, after the put grace.  Never waits for the evictor. */
 void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old);

@@ -28,6 +28,16 @@ wait_for_line() {
 	return 1
 }
 
+# orphan STORE TEXT [TOUCH]: a blob of TEXT that no file names, its mtime
+# TOUCH (touch -d) when given; prints its path.
+orphan() {
+	local f=$T_TMP/orphan.src p
+	printf '%s\n' "$2" >"$f"
+	p=$(blob_path "$1" "$f") || return 1
+	mkdir -p "${p%/*}" && cp "$f" "$p" && chmod 444 "$p" || return 1
+	[ -z "${3:-}" ] || touch -m -d "$3" "$p"
+	echo "$p"
+}
 echo "# --- a second mount of a mounted store"
 S=$T_TMP/s
 M=$T_TMP/m
@@ -36,6 +46,9 @@ at_exit "fusermount3 -uz '$M'"
 at_exit "fusermount3 -uz '$T_TMP/m2'"
 tcfs import -q --store "$S" "$SMALL"
 check_rc "import a cache" 0
+# The mount frees orphans it finds as it starts, as this one: once it
+# is gone, no look of the mount's own comes for an hour.
+CANARY=$(orphan "$S" "an orphan the mount frees as it starts" "-1 hour")
 tcfs mount --store "$S" "$M"
 check_rc "tcfs mount --store S M" 0
 # The default --wait is 10 s: a refusal after it is the defect.
@@ -61,6 +74,39 @@ tcfs import -q --store "$S" "$SMALL"
 check_rc "tcfs import into S while mounted: fails (1)" 1
 check_grep "... at once, naming the mount point" \
 	"^tcfs import: store $S is mounted at $M, and its daemon is the store's writer" "$ERR"
+
+echo "# --- tcfs gc on a mounted store"
+for _ in $(seq 200); do
+	[ -e "$CANARY" ] || break
+	sleep 0.1
+done
+check "the mount's own look for orphans is done" test ! -e "$CANARY"
+OLD=$(orphan "$S" "an orphan of an hour ago" "-1 hour")
+NEW=$(orphan "$S" "an orphan put just now")
+BLOBS=$(blob_count "$S")
+tcfs gc --store "$S" --dry-run --json
+check_rc "tcfs gc --dry-run, the store mounted: exit 0" 0
+check_eq "... the mount's daemon counts the old orphan, and keeps the new one for now" \
+	"true 1 $(stat -c %s "$OLD") 1" \
+	"$(json_eval "$OUT" '"%s %d %d %d" % (str(d["dry_run"]).lower(), d["removed"], d["freed_bytes"], d["recent"])')"
+check_eq "... removing nothing" "$BLOBS" "$(blob_count "$S")"
+t0=$(date +%s)
+tcfs gc --store "$S"
+t1=$(date +%s)
+check_rc "tcfs gc --store S, S mounted: exit 0" 0
+check_grep "... removed the old orphan" "^removed 1 unreferenced blob, freed " "$OUT"
+check_grep "... and says why it kept the new one" \
+	"; 1 unreferenced \(.*\) kept, written less than a minute ago" "$OUT"
+check_num "... at once, not after --wait's 10 s ($((t1 - t0)) s)" $((t1 - t0)) -lt 8
+check "... the old one is gone" test ! -e "$OLD"
+check "... the new one is there" test -e "$NEW"
+check_eq "... and nothing else went" "$((BLOBS - 1))" "$(blob_count "$S")"
+check_eq "... the mount serves every kernel still" "" \
+	"$(cd "$SMALL" && find . -type f ! -name '__grp__*' -exec cmp -s {} "$M/{}" \; -o -type f ! -name '__grp__*' -print)"
+touch -m -d "-1 hour" "$NEW"
+tcfs gc --store "$S" --verbose
+check_grep "tcfs gc --verbose through the mount names the orphan" \
+	"^orphan objects/${NEW#"$S/objects/"} \(" "$OUT"
 
 echo "# --- a wait for another writer is said as it starts"
 S2=$T_TMP/s2
