@@ -93,19 +93,11 @@ static const char *str_of(const cJSON *req, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The request's selection into sel and how: each filter a string when
- * given, unused_since a number, ir a boolean, and at least one of them
- * (as tcfs prune demands): a request that names none, or names one in a
- * form not read here, would otherwise take every kernel. */
-static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
-		       enum tcfs_prune_how *how)
+/* The request's kernel filters: each a string when given. */
+static int read_filter(const cJSON *req, struct tcfs_kernel_filter *f)
 {
 	static const char *const names[] = { "name", "backend", "arch" };
-	const char **to[] = { &sel->filter.name, &sel->filter.backend,
-			      &sel->filter.arch };
-	const cJSON *since = cJSON_GetObjectItemCaseSensitive(req,
-							      "unused_since");
-	const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req, "ir");
+	const char **to[] = { &f->name, &f->backend, &f->arch };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req,
@@ -116,6 +108,22 @@ static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
 					    names[i]);
 		*to[i] = v ? v->valuestring : NULL;
 	}
+	return 0;
+}
+
+/* The request's selection into sel and how: each filter a string when
+ * given, unused_since a number, ir a boolean, and at least one of them
+ * (as tcfs prune demands): a request that names none, or names one in a
+ * form not read here, would otherwise take every kernel. */
+static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
+		       enum tcfs_prune_how *how)
+{
+	const cJSON *since = cJSON_GetObjectItemCaseSensitive(req,
+							      "unused_since");
+	const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req, "ir");
+
+	if (read_filter(req, &sel->filter) < 0)
+		return -EINVAL;
 	if (since && (!cJSON_IsNumber(since) || !(since->valuedouble >= 0) ||
 		      since->valuedouble > 9e18))
 		return tcfs_err_set(-EINVAL, "'unused_since' is not a time "
@@ -259,6 +267,29 @@ static int do_fetch(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
 	return tcfs_store_sync(fs->store);
 }
 
+/* {"op": "remote-status", name, backend, arch}: tcfs remote status of
+ * the mount's own remote.  Answers tcfs_remote_survey_status's object, or
+ * {"url": null} when the mount has no remote. */
+static int do_remote_status(struct tcfs_fs *fs, const cJSON *req,
+			    cJSON **out)
+{
+	struct tcfs_kernel_filter f;
+	int rc = read_filter(req, &f);
+
+	return rc < 0 ? rc : fs_remote_status(fs, &f, out);
+}
+
+/* {"op": "remote-list", name, backend, arch}: the kernels the mount's own
+ * remote holds that a tcfs remote pull takes.  Answers {"url", "items":
+ * [{"key", "name"}, ...]}, or {"url": null} when it has none. */
+static int do_remote_list(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	struct tcfs_kernel_filter f;
+	int rc = read_filter(req, &f);
+
+	return rc < 0 ? rc : fs_remote_list(fs, &f, out);
+}
+
 /* {"op": "promote", "key"?, "uid"?}: users' own kernels made shared
  * (tcfs trust promote).  Answers {"promoted": N}. */
 static int do_promote(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
@@ -311,6 +342,10 @@ static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
 		rc = do_promote(fs, req, &resp);
 	else if (rc == 0 && op && strcmp(op, "gc") == 0)
 		rc = do_gc(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "remote-status") == 0)
+		rc = do_remote_status(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "remote-list") == 0)
+		rc = do_remote_list(fs, req, &resp);
 	else if (rc == 0)
 		rc = tcfs_err_set(-EINVAL, "unknown request '%s'",
 				  op ? op : "");

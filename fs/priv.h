@@ -376,6 +376,17 @@ void fs_remote_written(struct tcfs_fs *fs, uint64_t ino);
 int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name);
 /* The figures into the store's counters (a tick of the events thread). */
 void fs_remote_tick(struct tcfs_fs *fs);
+/* tcfs remote status and pull through the mount (ctl.c), of its own
+ * remote: tcfs_remote_survey_status's object, and {"url", "items":
+ * [{"key", "name"}, ...]} of tcfs_remote_survey_list's kernels; either
+ * {"url": null} when the mount has none.  *out owned by the caller
+ * (cJSON_Delete). */
+struct tcfs_kernel_filter;
+struct cJSON;
+int fs_remote_status(struct tcfs_fs *fs, const struct tcfs_kernel_filter *f,
+		     struct cJSON **out);
+int fs_remote_list(struct tcfs_fs *fs, const struct tcfs_kernel_filter *f,
+		   struct cJSON **out);
 
 /* events.c: the probe log goes to the store in batches, off the request
  * path, from one thread.  That thread also runs ticks, the housekeeping

@@ -108,6 +108,46 @@ tcfs gc --store "$S" --verbose
 check_grep "tcfs gc --verbose through the mount names the orphan" \
 	"^orphan objects/${NEW#"$S/objects/"} \(" "$OUT"
 
+echo "# --- tcfs remote status and pull of a store mounted with -o remote=URL"
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+	redis_start
+	URL=redis://127.0.0.1:$RPORT
+	# README's tour: the mount names the remote, the store does not.
+	mount_node A "remote=$URL" "$SMALL"
+	KERNELS=$(info_field "$S_A" kernels)
+	TCFS_STORE=$S_A tcfs remote status
+	check_rc "tcfs remote status, the store mounted with -o remote=URL: exit 0" 0
+	check_eq "... of the mount's own remote, which answers and holds none yet" \
+		"remote   $URL/0 (the mount's, at $M_A)
+answers  yes
+holds    0 of the store's $KERNELS kernels" \
+		"$(sed 's/^\(answers  yes\),.*/\1/' "$OUT")"
+	tcfs remote push --store "$S_A" -o "remote=$URL" -q
+	check_rc "tcfs remote push -o remote=URL" 0
+	TCFS_STORE=$S_A tcfs remote status --json
+	check_eq "tcfs remote status --json: it holds them all now" \
+		"true $KERNELS $KERNELS" \
+		"$(json_eval "$OUT" '"%s %d %d" % (str(d["answers"]).lower(), d["kernels"], d["held"])')"
+	mount_node B "remote=$URL"
+	TCFS_STORE=$S_B tcfs remote pull
+	check_rc "tcfs remote pull, the store mounted with -o remote=URL: exit 0" 0
+	check_eq "... pulled every kernel through the mount" \
+		"pulled $KERNELS kernels (0 here already, 0 gone from the remote or refused), 0 failed" \
+		"$(cat "$OUT")"
+	tcfs list --json --store "$S_B"
+	check_eq "... each from the remote" "$KERNELS remote" \
+		"$(json_eval "$OUT" '"%d %s" % (len(d), ",".join(sorted(set(str(k.get("origin")) for k in d))))')"
+	K=$(ls "$SMALL" | sed -n 1p)
+	F=$(ls "$SMALL/$K" | grep -v '^__grp__' | sed -n 1p)
+	check "... and the mount shows them, byte for byte" cmp -s "$SMALL/$K/$F" "$M_B/$K/$F"
+	mount_node C ""
+	TCFS_STORE=$S_C tcfs remote status
+	check_rc "tcfs remote status, mounted with no remote anywhere: a usage error (2)" 2
+	check_grep "... saying how to name one" "no remote: give -o remote=URL" "$ERR"
+else
+	skip "tcfs remote status and pull through the mount" "no redis-server"
+fi
+
 echo "# --- a wait for another writer is said as it starts"
 S2=$T_TMP/s2
 tcfs import -q --store "$S2" "$SMALL"
