@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "holders.h"
 #include "cmds.h"
 #include "fs/fs.h"
 #include "index/base/err.h"
@@ -56,7 +57,9 @@ static const struct opt_cmd umount_cmd = {
 	"Unmounts a tcfs mount (fusermount3 -u) and waits until its daemon has\n"
 	"committed pending writes, flushed the probe log and exited.  Only a\n"
 	"mount of root or of the store's owner counts: another user's mount\n"
-	"that names the same store is refused.\n",
+	"that names the same store is refused.  A mount in use is left mounted,\n"
+	"and the processes that hold it are named (PID COMMAND): those whose\n"
+	"working directory, root, open or mapped files are in it.\n",
 	NULL,
 	"Exit status: 0 unmounted, 1 error (not a tcfs mount, another user's,\n"
 	"busy), 2 usage.\n",
@@ -383,10 +386,66 @@ static int wait_daemon(const char *store, pid_t pid, double wait_s)
 	return rc;
 }
 
+/* fusermount3's "Device or resource busy": the processes in the way
+ * are named (holders.h), rather than leaving the user to find them. */
+static void say_busy(const char *mp, const char *said)
+{
+	if (!strstr(said, strerror(EBUSY))) {
+		fputs(said, stderr);
+		return;
+	}
+	cli_err("umount", "%s: busy: these processes have their working "
+		"directory, root, or files open or mapped in it:", mp);
+	if (holders_print(mp, getpid(), stderr) == 0)
+		cli_err("umount", "%s: none of the processes this user may see "
+			"(another user's, or a mount inside it)", mp);
+}
+
+/* fusermount3 -u mp, what it says on stderr kept: 0, or -1 after saying
+ * why not. */
+static int fusermount_u(const char *mp)
+{
+	char said[4096], chunk[512];
+	size_t used = 0;
+	ssize_t n;
+	int p[2], status;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		cli_err("umount", "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
+		cli_err("umount", "fusermount3: %s", strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	/* Kept up to the buffer, the rest read and dropped. */
+	while ((n = read(p[0], chunk, sizeof(chunk))) > 0 ||
+	       (n < 0 && errno == EINTR)) {
+		size_t take = n > 0 ? (size_t)n : 0;
+
+		if (take > sizeof(said) - 1 - used)
+			take = sizeof(said) - 1 - used;
+		memcpy(said + used, chunk, take);
+		used += take;
+	}
+	said[used] = '\0';
+	close(p[0]);
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0)
+		return 0;
+	say_busy(mp, said);
+	return -1;
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	char mp[PATH_MAX], store[PATH_MAX], point[PATH_MAX];
-	pid_t pid, daemon;
+	pid_t daemon;
 	int status, rc;
 
 	char **args;
@@ -407,15 +466,8 @@ int cmd_umount(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	daemon = daemon_pid(store);
-	pid = fork();
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
-		cli_err("umount", "fusermount3: %s", strerror(errno));
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
-		return CLI_FAIL;	/* fusermount3 said why */
+	if (fusermount_u(mp) != 0)
+		return CLI_FAIL;
 	if (wait_daemon(store, daemon, 30) < 0) {
 		cli_err("umount", "%s: unmounted, but its daemon has not "
 				  "exited after 30 s", mp);
