@@ -325,6 +325,11 @@ enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const struct fs_name *nm,
 		   enum tcfs_probe kind, int hit, enum fs_kind view);
+/* Whether the request's process probed nm in parent before: a later
+ * lookup of its own (the rename of what it compiled into place) is no
+ * probe, and the remote, asked at the probe, is not asked again. */
+int fs_probe_folded(struct tcfs_fs *fs, fuse_req_t req,
+		    const struct tcfs_node *parent, const struct fs_name *nm);
 /* A probe holds the lock shared from finding its file to noting it; a
  * removal of kernels holds it alone (alone 1), so that no kernel goes
  * between a probe's hit and the note that it is in use. */

@@ -595,6 +595,18 @@ static int publish(struct tcfs_remote *r, struct tcfs_store *s,
 	return tcfs_remote_publish_file(r, s, j->dir, j->key, j->name);
 }
 
+/* A publish the remote was not asked (breaker open, no connection free:
+ * its one call counted as skipped) is dropped: counted so, and not as
+ * skipped, which counts the misses the remote was not asked about, so
+ * that it adds up with the probes a user made. */
+static void not_asked(struct fs_remote *rm)
+{
+	struct tcfs_remote_stats *st = tcfs_remote_stats(rm->r);
+
+	atomic_fetch_sub(&st->skipped, 1);
+	atomic_fetch_add(&st->queue_drops, 1);
+}
+
 static void *publisher(void *arg)
 {
 	struct tcfs_fs *fs = arg;
@@ -614,7 +626,9 @@ static void *publisher(void *arg)
 		pthread_mutex_unlock(&rm->mu);
 		tcfs_err_clear();
 		rc = publish(rm->r, fs->store, &j);
-		if (rc < 0 && rc != -EAGAIN && rc != -EBUSY)
+		if (rc == -EAGAIN || rc == -EBUSY)
+			not_asked(rm);
+		else if (rc < 0)
 			syslog(LOG_WARNING, "remote: %s", tcfs_err_msg()[0]
 				       ? tcfs_err_msg() : strerror(-rc));
 		pthread_mutex_lock(&rm->mu);

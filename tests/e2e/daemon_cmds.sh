@@ -148,6 +148,50 @@ else
 	skip "tcfs remote status and pull through the mount" "no redis-server"
 fi
 
+echo "# --- tcfs stats after a Redis outage: what 'not asked' counts"
+# Nothing listens at the remote's port: the first probe's call fails, the
+# breaker opens (for 10 minutes, past the test), and every later call is
+# not made: the probes' and the publishes' of the kernels compiled.
+mount_node D "remote=redis://127.0.0.1:$(free_port),remote_breaker=1:600000"
+replay D-outage "$SMALL" "$M_D"
+PROBED=$(seen D-outage kernel misses)
+PUBLISHES=$(find "$SMALL" -type f \( -name '__grp__*.json' -o -name '*.so' -o -name '*.autotune.json' \) | wc -l)
+ERRORS=$(settled "$S_D" errors)
+SKIPPED=$(fig "$S_D" skipped)
+echo "# $PROBED probes missed; remote errors $ERRORS, misses $(fig "$S_D" misses), not asked $SKIPPED, publishes dropped $(fig "$S_D" queue_drops)"
+check_eq "each of the $PROBED probes that missed is one asked (a miss, an error) or one not asked" \
+	"$PROBED" "$((ERRORS + SKIPPED + $(fig "$S_D" misses)))"
+check_eq "... and the publishes not sent are counted apart, as dropped" \
+	"0 $PUBLISHES" "$(fig "$S_D" published) $(fig "$S_D" queue_drops)"
+tcfs stats --store "$S_D"
+check_grep "tcfs stats: its remote line says what it did not ask" \
+	", $SKIPPED misses not asked \(breaker open, or every connection busy\); breaker open" "$OUT"
+check_grep "... and what it did not publish" \
+	"^ +0 published, $PUBLISHES not \(the publish queue full, or the remote not asked\)$" "$OUT"
+
+echo "# --- a busy tcfs umount names the processes in the way"
+K=$(ls "$SMALL" | sed -n 1p)
+F=$(ls "$SMALL/$K" | grep -v '^__grp__' | sed -n 1p)
+(cd "$M" && exec sleep 60) &
+CWD_PID=$!
+python3 -c 'import sys, time; f = open(sys.argv[1], "rb"); print("open", flush=True); time.sleep(60)' \
+	"$M/$K/$F" >"$T_TMP/py.out" 2>&1 &
+OPEN_PID=$!
+at_exit "kill $CWD_PID $OPEN_PID"
+wait_for_line "$T_TMP/py.out" "^open$"
+tcfs umount "$M"
+check_rc "tcfs umount M, M busy: fails (1)" 1
+check_eq "... naming each process that holds it, not fusermount3's message" \
+	"tcfs umount: $M: busy: these processes have their working directory, root, or files open or mapped in it:
+    PID COMMAND
+$(printf '%7d %s\n%7d %s' $(printf '%s\n' "$CWD_PID sleep" "$OPEN_PID python3" | sort -n))" \
+	"$(cat "$ERR")"
+check "... and leaves it mounted" mountpoint -q "$M"
+kill $CWD_PID $OPEN_PID 2>/dev/null
+wait $CWD_PID $OPEN_PID 2>/dev/null
+tcfs umount "$M"
+check_rc "tcfs umount M once they are gone: exit 0" 0
+
 echo "# --- a wait for another writer is said as it starts"
 S2=$T_TMP/s2
 tcfs import -q --store "$S2" "$SMALL"
