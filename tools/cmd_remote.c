@@ -107,7 +107,9 @@ static int own_remote(struct run *u, struct tcfs_store *s)
 
 static double fig(const cJSON *o, const char *name)
 {
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, name));
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
 }
 
 static const char *text(const cJSON *o, const char *name)

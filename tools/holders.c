@@ -35,7 +35,7 @@ static int link_under(const char *dir, const char *name, const char *mp)
 
 static int fd_under(const char *dir, const char *mp)
 {
-	char path[PATH_MAX];
+	char path[64];	/* /proc/PID/fd */
 	struct dirent *de;
 	int yes = 0;
 	DIR *d;
@@ -52,7 +52,7 @@ static int fd_under(const char *dir, const char *mp)
 /* A mapped file's path is the maps line's sixth field. */
 static int map_under(const char *dir, const char *mp)
 {
-	char path[PATH_MAX], line[PATH_MAX + 256], *p;
+	char path[64], line[PATH_MAX + 256], *p;
 	int yes = 0;
 	FILE *f;
 
@@ -70,7 +70,7 @@ static int map_under(const char *dir, const char *mp)
 
 static void print_one(const char *dir, long pid, FILE *out)
 {
-	char path[PATH_MAX], comm[64] = "?", shown[4 * sizeof(comm)];
+	char path[64], comm[64] = "?", shown[4 * sizeof(comm)];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/comm", dir);
@@ -90,7 +90,7 @@ size_t holders_print(const char *mp, pid_t self, FILE *out)
 	size_t n = 0;
 
 	while (proc && (de = readdir(proc))) {
-		char dir[64], *end;
+		char dir[32], *end;	/* /proc/PID */
 		long pid = strtol(de->d_name, &end, 10);
 
 		if (*end || pid <= 0 || pid == (long)self)
