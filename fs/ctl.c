@@ -2,7 +2,7 @@
  * ctl: STORE/ctl.sock, the mount's control socket, both ends.
  *
  * While a store is mounted its daemon is its only writer, so a command
- * that must change the store (tcfs prune) asks the daemon to do it: one
+ * that must change the store (tcfs prune, gc) asks the daemon to do it: one
  * connection per request, a JSON object each way, the request ended by
  * shutting down the writing side.  The socket lives in the store
  * directory (mode 0700), so only its owner (or root) can connect; the
@@ -27,6 +27,7 @@
 #include "fs.h"
 #include "index/base/err.h"
 #include "index/base/io.h"
+#include "index/maint/gc.h"
 #include "index/maint/prune.h"
 #include "index/store/store.h"
 #include "priv.h"
@@ -91,19 +92,11 @@ static const char *str_of(const cJSON *req, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The request's selection into sel and how: each filter a string when
- * given, unused_since a number, ir a boolean, and at least one of them
- * (as tcfs prune demands): a request that names none, or names one in a
- * form not read here, would otherwise take every kernel. */
-static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
-		       enum tcfs_prune_how *how)
+/* The request's kernel filters: each a string when given. */
+static int read_filter(const cJSON *req, struct tcfs_kernel_filter *f)
 {
 	static const char *const names[] = { "name", "backend", "arch" };
-	const char **to[] = { &sel->filter.name, &sel->filter.backend,
-			      &sel->filter.arch };
-	const cJSON *since = cJSON_GetObjectItemCaseSensitive(req,
-							      "unused_since");
-	const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req, "ir");
+	const char **to[] = { &f->name, &f->backend, &f->arch };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req,
@@ -114,6 +107,22 @@ static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
 					    names[i]);
 		*to[i] = v ? v->valuestring : NULL;
 	}
+	return 0;
+}
+
+/* The request's selection into sel and how: each filter a string when
+ * given, unused_since a number, ir a boolean, and at least one of them
+ * (as tcfs prune demands): a request that names none, or names one in a
+ * form not read here, would otherwise take every kernel. */
+static int read_select(const cJSON *req, struct tcfs_prune_select *sel,
+		       enum tcfs_prune_how *how)
+{
+	const cJSON *since = cJSON_GetObjectItemCaseSensitive(req,
+							      "unused_since");
+	const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req, "ir");
+
+	if (read_filter(req, &sel->filter) < 0)
+		return -EINVAL;
 	if (since && (!cJSON_IsNumber(since) || !(since->valuedouble >= 0) ||
 		      since->valuedouble > 9e18))
 		return tcfs_err_set(-EINVAL, "'unused_since' is not a time "
@@ -154,6 +163,62 @@ static int do_prune(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
 	}
 	tcfs_prune_report_free(&r);
 	free(v);
+	return rc;
+}
+
+/* Orphans a gc's answer names, at most: the rest are only counted. */
+#define CTL_GC_NAMED 100000
+
+struct gc_named {
+	cJSON *list;
+	size_t n;
+	uint64_t unnamed;
+};
+
+static void gc_orphan(void *ctx, const char *relpath, uint64_t size)
+{
+	struct gc_named *g = ctx;
+	cJSON *o = g->n < CTL_GC_NAMED ? cJSON_CreateObject() : NULL;
+
+	if (o && cJSON_AddStringToObject(o, "path", relpath) &&
+	    cJSON_AddNumberToObject(o, "bytes", (double)size) &&
+	    cJSON_AddItemToArray(g->list, o)) {
+		g->n++;
+		return;
+	}
+	cJSON_Delete(o);
+	g->unnamed++;
+}
+
+/* {"op": "gc", "dry_run", "verbose"}: tcfs gc through the mount, which
+ * holds the writer lock.  Answers tcfs_gc_result_json's object, and when
+ * verbose "orphans": [{path, bytes}] and "unnamed" (those left out). */
+static int do_gc(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	const cJSON *dry = cJSON_GetObjectItemCaseSensitive(req, "dry_run");
+	const cJSON *verbose = cJSON_GetObjectItemCaseSensitive(req,
+								"verbose");
+	struct gc_named g = { NULL, 0, 0 };
+	struct tcfs_gc_result res;
+	int rc = 0;
+
+	if ((dry && !cJSON_IsBool(dry)) || (verbose && !cJSON_IsBool(verbose)))
+		return tcfs_err_set(-EINVAL, "gc: 'dry_run' and 'verbose' are "
+				    "true or false");
+	if (cJSON_IsTrue(verbose) && !(g.list = cJSON_CreateArray()))
+		return -ENOMEM;
+	rc = fs_evict_gc(fs, cJSON_IsTrue(dry), g.list ? gc_orphan : NULL, &g,
+			 &res);
+	if (rc == 0 && !(*out = tcfs_gc_result_json(&res, cJSON_IsTrue(dry))))
+		rc = -ENOMEM;
+	if (rc == 0 && g.list) {
+		if (cJSON_AddItemToObject(*out, "orphans", g.list))
+			g.list = NULL;	/* the answer's now */
+		if (g.list || !cJSON_AddNumberToObject(*out, "unnamed",
+						       (double)g.unnamed))
+			rc = -ENOMEM;
+	}
+	cJSON_Delete(g.list);
 	return rc;
 }
 
@@ -199,6 +264,29 @@ static int do_fetch(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
 	cJSON_AddNumberToObject(*out, "missing", counts[2]);
 	cJSON_AddNumberToObject(*out, "failed", counts[3]);
 	return tcfs_store_sync(fs->store);
+}
+
+/* {"op": "remote-status", name, backend, arch}: tcfs remote status of
+ * the mount's own remote.  Answers tcfs_remote_survey_status's object, or
+ * {"url": null} when the mount has no remote. */
+static int do_remote_status(struct tcfs_fs *fs, const cJSON *req,
+			    cJSON **out)
+{
+	struct tcfs_kernel_filter f;
+	int rc = read_filter(req, &f);
+
+	return rc < 0 ? rc : fs_remote_status(fs, &f, out);
+}
+
+/* {"op": "remote-list", name, backend, arch}: the kernels the mount's own
+ * remote holds that a tcfs remote pull takes.  Answers {"url", "items":
+ * [{"key", "name"}, ...]}, or {"url": null} when it has none. */
+static int do_remote_list(struct tcfs_fs *fs, const cJSON *req, cJSON **out)
+{
+	struct tcfs_kernel_filter f;
+	int rc = read_filter(req, &f);
+
+	return rc < 0 ? rc : fs_remote_list(fs, &f, out);
 }
 
 /* {"op": "promote", "key"?, "uid"?}: users' own kernels made shared
@@ -251,6 +339,12 @@ static char *answer(struct tcfs_fs *fs, const char *text, size_t len,
 		rc = do_fetch(fs, req, &resp);
 	else if (rc == 0 && op && strcmp(op, "promote") == 0)
 		rc = do_promote(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "gc") == 0)
+		rc = do_gc(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "remote-status") == 0)
+		rc = do_remote_status(fs, req, &resp);
+	else if (rc == 0 && op && strcmp(op, "remote-list") == 0)
+		rc = do_remote_list(fs, req, &resp);
 	else if (rc == 0)
 		rc = tcfs_err_set(-EINVAL, "unknown request '%s'",
 				  op ? op : "");

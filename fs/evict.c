@@ -875,6 +875,73 @@ static void sweep_step(struct tcfs_fs *fs)
 	e->sweep_at_ns = tcfs_ns_now() + SWEEP_EVERY_NS;
 }
 
+/* tcfs gc's walk through the mount: the orphans' callback, and what
+ * it found. */
+struct gc_walk {
+	struct tcfs_fs *fs;
+	int dry;
+	int64_t now;
+	void (*orphan)(void *ctx, const char *relpath, uint64_t size);
+	void *ctx;
+	struct tcfs_gc_result *res;
+};
+
+/* One blob of tcfs gc: as the orphan sweep takes it (sweep_one), but at
+ * once when its bytes are older than the put grace. */
+static int gc_one(void *ctx, const struct tcfs_cas_entry *en)
+{
+	struct gc_walk *w = ctx;
+	struct pass pass = { .fs = w->fs };
+	struct tcfs_prune_hooks keeper = { .held = held_by_files,
+					   .ctx = &pass };
+	uint64_t got = en->size;
+	int rc;
+
+	if (!en->h)
+		return 0;	/* not a blob: fsck reports it */
+	rc = tcfs_gc_referenced(w->fs->store, en->h);
+	if (rc == 0 && fs_files_hold(w->fs, en->h))
+		rc = 1;
+	if (rc == 0 && en->mtime_ns > w->now - TCFS_CAS_GRACE_NS) {
+		w->res->recent++;
+		w->res->recent_bytes += en->size;
+		return 0;
+	}
+	if (rc == 0 && !w->dry) {
+		got = 0;
+		rc = tcfs_prune_free(w->fs->store, en->h, 1, &keeper, &got,
+				     NULL);
+		rc = rc < 0 ? rc : !got;	/* kept: named meanwhile */
+	}
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		w->res->kept++;
+		w->res->kept_bytes += en->size;
+		return 0;
+	}
+	w->res->removed++;
+	w->res->freed_bytes += got;
+	if (w->orphan)
+		w->orphan(w->ctx, en->relpath, en->size);
+	return 0;
+}
+
+int fs_evict_gc(struct tcfs_fs *fs, int dry,
+		void (*orphan)(void *ctx, const char *relpath, uint64_t size),
+		void *ctx, struct tcfs_gc_result *res)
+{
+	struct gc_walk w = { fs, dry, tcfs_ns_now(), orphan, ctx, res };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	/* Files written and closed name their blobs once committed. */
+	fs_files_flush_all(fs);
+	rc = tcfs_store_sync(fs->store);
+	return rc < 0 ? rc : tcfs_cas_foreach(tcfs_store_cas(fs->store),
+					      gc_one, &w);
+}
+
 /* A second's work: what waits, then the limit. */
 static void pass(struct tcfs_fs *fs)
 {

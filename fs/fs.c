@@ -85,12 +85,16 @@ __attribute__((format(printf, 3, 4))) static void say_at(struct report *r,
 	va_end(ap);
 	/* It names paths that may hold anything a terminal acts on. */
 	tcfs_utf8_printable(raw, msg, sizeof(msg));
+	/* In the foreground syslog copies what it logs to stderr too
+	 * (LOG_PERROR): the terminal gets the line once, as from the
+	 * commands. */
 	if (r->fd >= 0)
 		dprintf(r->fd, "tcfs mount: %s\n", msg);
 	else
 		fprintf(stderr, "tcfs mount: %s\n", msg);
-	/* A warning stays in the log of the mount that goes on serving. */
-	if (r->fd < 0 || prio == LOG_WARNING)
+	/* A warning stays in the log of the mount that goes on serving
+	 * (in the foreground, LOG_PERROR's copy is the terminal's line). */
+	if (r->fd >= 0 && prio == LOG_WARNING)
 		syslog(prio, "%s", msg);
 }
 
@@ -187,13 +191,33 @@ static void recover(struct tcfs_fs *fs)
 	free(temps);
 }
 
+/* Another process holds the store's lock: the caller's hook may give
+ * up at once (a mount holds it); else the wait is said as it starts. */
+struct opening {
+	const struct tcfs_fs_opts *o;
+	struct report *r;
+};
+
+static int busy(void *ctx, const char *holder)
+{
+	const struct opening *op = ctx;
+	const struct tcfs_fs_opts *o = op->o;
+	int rc = o->busy ? o->busy(o->busy_ctx, holder) : 0;
+
+	if (rc == 0 && o->wait_s > 0)
+		say(op->r, "%s: waiting up to %.0f s for another writer, %s",
+		    o->store, o->wait_s, holder);
+	return rc;
+}
+
 static int open_store(struct tcfs_fs *fs, const struct tcfs_fs_opts *o,
 		      struct report *r)
 {
+	struct opening op = { o, r };
 	struct tcfs_store_opts so = { o->store, 1, 1, o->wait_s, 1,
 				      o->no_fsync ? TCFS_DURABLE_NONE
 						  : TCFS_DURABLE_BATCH,
-				      tcfs_recover };
+				      tcfs_recover, busy, &op };
 	const struct tcfs_durable_report *rec;
 	int rc;
 

@@ -17,6 +17,12 @@ struct tcfs_fs_opts {
 	int no_fsync;		/* new blobs never synced (--no-fsync) */
 	double sync_s;		/* else synced this often; 0: every second */
 	long busy_poll_us;	/* --busy-poll: 0 for none */
+	/* Told at once when another process holds the store's writer lock
+	 * (index/store/lock.h's busy hook): 0 to wait for it, which the
+	 * mount says, or a negative errno with a message to fail at once.
+	 * Optional. */
+	int (*busy)(void *ctx, const char *holder);
+	void *busy_ctx;
 };
 
 /* How long the mount keeps polling for the next request after one, by

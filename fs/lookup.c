@@ -47,8 +47,10 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 	rc = tcfs_ns_lookup(fs->store, parent->row, nm->s, n);
 	hit = rc == 0;
 	/* A local miss may be the fleet's hit.  Asked without the probe
-	 * lock, which evictions wait for, as the network may be slow. */
-	if (probe && rc == -ENOENT && fs->remote) {
+	 * lock, which evictions wait for, as the network may be slow; once
+	 * per probe: not again at the process's own later lookups. */
+	if (probe && rc == -ENOENT && fs->remote &&
+	    !fs_probe_folded(fs, req, &dir, nm)) {
 		fs_probe_unlock(fs);
 		rc = fs_remote_fetch(fs, &dir, nm, probe, &to);
 		fs_probe_lock(fs, 0);

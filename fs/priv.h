@@ -334,6 +334,11 @@ enum tcfs_probe fs_probe_kind(struct tcfs_fs *fs,
 void fs_probe_seen(struct tcfs_fs *fs, fuse_req_t req,
 		   const struct tcfs_node *parent, const struct fs_name *nm,
 		   enum tcfs_probe kind, int hit, enum fs_kind view);
+/* Whether the request's process probed nm in parent before: a later
+ * lookup of its own (the rename of what it compiled into place) is no
+ * probe, and the remote, asked at the probe, is not asked again. */
+int fs_probe_folded(struct tcfs_fs *fs, fuse_req_t req,
+		    const struct tcfs_node *parent, const struct fs_name *nm);
 /* A probe holds the lock shared from finding its file to noting it; a
  * removal of kernels holds it alone (alone 1), so that no kernel goes
  * between a probe's hit and the note that it is in use. */
@@ -385,6 +390,17 @@ void fs_remote_written(struct tcfs_fs *fs, uint64_t ino);
 int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name);
 /* The figures into the store's counters (a tick of the events thread). */
 void fs_remote_tick(struct tcfs_fs *fs);
+/* tcfs remote status and pull through the mount (ctl.c), of its own
+ * remote: tcfs_remote_survey_status's object, and {"url", "items":
+ * [{"key", "name"}, ...]} of tcfs_remote_survey_list's kernels; either
+ * {"url": null} when the mount has none.  *out owned by the caller
+ * (cJSON_Delete). */
+struct tcfs_kernel_filter;
+struct cJSON;
+int fs_remote_status(struct tcfs_fs *fs, const struct tcfs_kernel_filter *f,
+		     struct cJSON **out);
+int fs_remote_list(struct tcfs_fs *fs, const struct tcfs_kernel_filter *f,
+		   struct cJSON **out);
 
 /* events.c: the probe log goes to the store in batches, off the request
  * path, from one thread.  That thread also runs ticks, the housekeeping
@@ -463,6 +479,14 @@ void fs_evict_free(struct tcfs_fs *fs);
  * caches; *r as tcfs_prune_run fills it. */
 int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r);
+/* tcfs gc while mounted (ctl.c): commits what the mount holds, then
+ * frees every blob that no row names and no pending write holds, once
+ * its bytes are older than the put grace (cas.h); dry: only counts.
+ * orphan (optional) hears of each by its path under objects/. */
+struct tcfs_gc_result;
+int fs_evict_gc(struct tcfs_fs *fs, int dry,
+		void (*orphan)(void *ctx, const char *relpath, uint64_t size),
+		void *ctx, struct tcfs_gc_result *res);
 /* A file rewritten in place no longer names old: freed once no file
  * does, after the put grace.  Never waits for the evictor. */
 void fs_evict_rewritten(struct tcfs_fs *fs, const struct tcfs_hash *old);

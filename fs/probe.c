@@ -211,25 +211,60 @@ static void remember(struct fs_probes *p, size_t b, pid_t pid, uid_t uid,
 	p->nseen++;
 }
 
+/* parent/name's path as the process memory keys it, and its bucket. */
+static size_t path_of(pid_t pid, uint64_t root, const char *key,
+		      const char *name, char *path, size_t size)
+{
+	size_t len = (size_t)snprintf(path, size, "%llu/%s/%s",
+				      (unsigned long long)root, key, name);
+
+	return XXH3_64bits_withSeed(path, len < size ? len : size - 1,
+				    (uint64_t)pid) % PROBE_BUCKETS;
+}
+
+/* Whether the process had probed path before (p->mu held). */
+static int seen_in(struct fs_probes *p, size_t b, pid_t pid, const char *path)
+{
+	int seen = 0;
+
+	FS_ASSERT_HELD(&p->mu);
+	for (struct of_pid *o = p->bucket[b]; o && !seen; o = o->next)
+		seen = o->pid == pid &&
+		       strcmp(((struct seen *)o)->path, path) == 0;
+	return seen;
+}
+
 /* 1 if the process had probed this path before; else remembers it. */
 static int already_seen(struct fs_probes *p, pid_t pid, uid_t uid,
 			uint64_t root, const char *key, const char *name)
 {
 	char path[2 * TCFS_NAME_MAX + 24];
-	size_t b, len;
-	struct of_pid *o;
-	int seen = 0;
+	size_t b = path_of(pid, root, key, name, path, sizeof(path));
+	int seen;
 
-	len = (size_t)snprintf(path, sizeof(path), "%llu/%s/%s",
-			       (unsigned long long)root, key, name);
-	b = XXH3_64bits_withSeed(path, len, (uint64_t)pid) % PROBE_BUCKETS;
 	pthread_mutex_lock(&p->mu);
-	for (o = p->bucket[b]; o && !seen; o = o->next)
-		seen = o->pid == pid &&
-		       strcmp(((struct seen *)o)->path, path) == 0;
+	seen = seen_in(p, b, pid, path);
 	if (!seen)
 		remember(p, b, pid, uid, path);
 	pthread_mutex_unlock(&p->mu);
+	return seen;
+}
+
+int fs_probe_folded(struct tcfs_fs *fs, fuse_req_t req,
+		    const struct tcfs_node *parent, const struct fs_name *nm)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[2 * TCFS_NAME_MAX + 24];
+	size_t b;
+	int seen;
+
+	if (ctx->pid <= 0)
+		return 0;
+	b = path_of(ctx->pid, parent->parent, parent->name, nm->s, path,
+		    sizeof(path));
+	pthread_mutex_lock(&fs->probes->mu);
+	seen = seen_in(fs->probes, b, ctx->pid, path);
+	pthread_mutex_unlock(&fs->probes->mu);
 	return seen;
 }
 

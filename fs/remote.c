@@ -14,6 +14,7 @@
  * open, it is a local miss at once.  So at most remote_conns of the
  * session's 16 workers wait on the network, whatever the remote does.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "index/remote/pack.h"
 #include "index/remote/publish.h"
 #include "index/remote/pt2.h"
+#include "index/remote/survey.h"
 #include "index/store/store.h"
 #include "index/tree/nsread.h"
 #include "priv.h"
@@ -593,6 +595,18 @@ static int publish(struct tcfs_remote *r, struct tcfs_store *s,
 	return tcfs_remote_publish_file(r, s, j->dir, j->key, j->name);
 }
 
+/* A publish the remote was not asked (breaker open, no connection free:
+ * its one call counted as skipped) is dropped: counted so, and not as
+ * skipped, which counts the misses the remote was not asked about, so
+ * that it adds up with the probes a user made. */
+static void not_asked(struct fs_remote *rm)
+{
+	struct tcfs_remote_stats *st = tcfs_remote_stats(rm->r);
+
+	atomic_fetch_sub(&st->skipped, 1);
+	atomic_fetch_add(&st->queue_drops, 1);
+}
+
 static void *publisher(void *arg)
 {
 	struct tcfs_fs *fs = arg;
@@ -612,7 +626,9 @@ static void *publisher(void *arg)
 		pthread_mutex_unlock(&rm->mu);
 		tcfs_err_clear();
 		rc = publish(rm->r, fs->store, &j);
-		if (rc < 0 && rc != -EAGAIN && rc != -EBUSY)
+		if (rc == -EAGAIN || rc == -EBUSY)
+			not_asked(rm);
+		else if (rc < 0)
 			syslog(LOG_WARNING, "remote: %s", tcfs_err_msg()[0]
 				       ? tcfs_err_msg() : strerror(-rc));
 		pthread_mutex_lock(&rm->mu);
@@ -745,4 +761,52 @@ int fs_remote_pull(struct tcfs_fs *fs, const char *key, const char *name)
 	fs_name_of(&nm, grp);
 	rc = fetch_and_land(fs, &dir, &nm, TCFS_PROBE_KERNEL);
 	return rc < 0 ? rc : 1;
+}
+
+/* {"url": null}: the answer of a mount with no remote. */
+static int no_remote(cJSON **out)
+{
+	*out = cJSON_CreateObject();
+	return *out && cJSON_AddNullToObject(*out, "url") ? 0 : -ENOMEM;
+}
+
+int fs_remote_status(struct tcfs_fs *fs, const struct tcfs_kernel_filter *f,
+		     cJSON **out)
+{
+	if (!fs->remote)
+		return no_remote(out);
+	return tcfs_remote_survey_status(fs->remote->r, fs->store, f, out);
+}
+
+int fs_remote_list(struct tcfs_fs *fs, const struct tcfs_kernel_filter *f,
+		   cJSON **out)
+{
+	struct tcfs_remote_kernel *v = NULL;
+	char url[512];
+	size_t n = 0;
+	cJSON *items;
+	int rc;
+
+	if (!fs->remote)
+		return no_remote(out);
+	rc = tcfs_remote_survey_list(fs->remote->r, f, &v, &n);
+	tcfs_remote_cfg_url_of(tcfs_remote_cfg_of(fs->remote->r), url,
+			       sizeof(url));
+	*out = rc < 0 ? NULL : cJSON_CreateObject();
+	items = *out && cJSON_AddStringToObject(*out, "url", url)
+			? cJSON_AddArrayToObject(*out, "items") : NULL;
+	for (size_t i = 0; items && i < n; i++) {
+		cJSON *it = cJSON_CreateObject();
+
+		if (it && cJSON_AddStringToObject(it, "key", v[i].key) &&
+		    cJSON_AddStringToObject(it, "name", v[i].name) &&
+		    cJSON_AddItemToArray(items, it))
+			continue;
+		cJSON_Delete(it);
+		items = NULL;
+	}
+	free(v);
+	if (rc == 0 && !items)
+		rc = -ENOMEM;
+	return rc;
 }

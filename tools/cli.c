@@ -114,10 +114,36 @@ static int store_there(const char *dir)
 	return stat(path, &st) == 0;
 }
 
+/* What a writer does while another process holds the store's lock.
+ * A mount holds it until unmounted, so waiting for one is no use: the
+ * command fails at once, naming the mount point.  Any other holder is
+ * waited for, saying so at once: a wait in silence looks hung. */
+struct busy {
+	const char *cmd, *store;
+	double wait_s;
+};
+
+static int busy(void *ctx, const char *holder)
+{
+	const struct busy *b = ctx;
+	char store[PATH_MAX], point[PATH_MAX];
+
+	if (cli_find_mount(b->store, NULL, store, point) == 0)
+		return tcfs_err_set(-EBUSY, "store %s is mounted at %s, and "
+				    "its daemon is the store's writer until "
+				    "tcfs umount", store, point);
+	tcfs_err_clear();	/* another user's mount proves nothing */
+	if (b->wait_s > 0)
+		cli_err(b->cmd, "%s: waiting up to %.0f s for another writer, "
+			"%s", b->store, b->wait_s, holder);
+	return 0;
+}
+
 int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 		   int create, int writer, struct tcfs_store **out)
 {
 	struct tcfs_store_opts so = { 0 };
+	struct busy b = { cmd, NULL, o->wait_s };
 	char dir[PATH_MAX];
 	int rc;
 
@@ -136,6 +162,9 @@ int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 	so.writer = writer;
 	so.wait_s = o->wait_s;
 	so.recover = tcfs_recover;
+	b.store = dir;
+	so.busy = busy;
+	so.busy_ctx = &b;
 	rc = tcfs_store_open(&so, out);
 	if (rc == -ENOENT && !create && !store_there(dir)) {
 		tcfs_err_clear();

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "holders.h"
 #include "cmds.h"
 #include "fs/fs.h"
+#include "index/base/err.h"
 #include "index/store/store.h"
 
 static void own_opts(FILE *f);
@@ -28,7 +30,8 @@ static const struct opt_cmd mount_cmd = {
 	"KEY/*.autotune.json) is logged as a hit or a miss with its process:\n"
 	"see tcfs stats and tcfs log.  Returns once the mount serves, leaving\n"
 	"the daemon running; unmount with 'tcfs umount MOUNTPOINT' or\n"
-	"'fusermount3 -u MOUNTPOINT'.  One mount per store: a second one fails.\n"
+	"'fusermount3 -u MOUNTPOINT'.  One mount per store: a second one fails\n"
+	"at once, naming where the store is mounted.\n"
 	"\n"
 	"At the root, read-only views: by-name/NAME/KEY and\n"
 	"by-arch/BACKEND-ARCH/NAME/KEY, symlinks to each kernel's key dir\n"
@@ -56,7 +59,9 @@ static const struct opt_cmd umount_cmd = {
 	"Unmounts a tcfs mount (fusermount3 -u) and waits until its daemon has\n"
 	"committed pending writes, flushed the probe log and exited.  Only a\n"
 	"mount of root or of the store's owner counts: another user's mount\n"
-	"that names the same store is refused.\n",
+	"that names the same store is refused.  A mount in use is left mounted,\n"
+	"and the processes that hold it are named (PID COMMAND): those whose\n"
+	"working directory, root, open or mapped files are in it.\n",
 	NULL,
 	"Exit status: 0 unmounted, 1 error (not a tcfs mount, another user's,\n"
 	"busy), 2 usage.\n",
@@ -204,6 +209,20 @@ static void own_opts(FILE *f)
 	}
 }
 
+/* fs.h's busy hook: a mount of the store holds its lock until unmounted,
+ * so a second mount fails at once, saying where the first one is. */
+static int mounted(void *ctx, const char *holder)
+{
+	char store[PATH_MAX], point[PATH_MAX];
+
+	(void)holder;
+	if (cli_find_mount(ctx, NULL, store, point) == 0)
+		return tcfs_err_set(-EBUSY, "store %s is already mounted at %s",
+				    store, point);
+	tcfs_err_clear();	/* another user's mount proves nothing */
+	return 0;
+}
+
 /* Mounts with fo, the store's path made absolute, the user's -o options
  * (user) after the store's fsname. */
 static int mount_with(const struct cli_common *co, struct tcfs_fs_opts *fo,
@@ -220,6 +239,8 @@ static int mount_with(const struct cli_common *co, struct tcfs_fs_opts *fo,
 	fo->foreground |= fo->debug;
 	fo->fuse_opts = fsopts;
 	fo->wait_s = co->store.wait_s;
+	fo->busy = mounted;
+	fo->busy_ctx = (void *)fo->store;
 	rc = tcfs_fs_mount(fo);
 	return rc == 0 ? CLI_OK : rc == 2 ? CLI_USAGE : CLI_FAIL;
 }
@@ -376,10 +397,66 @@ static int wait_daemon(const char *store, pid_t pid, double wait_s)
 	return rc;
 }
 
+/* fusermount3's "Device or resource busy": the processes in the way
+ * are named (holders.h), rather than leaving the user to find them. */
+static void say_busy(const char *mp, const char *said)
+{
+	if (!strstr(said, strerror(EBUSY))) {
+		fputs(said, stderr);
+		return;
+	}
+	cli_err("umount", "%s: busy: these processes have their working "
+		"directory, root, or files open or mapped in it:", mp);
+	if (holders_print(mp, getpid(), stderr) == 0)
+		cli_err("umount", "%s: none of the processes this user may see "
+			"(another user's, or a mount inside it)", mp);
+}
+
+/* fusermount3 -u mp, what it says on stderr kept: 0, or -1 after saying
+ * why not. */
+static int fusermount_u(const char *mp)
+{
+	char said[4096], chunk[512];
+	size_t used = 0;
+	ssize_t n;
+	int p[2], status;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		cli_err("umount", "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
+		cli_err("umount", "fusermount3: %s", strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	/* Kept up to the buffer, the rest read and dropped. */
+	while ((n = read(p[0], chunk, sizeof(chunk))) > 0 ||
+	       (n < 0 && errno == EINTR)) {
+		size_t take = n > 0 ? (size_t)n : 0;
+
+		if (take > sizeof(said) - 1 - used)
+			take = sizeof(said) - 1 - used;
+		memcpy(said + used, chunk, take);
+		used += take;
+	}
+	said[used] = '\0';
+	close(p[0]);
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0)
+		return 0;
+	say_busy(mp, said);
+	return -1;
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	char mp[PATH_MAX], store[PATH_MAX], point[PATH_MAX];
-	pid_t pid, daemon;
+	pid_t daemon;
 	int status, rc;
 
 	char **args;
@@ -400,15 +477,8 @@ int cmd_umount(int argc, char **argv)
 		return CLI_FAIL;
 	}
 	daemon = daemon_pid(store);
-	pid = fork();
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
-		cli_err("umount", "fusermount3: %s", strerror(errno));
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
-		return CLI_FAIL;	/* fusermount3 said why */
+	if (fusermount_u(mp) != 0)
+		return CLI_FAIL;
 	if (wait_daemon(store, daemon, 30) < 0) {
 		cli_err("umount", "%s: unmounted, but its daemon has not "
 				  "exited after 30 s", mp);

@@ -4,7 +4,6 @@
  * (pre-warm this store from the fleet), offline or mounted.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include "index/remote/option.h"
 #include "index/remote/publish.h"
 #include "index/remote/settings.h"
+#include "index/remote/survey.h"
 #include "index/store/store.h"
 #include "index/tree/ns.h"
 #include "index/tree/nsread.h"
@@ -40,7 +40,10 @@ static const struct opt_cmd cmd = {
 	"          new node.  A mounted store's daemon does it, from the\n"
 	"          mount's own remote.\n"
 	"The remote is the one -o names (as tcfs mount -o takes it: remote=URL,\n"
-	"remote_auth_file=F, ...), else the store's (tcfs config remote URL).\n",
+	"remote_auth_file=F, ...), else, while the store is mounted, the\n"
+	"mount's own (its -o remote, or the store's when it was mounted):\n"
+	"status and pull then ask the mount's daemon; else the store's (tcfs\n"
+	"config remote URL).\n",
 	NULL,
 	"Exit status: 0 success, 1 failure (the remote does not answer; a\n"
 	"kernel failed), 2 usage error (no remote named, a bad option).\n",
@@ -53,7 +56,8 @@ struct run {
 	int quiet;
 	struct progress prog;	/* push's or pull's */
 	struct tcfs_remote_cfg cfg;
-	struct tcfs_remote *r;
+	struct tcfs_remote *r;	/* NULL while the mount's daemon is asked */
+	char point[PATH_MAX];	/* the mount to ask: mounted, no -o; or "" */
 };
 
 /* The remote: -o's, else the store's.  CLI_OK, or the exit status. */
@@ -62,80 +66,96 @@ static int open_remote(struct run *u, struct tcfs_store *s)
 	return remote_open("remote", u->opts, s, &u->cfg, &u->r);
 }
 
-static int held(struct run *u, const struct tcfs_kernel *ks, size_t n,
-		size_t *out)
+/* Asks the mount's daemon op (remote-status or remote-list) with the
+ * filters: *resp its answer, or NULL when the mount has no remote.
+ * CLI_OK, or CLI_FAIL after saying why. */
+static int ask_mount(struct run *u, const char *store, const char *op,
+		     cJSON **resp)
 {
-	enum { BATCH = 256 };
-	static char keys[BATCH][TCFS_KEYFMT_KEY_MAX];
-	const char *kp[BATCH];
-	int64_t sizes[BATCH];
-	char grp[TCFS_NAME_MAX + 16];
-	int rc = 0;
+	cJSON *req = cJSON_CreateObject();
+	const cJSON *e;
+	int rc = -ENOMEM;
 
-	*out = 0;
-	for (size_t i = 0; rc == 0 && i < n; i += BATCH) {
-		size_t m = n - i < BATCH ? n - i : BATCH;
-
-		for (size_t j = 0; rc == 0 && j < m; j++) {
-			rc = tcfs_wire_group_file(ks[i + j].name, grp,
-						  sizeof(grp));
-			if (rc == 0)
-				rc = tcfs_remote_key(u->r, ks[i + j].key, grp,
-						     keys[j], sizeof(keys[j]));
-			kp[j] = keys[j];
-		}
-		if (rc == 0)
-			rc = tcfs_remote_sizes(u->r, kp, m, sizes);
-		for (size_t j = 0; rc == 0 && j < m; j++)
-			*out += sizes[j] >= 0;
-	}
-	return rc;
-}
-
-static int status(struct run *u, struct tcfs_store *s)
-{
-	char url[512], info[256] = "";
-	struct tcfs_kernel *ks = NULL;
-	size_t n = 0, have = 0;
-	int64_t ns = 0;
-	int rc = tcfs_remote_ping(u->r, &ns, info, sizeof(info));
-	const char *why = rc < 0 ? tcfs_err_msg() : "";
-	char whybuf[512];
-
-	snprintf(whybuf, sizeof(whybuf), "%s", why[0] ? why : strerror(-rc));
-	tcfs_remote_cfg_url_of(&u->cfg, url, sizeof(url));
-	if (rc == 0)
-		rc = tcfs_kernel_list(s, &u->f, &ks, &n);
-	if (rc == 0)
-		rc = held(u, ks, n, &have);
-	if (rc < 0 && !whybuf[0])
-		snprintf(whybuf, sizeof(whybuf), "%s", tcfs_err_msg());
-	free(ks);
-	if (u->co.json) {
-		cJSON *o = cJSON_CreateObject();
-
-		cJSON_AddStringToObject(o, "url", url);
-		cJSON_AddBoolToObject(o, "answers", rc == 0);
-		cJSON_AddNumberToObject(o, "latency_ms", (double)ns / 1e6);
-		cJSON_AddStringToObject(o, "server", info);
-		cJSON_AddNumberToObject(o, "kernels", (double)n);
-		cJSON_AddNumberToObject(o, "held", (double)have);
-		if (rc < 0)
-			cJSON_AddStringToObject(o, "error", whybuf);
-		else
-			cJSON_AddNullToObject(o, "error");
-		return cli_print_json(o) == CLI_OK && rc == 0 ? CLI_OK
-							      : CLI_FAIL;
-	}
-	printf("remote   %s\n", url);
-	if (rc < 0) {
-		printf("answers  no: %s\n", whybuf);
+	*resp = NULL;
+	if (req && cJSON_AddStringToObject(req, "op", op) &&
+	    (!u->f.name || cJSON_AddStringToObject(req, "name", u->f.name)) &&
+	    (!u->f.backend ||
+	     cJSON_AddStringToObject(req, "backend", u->f.backend)) &&
+	    (!u->f.arch || cJSON_AddStringToObject(req, "arch", u->f.arch)))
+		rc = tcfs_fs_ctl_call(store, req, resp);
+	cJSON_Delete(req);
+	e = cJSON_GetObjectItemCaseSensitive(*resp, "error");
+	if (rc < 0 || cJSON_IsString(e)) {
+		cli_err("remote", "%s: the mount's daemon: %s", store,
+			rc < 0 ? tcfs_err_msg() : e->valuestring);
+		cJSON_Delete(*resp);
+		*resp = NULL;
 		return CLI_FAIL;
 	}
-	printf("answers  yes, in %.2f ms (%s)\n", (double)ns / 1e6, info);
-	printf("holds    %zu of the store's %zu %s\n", have, n,
-	       TCFS_NOUN(n, "kernel"));
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(*resp, "url"))) {
+		cJSON_Delete(*resp);
+		*resp = NULL;
+	}
 	return CLI_OK;
+}
+
+/* The remote a command opens itself, when not open yet. */
+static int own_remote(struct run *u, struct tcfs_store *s)
+{
+	return u->r ? CLI_OK : open_remote(u, s);
+}
+
+static double fig(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
+}
+
+static const char *text(const cJSON *o, const char *name)
+{
+	const char *v = cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(o, name));
+
+	return v ? v : "";
+}
+
+/* The status: of the mount's own remote when the mount is asked (and has
+ * one), else of the one -o or the store names. */
+static int status(struct run *u, struct tcfs_store *s)
+{
+	cJSON *o = NULL;
+	size_t n;
+	int rc = CLI_OK;
+
+	if (u->point[0])
+		rc = ask_mount(u, tcfs_store_path(s), "remote-status", &o);
+	if (rc == CLI_OK && !o && (rc = own_remote(u, s)) == CLI_OK &&
+	    tcfs_remote_survey_status(u->r, s, &u->f, &o) < 0) {
+		cli_err("remote", "out of memory");
+		rc = CLI_FAIL;
+	}
+	if (rc != CLI_OK)
+		return rc;
+	rc = cJSON_IsTrue(cJSON_GetObjectItem(o, "answers")) ? CLI_OK
+							     : CLI_FAIL;
+	if (u->co.json)
+		return cli_print_json(o) == CLI_OK ? rc : CLI_FAIL;
+	printf("remote   %s", text(o, "url"));
+	if (!u->r)
+		printf(" (the mount's, at %s)", u->point);
+	printf("\n");
+	if (rc == CLI_OK) {
+		n = (size_t)fig(o, "kernels");
+		printf("answers  yes, in %.2f ms (%s)\n", fig(o, "latency_ms"),
+		       text(o, "server"));
+		printf("holds    %zu of the store's %zu %s\n",
+		       (size_t)fig(o, "held"), n, TCFS_NOUN(n, "kernel"));
+	} else {
+		printf("answers  no: %s\n", text(o, "error"));
+	}
+	cJSON_Delete(o);
+	return rc;
 }
 
 static int push(struct run *u, struct tcfs_store *s)
@@ -181,81 +201,14 @@ static int push(struct run *u, struct tcfs_store *s)
 	return failed ? CLI_FAIL : CLI_OK;
 }
 
-/* A remote kernel: its cache key and name. */
-struct rk {
-	char key[TCFS_NAME_MAX + 1];
-	char name[TCFS_NAME_MAX + 1];
-};
-
-struct found {
-	struct run *u;
-	struct rk *v;
-	size_t n, cap;
-};
-
-/* Keys the remote holds, at most: a pull reads their names first. */
-#define PULL_MAX 1000000
-
-/* One key the scan found: a group file's, of a kernel the name matches. */
-static int found_one(void *ctx, const char *rkey)
-{
-	struct found *fd = ctx;
-	char key[TCFS_NAME_MAX + 1], file[TCFS_NAME_MAX + 1];
-	struct rk *v;
-
-	if (!tcfs_keyfmt_parse(fd->u->cfg.key_format, rkey, key, sizeof(key),
-			       file, sizeof(file)))
-		return 0;
-	if (fd->n == fd->cap) {
-		v = realloc(fd->v, (fd->cap ? fd->cap * 2 : 256) * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		fd->v = v;
-		fd->cap = fd->cap ? fd->cap * 2 : 256;
-	}
-	v = &fd->v[fd->n];
-	if (!tcfs_name_group_kernel(file, v->name, sizeof(v->name)) ||
-	    (fd->u->f.name && fnmatch(fd->u->f.name, v->name, 0) != 0))
-		return 0;
-	snprintf(v->key, sizeof(v->key), "%s", key);
-	fd->n++;
-	return 0;
-}
-
-/* Whether remote kernel k is for --arch (its NAME.json says), as its
- * fetch will check it. */
-static int arch_ok(struct run *u, const struct rk *k)
-{
-	char meta[TCFS_NAME_MAX + 8], rkey[TCFS_KEYFMT_KEY_MAX];
-	const char *kp[1] = { rkey };
-	struct tcfs_kernel kk;
-	char *val = NULL;
-	size_t len = 0;
-	int ok;
-
-	if (!u->f.arch && !u->f.backend)
-		return 1;
-	snprintf(meta, sizeof(meta), "%s.json", k->name);
-	if (tcfs_remote_key(u->r, k->key, meta, rkey, sizeof(rkey)) < 0 ||
-	    tcfs_remote_get(u->r, kp, 1, TCFS_KERNEL_META_MAX, &val, &len) < 0 ||
-	    !val)
-		return 0;
-	memset(&kk, 0, sizeof(kk));
-	ok = tcfs_kernel_parse_meta(val, len, &kk) == 0;
-	/* Named by its group file, as the store names it. */
-	snprintf(kk.name, sizeof(kk.name), "%s", k->name);
-	ok = ok && tcfs_kernel_match(&kk, &u->f);
-	free(val);
-	return ok;
-}
-
 /* Pull's tally: landed, here already, gone meanwhile, failed. */
 struct tally {
 	size_t landed, here, missing, failed;
 };
 
 /* One kernel into the store, offline: its key dir at the top. */
-static int pull_here(struct run *u, struct tcfs_store *s, const struct rk *k)
+static int pull_here(struct run *u, struct tcfs_store *s,
+		     const struct tcfs_remote_kernel *k)
 {
 	char grp[TCFS_NAME_MAX + 16];
 	struct tcfs_fetched got = { 0 };
@@ -277,7 +230,8 @@ static int pull_here(struct run *u, struct tcfs_store *s, const struct rk *k)
 	return rc < 0 ? rc : 1;
 }
 
-static void count(struct tally *t, int rc, const struct rk *k)
+static void count(struct tally *t, int rc,
+		  const struct tcfs_remote_kernel *k)
 {
 	if (rc == 1)
 		t->landed++;
@@ -293,7 +247,8 @@ static void count(struct tally *t, int rc, const struct rk *k)
 
 /* Through the mount's daemon (fs/ctl.c), 16 at a time. */
 static int pull_mounted(struct run *u, const char *store,
-			const struct rk *v, size_t n, struct tally *t)
+			const struct tcfs_remote_kernel *v, size_t n,
+			struct tally *t)
 {
 	for (size_t i = 0; i < n; i += 16) {
 		cJSON *req = cJSON_CreateObject(), *items, *resp = NULL;
@@ -354,24 +309,55 @@ static int pull_report(struct run *u, const struct tally *t)
 	return t->failed ? CLI_FAIL : CLI_OK;
 }
 
-/* The remote kernels to pull: named so, and (when asked) for the arch. */
-static int pull_list(struct run *u, struct found *fd)
+/* The mount's answer to remote-list into *v and *n; -1 for none. */
+static int take_items(const cJSON *resp, struct tcfs_remote_kernel **v,
+		      size_t *n)
 {
-	char pattern[TCFS_KEYFMT_KEY_MAX];
-	size_t k = 0;
-	int rc = tcfs_keyfmt_pattern(u->cfg.key_format, "__grp__*.json",
-				     pattern, sizeof(pattern));
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp, "items");
+	const cJSON *it;
+	int m = cJSON_GetArraySize(items);
 
-	fd->u = u;
-	if (rc == 0)
-		rc = tcfs_remote_scan(u->r, pattern, PULL_MAX, found_one, fd);
-	for (size_t i = 0; rc >= 0 && i < fd->n; i++)
-		if (arch_ok(u, &fd->v[i]))
-			fd->v[k++] = fd->v[i];
-	fd->n = k;
-	if (rc < 0)
+	*n = 0;
+	*v = calloc(m > 0 ? (size_t)m : 1, sizeof(**v));
+	if (!*v)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, items) {
+		const char *key = text(it, "key"), *name = text(it, "name");
+
+		if (strlen(key) > TCFS_NAME_MAX || strlen(name) > TCFS_NAME_MAX)
+			continue;
+		snprintf((*v)[*n].key, sizeof((*v)[*n].key), "%s", key);
+		snprintf((*v)[*n].name, sizeof((*v)[*n].name), "%s", name);
+		(*n)++;
+	}
+	return 0;
+}
+
+/* The remote kernels to pull: named so, and (when asked) for the arch and
+ * backend: of the mount's own remote when the mount is asked and has one,
+ * else of the one -o or the store names.  CLI_OK, or the exit status. */
+static int pull_list(struct run *u, struct tcfs_store *s,
+		     struct tcfs_remote_kernel **v, size_t *n)
+{
+	cJSON *resp = NULL;
+	int rc = CLI_OK;
+
+	*v = NULL;
+	*n = 0;
+	if (u->point[0])
+		rc = ask_mount(u, tcfs_store_path(s), "remote-list", &resp);
+	if (rc == CLI_OK && resp && take_items(resp, v, n) < 0)
+		rc = CLI_FAIL;
+	cJSON_Delete(resp);
+	if (rc != CLI_OK || resp)
+		return rc;
+	rc = own_remote(u, s);
+	if (rc == CLI_OK && (rc = tcfs_remote_survey_list(u->r, &u->f, v,
+							 n)) < 0) {
 		cli_lib_err("remote", rc, "the remote");
-	return rc < 0 ? CLI_FAIL : CLI_OK;
+		rc = CLI_FAIL;
+	}
+	return rc;
 }
 
 /* Pulls into the store that s is (a reader, closed here): through the
@@ -380,21 +366,25 @@ static int pull(struct run *u, struct tcfs_store *s)
 {
 	char store[PATH_MAX], point[PATH_MAX];
 	struct cli_store_opts so = u->co.store;
-	struct found fd = { 0 };
+	struct tcfs_remote_kernel *v = NULL;
 	struct tally t = { 0 };
-	int rc = pull_list(u, &fd), mounted;
+	size_t n = 0;
+	int rc = pull_list(u, s, &v, &n), mounted;
 
 	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
 	mounted = cli_find_mount(store, NULL, store, point) == 0;
+	/* Listed by a mount that has gone meanwhile: fetched here. */
+	if (rc == CLI_OK && !mounted)
+		rc = own_remote(u, s);
 	tcfs_store_close(s);
 	so.dir = store;
 	if (rc == CLI_OK && mounted)
-		rc = pull_mounted(u, store, fd.v, fd.n, &t);
+		rc = pull_mounted(u, store, v, n, &t);
 	else if (rc == CLI_OK &&
 		 (rc = cli_open_store("remote", &so, 0, 1, &s)) == CLI_OK) {
-		for (size_t i = 0; i < fd.n; i++) {
-			count(&t, pull_here(u, s, &fd.v[i]), &fd.v[i]);
-			progress_tick(&u->prog, i + 1, fd.n);
+		for (size_t i = 0; i < n; i++) {
+			count(&t, pull_here(u, s, &v[i]), &v[i]);
+			progress_tick(&u->prog, i + 1, n);
 		}
 		if (tcfs_store_sync(s) < 0) {
 			cli_lib_err("remote", -EIO, store);
@@ -403,7 +393,7 @@ static int pull(struct run *u, struct tcfs_store *s)
 		tcfs_store_close(s);
 	}
 	progress_end(&u->prog);
-	free(fd.v);
+	free(v);
 	return rc == CLI_OK ? pull_report(u, &t) : rc;
 }
 
@@ -412,7 +402,7 @@ int cmd_remote(int argc, char **argv)
 	static const char *const subs[] = { "status", "push", "pull" };
 	struct run u = { .co = CLI_COMMON_INIT };
 	struct tcfs_store *s = NULL;
-	char **args;
+	char **args, store[PATH_MAX];
 	size_t which = 0;
 	int rc;
 	struct opt opts[] = {
@@ -440,7 +430,12 @@ int cmd_remote(int argc, char **argv)
 	/* pull may make the store; it becomes its writer later. */
 	if (cli_open_store("remote", &u.co.store, which == 2, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	rc = open_remote(&u, s);
+	/* Mounted, status and pull are the mount's, of its own remote,
+	 * unless -o names another. */
+	if (which == 1 || u.opts ||
+	    cli_find_mount(tcfs_store_path(s), NULL, store, u.point) < 0)
+		u.point[0] = '\0';
+	rc = which == 1 ? open_remote(&u, s) : CLI_OK;
 	if (rc == CLI_OK && which == 2)
 		rc = pull(&u, s);	/* closes s */
 	else {

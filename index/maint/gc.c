@@ -1,6 +1,7 @@
 /* gc: deleting the blobs that no file references. */
 #include "index/maint/gc.h"
 
+#include <cjson/cJSON.h>
 #include <string.h>
 
 #include "index/base/hash.h"
@@ -96,4 +97,28 @@ int tcfs_gc_run(struct tcfs_store *s, int dry_run,
 
 	memset(res, 0, sizeof(*res));
 	return tcfs_cas_foreach(tcfs_store_cas(s), gc_one, &w);
+}
+
+cJSON *tcfs_gc_result_json(const struct tcfs_gc_result *res, int dry)
+{
+	const struct {
+		const char *name;
+		uint64_t v;
+	} f[] = {
+		{ "removed", res->removed }, { "freed_bytes", res->freed_bytes },
+		{ "kept", res->kept }, { "kept_bytes", res->kept_bytes },
+		{ "recent", res->recent },
+		{ "recent_bytes", res->recent_bytes },
+	};
+	cJSON *o = cJSON_CreateObject();
+	int ok = o && cJSON_AddBoolToObject(o, "dry_run", dry);
+
+	for (size_t i = 0; ok && i < sizeof(f) / sizeof(f[0]); i++)
+		ok = cJSON_AddNumberToObject(o, f[i].name, (double)f[i].v) !=
+		     NULL;
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
 }

@@ -15,7 +15,15 @@ struct tcfs_gc_result {
 	uint64_t freed_bytes;
 	uint64_t kept;		/* blobs still referenced */
 	uint64_t kept_bytes;
+	uint64_t recent;	/* orphans kept, put within the grace (cas.h):
+				 * a mount's gc only */
+	uint64_t recent_bytes;
 };
+
+/* {dry_run, removed, freed_bytes, kept, kept_bytes, recent,
+ * recent_bytes}: tcfs gc --json, and the mount's answer to a gc.  Owned
+ * by the caller (cJSON_Delete); NULL when out of memory. */
+struct cJSON *tcfs_gc_result_json(const struct tcfs_gc_result *res, int dry);
 
 /* The store must be open as the writer, so nothing can start referencing a
  * blob while gc decides it is an orphan.  With dry_run nothing is deleted.

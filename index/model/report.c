@@ -59,8 +59,10 @@ static const char *const remote_help[] = {
 	"Fetched entries refused by a check (size, SHA-256, HMAC, names).",
 	"Bytes fetched from the fleet tier.",
 	"Kernels and modules published to the fleet tier.",
-	"Publishes dropped because the queue was full.",
-	"Misses the remote was not asked about: breaker open, or all busy.",
+	"Publishes dropped: the queue was full, or the remote not asked "
+	"(breaker open, or every connection busy).",
+	"Local misses the remote was not asked about: breaker open, or "
+	"every connection busy.",
 	"Times the circuit breaker opened.",
 	"Inductor's and vLLM's entries the fleet tier served on a local miss.",
 };
@@ -369,7 +371,8 @@ static void print_remote(const struct stats *st, FILE *out)
 	fprintf(out, "remote           %lld kernel %s, %lld module %s, "
 		"%lld entry %s, "
 		"%lld %s (%s fetched); %lld %s, %lld refused, %lld "
-		"not asked; breaker %s (opened %lld %s)\n",
+		"%s not asked (breaker open, or every connection busy); "
+		"breaker %s (opened %lld %s)\n",
 		(long long)v[0], TCFS_NOUN((unsigned long long)v[0], "hit"),
 		(long long)v[1], TCFS_NOUN((unsigned long long)v[1], "hit"),
 		(long long)v[10], TCFS_NOUN((unsigned long long)v[10], "hit"),
@@ -377,10 +380,13 @@ static void print_remote(const struct stats *st, FILE *out)
 		tcfs_plural((unsigned long long)v[2], "miss", "misses"),
 		tcfs_report_bytes((uint64_t)v[5], b, sizeof(b)),
 		(long long)v[3], TCFS_NOUN((unsigned long long)v[3], "error"),
-		(long long)v[4], (long long)v[8], breakers[st->breaker],
+		(long long)v[4], (long long)v[8],
+		tcfs_plural((unsigned long long)v[8], "miss", "misses"),
+		breakers[st->breaker],
 		(long long)v[9], TCFS_NOUN((unsigned long long)v[9], "time"));
-	fprintf(out, "                 %lld published, %lld dropped from a "
-		"full publish queue\n", (long long)v[6], (long long)v[7]);
+	fprintf(out, "                 %lld published, %lld not (the publish "
+		"queue full, or the remote not asked)\n", (long long)v[6],
+		(long long)v[7]);
 }
 
 /* Every kind but the kernels' (the top object's own hits and misses),

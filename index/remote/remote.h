@@ -94,9 +94,12 @@ struct tcfs_remote_stats {
 	atomic_ullong refused;		/* bytes a check refused */
 	atomic_ullong bytes_fetched;
 	atomic_ullong published;	/* kernels and files published */
-	atomic_ullong queue_drops;	/* publishes dropped: queue full */
+	atomic_ullong queue_drops;	/* publishes dropped: queue full, or
+					 * the remote not asked (the mount's
+					 * publisher moves them here) */
 	atomic_ullong skipped;		/* asked nothing: breaker open or no
-					 * connection free */
+					 * connection free; in a mount, of
+					 * its probes only */
 	atomic_ullong breaker_opens;
 };
 

@@ -90,29 +90,40 @@ static void write_holder(int fd)
 		tcfs_io_pwrite_all(fd, line, strlen(line), 0);
 }
 
-int tcfs_lock_writer(int storefd, const char *storepath, double wait_s)
+/* Whether flock's failure is another's hold (0), or -errno. */
+static int held_elsewhere(const char *storepath)
+{
+	if (errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	return tcfs_err_errno(-errno, "%s/lock", storepath);
+}
+
+int tcfs_lock_writer(int storefd, const char *storepath, double wait_s,
+		     tcfs_lock_busy_fn *busy, void *ctx)
 {
 	double deadline = now_s() + wait_s;
 	char holder[256];
-	int fd;
+	int fd, rc, told = 0;
 
 	fd = openat(storefd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return tcfs_err_errno(-errno, "%s/lock", storepath);
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR) {
-			int rc = -errno;
-
-			close(fd);
-			return tcfs_err_errno(rc, "%s/lock", storepath);
-		}
-		if (now_s() >= deadline) {
+		rc = held_elsewhere(storepath);
+		if (rc == 0 && !told && busy) {
 			read_holder(fd, holder, sizeof(holder));
+			rc = busy(ctx, holder);
+		}
+		told = 1;
+		if (rc == 0 && now_s() >= deadline) {
+			read_holder(fd, holder, sizeof(holder));
+			rc = tcfs_err_set(-EBUSY, "%s: store is in use by "
+					  "another writer, %s; waited %.0f s",
+					  storepath, holder, wait_s);
+		}
+		if (rc < 0) {
 			close(fd);
-			return tcfs_err_set(-EBUSY,
-					    "%s: store is in use by another "
-					    "writer, %s; waited %.0f s",
-					    storepath, holder, wait_s);
+			return rc;
 		}
 		usleep(50 * 1000);
 	}

@@ -11,9 +11,17 @@
 #ifndef TCFS_LOCK_H
 #define TCFS_LOCK_H
 
+/* Told at once, and once, that another process holds the lock (holder
+ * names it: "pid N (COMMAND)"), before any wait: a writer that waits in
+ * silence looks hung.  0 to wait for it, or a negative errno, with a
+ * message, to give up at once (the holder will not let go: a mount). */
+typedef int tcfs_lock_busy_fn(void *ctx, const char *holder);
+
 /* Takes the writer lock, waiting up to wait_s seconds for the current
- * holder.  Returns the lock's descriptor (the lock is held until it is
- * closed), or -EBUSY with a message naming the holder. */
-int tcfs_lock_writer(int storefd, const char *storepath, double wait_s);
+ * holder; busy (optional) is told first.  Returns the lock's descriptor
+ * (the lock is held until it is closed), or -EBUSY with a message naming
+ * the holder, or busy's error. */
+int tcfs_lock_writer(int storefd, const char *storepath, double wait_s,
+		     tcfs_lock_busy_fn *busy, void *ctx);
 
 #endif

@@ -198,7 +198,8 @@ int tcfs_store_open(const struct tcfs_store_opts *o, struct tcfs_store **out)
 		goto fail;
 	s->dirfd = rc;
 	if (o->writer) {
-		rc = tcfs_lock_writer(s->dirfd, s->path, o->wait_s);
+		rc = tcfs_lock_writer(s->dirfd, s->path, o->wait_s,
+				      o->busy, o->busy_ctx);
 		if (rc < 0)
 			goto fail;
 		s->lockfd = rc;

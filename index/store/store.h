@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "index/blob/durable.h"
+#include "index/store/lock.h"
 
 struct tcfs_store;
 struct tcfs_db;
@@ -37,6 +38,8 @@ struct tcfs_store_opts {
 	int keep_unlinked;	/* the mount: see tcfs_ns_forget */
 	enum tcfs_durability durability;	/* a writer's: batch (0) or none */
 	tcfs_store_recover_fn *recover;	/* a writer's: required */
+	tcfs_lock_busy_fn *busy;	/* a writer's, optional: lock.h */
+	void *busy_ctx;
 };
 
 /* Seconds a writer waits for another by default. */
