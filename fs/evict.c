@@ -60,6 +60,7 @@
 #include "index/maint/prune.h"
 #include "index/store/store.h"
 #include "index/base/vec.h"
+#include "fs.h"
 #include "priv.h"
 
 /* How often the size is checked, and the limit read again. */
@@ -126,6 +127,7 @@ struct fs_evict {
 	size_t npending, pcap;
 	struct tcfs_blobset pset;	/* the blobs in pending */
 	int64_t pending_bytes;	/* their sizes: as good as freed */
+	int64_t pending_saved;	/* what the counter says (-1: unsaved) */
 	dev_t dev;		/* the mount's, as /proc shows its files */
 	int have_dev;
 	int64_t last_pass_ms;	/* CLOCK_MONOTONIC */
@@ -348,6 +350,19 @@ static void pend(struct fs_evict *e, const struct tcfs_hash *h,
 	e->pending_bytes += (int64_t)size;
 }
 
+/* The pending bytes, saved as they change, for tcfs info: the blobs on
+ * disk that no file names, freed within a minute, are no part of the
+ * store's size to a user (TCFS_PENDING_COUNTER, fs.h). */
+static void save_pending(struct tcfs_fs *fs)
+{
+	struct fs_evict *e = fs->evict;
+
+	if (e->pending_bytes != e->pending_saved &&
+	    tcfs_counter_set(fs->store, TCFS_PENDING_COUNTER,
+			     e->pending_bytes) == 0)
+		e->pending_saved = e->pending_bytes;
+}
+
 /* Keeps the blobs a removal could not free yet, for later passes. */
 static void keep_pending(struct tcfs_fs *fs,
 			 const struct tcfs_prune_report *r, int evicted)
@@ -476,6 +491,7 @@ int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 	rc = tcfs_prune_run(fs->store, v, n, (enum tcfs_prune_how)how, 0,
 			    &hooks, r);
 	keep_pending(fs, r, 0);
+	save_pending(fs);
 	pthread_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -962,6 +978,7 @@ static void pass(struct tcfs_fs *fs)
 	freed = e->npending ? free_pending(fs, 0) : 0;
 	if (freed)
 		tcfs_prune_count_eviction(fs->store, 0, freed);
+	save_pending(fs);
 	limit = limit_of(fs);
 	if (limit > 0 && e->swept)
 		evict_pass(fs, limit, &vs);
@@ -1010,6 +1027,7 @@ int fs_evict_start(struct tcfs_fs *fs, const struct fs_limits *lim)
 	e->opt_max = lim->max_size;
 	e->opt_user_max = lim->user_max_size;
 	e->base = -1;
+	e->pending_saved = -1;
 	fs->evict = e;
 	rc = fs_thread_start(&e->thread, evictor, fs);
 	if (rc < 0) {

@@ -30,6 +30,12 @@ struct tcfs_fs_opts {
  * Triton's requests, short enough that an idle mount costs nothing. */
 #define TCFS_FS_BUSY_POLL_US 200
 
+/* The counter (event.h) in which a mount keeps the bytes of the blobs no
+ * file names that it frees within a minute (pruned, evicted, rewritten):
+ * what tcfs info takes out of the stored size while the store is
+ * mounted. */
+#define TCFS_PENDING_COUNTER "blobs_pending_bytes"
+
 /* Mounts and serves until unmounted.  Without foreground, returns in the
  * calling process once the mount serves requests (the daemon goes on).
  * Returns 0 on a clean unmount, 2 for a -o redirect that cannot be (a

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "index/base/err.h"
 #include "index/base/json.h"
@@ -398,4 +400,32 @@ const char *cli_opt_user(void *value, const char *arg)
 		return NULL;
 	}
 	return cli_user_uid(arg, uid) == 0 ? NULL : "no such user";
+}
+
+void cli_pad(const char *s, int width)
+{
+	size_t w = tcfs_utf8_width(s);
+
+	fputs(s, stdout);
+	for (; (int)w < width; w++)
+		putchar(' ');
+}
+
+int cli_term_width(void)
+{
+	const char *env = getenv("COLUMNS");
+	struct winsize ws;
+	char *end;
+	long v;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (env && *env) {
+		v = strtol(env, &end, 10);
+		if (!*end && v > 0 && v < 10000)
+			return (int)v;
+	}
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
 }

@@ -61,7 +61,8 @@ struct cli_common {
 	OPT_STRING('b', "backend", "NAME", &(f)->backend,                    \
 		   "kernels for this backend (cuda, hip, ...)"),             \
 	OPT_STRING('a', "arch", "ARCH", &(f)->arch,                          \
-		   "kernels for this arch (90, sm90, gfx942, ...)")
+		   "kernels for this arch (90, sm90, gfx942, ...), or this "  \
+		   "target as list shows it (cuda-90, hip-gfx942)")
 
 /* opt_fn parsers (opt.h) for the tables.  seconds: a double >= 0 (as
  * --wait); time: an int64_t, as cli_parse_since; count: a uint64_t, as
@@ -92,6 +93,12 @@ int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 
 /* "12.3 MiB"; buf needs 16 bytes. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
+/* Prints printable text s, then spaces to width columns (utf8.h), as
+ * printf's %-*s would were every character one byte. */
+void cli_pad(const char *s, int width);
+/* The columns of the terminal stdout is, or 0 when it is none (a pipe,
+ * a file: rows are then never cut).  $COLUMNS first, as ls takes it. */
+int cli_term_width(void);
 
 /* Prints a JSON document on stdout and frees it; CLI_FAIL if it could not
  * be built (out of memory). */

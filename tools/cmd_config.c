@@ -1,7 +1,10 @@
 /*
  * tcfs config: the store's settings, shown and set (index/store/config.h).
  */
+#include <assert.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -9,6 +12,7 @@
 #include "index/store/config.h"
 #include "index/base/err.h"
 #include "index/store/store.h"
+#include "index/base/utf8.h"
 
 static void settings(FILE *f);
 
@@ -52,8 +56,50 @@ static void settings(FILE *f)
 }
 
 /* A text setting (the remote's), shown as the others. */
+/* Room for every key of tcfs_config_keys (asserted as rows are added). */
+#define TCFS_CONFIG_KEYS_MAX 32
+
+/* The table's rows, each column as wide as its widest cell. */
+struct table {
+	char name[TCFS_CONFIG_KEYS_MAX][32];
+	char value[TCFS_CONFIG_KEYS_MAX][4096];
+	char def[TCFS_CONFIG_KEYS_MAX][64];
+	size_t n;
+};
+
+static void table_add(struct table *t, const char *name, const char *value,
+		      const char *def)
+{
+	assert(t->n < TCFS_CONFIG_KEYS_MAX);
+	snprintf(t->name[t->n], sizeof(t->name[0]), "%s", name);
+	tcfs_utf8_printable(value, t->value[t->n], sizeof(t->value[0]));
+	snprintf(t->def[t->n], sizeof(t->def[0]), "%s", def);
+	t->n++;
+}
+
+/* "log-max-age     7d         (default 30d)" */
+static void table_print(const struct table *t)
+{
+	int wn = 0, wv = 10;
+
+	for (size_t i = 0; i < t->n; i++) {
+		int n = (int)strlen(t->name[i]);
+		int v = (int)tcfs_utf8_width(t->value[i]);
+
+		wn = n > wn ? n : wn;
+		wv = v > wv ? v : wv;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		int pad = wv - (int)tcfs_utf8_width(t->value[i]);
+
+		printf("%-*s  %s%*s (default%s%s)\n", wn, t->name[i],
+		       t->value[i], pad, "", t->def[i][0] ? " " : "",
+		       t->def[i]);
+	}
+}
+
 static int show_text(struct tcfs_store *s, const struct tcfs_config_key *k,
-		     int only, cJSON *o)
+		     int only, cJSON *o, struct table *t)
 {
 	char v[4096];
 	int set, rc = tcfs_config_get_text(s, k->name, v, sizeof(v), &set);
@@ -69,8 +115,7 @@ static int show_text(struct tcfs_store *s, const struct tcfs_config_key *k,
 	} else if (only) {
 		puts(v);
 	} else {
-		printf("%-15s %-10s (default%s)\n", k->name, set ? v : "-",
-		       set ? " none" : "");
+		table_add(t, k->name, set ? v : "-", set ? "none" : "");
 	}
 	return 0;
 }
@@ -79,6 +124,7 @@ static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 		int json)
 {
 	cJSON *o = json ? cJSON_CreateObject() : NULL;
+	struct table *t = calloc(1, sizeof(*t));
 
 	for (const struct tcfs_config_key *k = tcfs_config_keys; k->name; k++) {
 		char v[32], d[32];
@@ -88,11 +134,13 @@ static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 		if (only && k != only)
 			continue;
 		if (k->unit == TCFS_CONFIG_TEXT)
-			rc = show_text(s, k, only != NULL, o);
+			rc = show_text(s, k, only != NULL, o, t);
 		else
 			rc = tcfs_config_get(s, k->name, &value, &set);
-		if (rc < 0) {
+		if (rc < 0 || !t) {
+			rc = rc < 0 ? rc : -ENOMEM;
 			cJSON_Delete(o);
+			free(t);
 			cli_lib_err("config", rc, tcfs_store_path(s));
 			return CLI_FAIL;
 		}
@@ -107,14 +155,15 @@ static int show(struct tcfs_store *s, const struct tcfs_config_key *only,
 		} else if (only) {
 			puts(tcfs_config_show(k, value, v, sizeof(v)));
 		} else {
-			/* "log-max-age     7d         (default 30d)" */
-			printf("%-15s %-10s (default%s%s)\n", k->name,
-			       tcfs_config_show(k, value, v, sizeof(v)),
-			       set ? " " : "",
-			       set ? tcfs_config_show(k, k->def, d, sizeof(d))
-				   : "");
+			table_add(t, k->name,
+				  tcfs_config_show(k, value, v, sizeof(v)),
+				  set ? tcfs_config_show(k, k->def, d, sizeof(d))
+				      : "");
 		}
 	}
+	if (!json && !only)
+		table_print(t);
+	free(t);
 	return json ? cli_print_json(o) : CLI_OK;
 }
 

@@ -1,10 +1,14 @@
 /*
  * tcfs info: what the store holds.
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cli.h"
 #include "cmds.h"
+#include "fs/fs.h"
+#include "index/model/event.h"
 #include "index/model/info.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
@@ -18,13 +22,21 @@ static const struct opt_cmd cmd = {
 	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n",
 };
 
-static uint64_t saved(const struct tcfs_info *in)
+/* What the blobs that stay take: those a mount frees within a minute
+ * (pending) are as good as gone. */
+static uint64_t kept(const struct tcfs_info *in, uint64_t pending)
 {
-	return in->logical_bytes > in->stored_bytes
-		       ? in->logical_bytes - in->stored_bytes : 0;
+	return in->stored_bytes > pending ? in->stored_bytes - pending : 0;
 }
 
-static int print_json(struct tcfs_store *s, const struct tcfs_info *in)
+static uint64_t saved(const struct tcfs_info *in, uint64_t pending)
+{
+	return in->logical_bytes > kept(in, pending)
+		       ? in->logical_bytes - kept(in, pending) : 0;
+}
+
+static int print_json(struct tcfs_store *s, const struct tcfs_info *in,
+		      uint64_t pending)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *targets;
@@ -36,11 +48,12 @@ static int print_json(struct tcfs_store *s, const struct tcfs_info *in)
 	cJSON_AddNumberToObject(o, "dirs", (double)in->dirs);
 	cJSON_AddNumberToObject(o, "logical_bytes", (double)in->logical_bytes);
 	cJSON_AddNumberToObject(o, "stored_bytes", (double)in->stored_bytes);
+	cJSON_AddNumberToObject(o, "pending_bytes", (double)pending);
 	cJSON_AddNumberToObject(o, "blobs", (double)in->blobs);
-	cJSON_AddNumberToObject(o, "dedup_saved_bytes", (double)saved(in));
+	cJSON_AddNumberToObject(o, "dedup_saved_bytes", (double)saved(in, pending));
 	cJSON_AddNumberToObject(o, "dedup_ratio",
 				in->logical_bytes
-					? (double)saved(in) /
+					? (double)saved(in, pending) /
 						  (double)in->logical_bytes
 					: 0.0);
 	targets = cJSON_AddArrayToObject(o, "targets");
@@ -58,7 +71,8 @@ static int print_json(struct tcfs_store *s, const struct tcfs_info *in)
 	return cli_print_json(o);
 }
 
-static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
+static void print_text(struct tcfs_store *s, const struct tcfs_info *in,
+		       uint64_t pending)
 {
 	char b1[16], b2[16], b3[16];
 
@@ -77,9 +91,13 @@ static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
 	       (unsigned long long)in->stored_bytes,
 	       in->stored_bytes == 1 ? "" : "s",
 	       (unsigned long long)in->blobs, in->blobs == 1 ? "" : "s");
+	if (pending)
+		printf("               %s of it no file names: the mount "
+		       "frees it within a minute\n",
+		       cli_human(pending, b3, sizeof(b3)));
 	printf("dedup saving   %s (%.1f%%)\n",
-	       cli_human(saved(in), b3, sizeof(b3)),
-	       in->logical_bytes ? 100.0 * (double)saved(in) /
+	       cli_human(saved(in, pending), b3, sizeof(b3)),
+	       in->logical_bytes ? 100.0 * (double)saved(in, pending) /
 					   (double)in->logical_bytes
 				 : 0.0);
 	if (in->ntargets)
@@ -103,16 +121,35 @@ static void print_text(struct tcfs_store *s, const struct tcfs_info *in)
 	}
 }
 
+/* The bytes the mount, when there is one, frees within a minute: what it
+ * last saved once it committed what it holds. */
+static int pending_of(struct tcfs_store *s, uint64_t *pending)
+{
+	char mount[PATH_MAX];
+	int64_t v = 0;
+	int rc;
+
+	*pending = 0;
+	if (cli_mount_sync(s, mount) < 0 || !mount[0])
+		return 0;
+	rc = tcfs_counter_get(s, TCFS_PENDING_COUNTER, &v, NULL);
+	*pending = v > 0 ? (uint64_t)v : 0;
+	return rc;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_store *s;
 	struct tcfs_info in;
+	uint64_t pending;
 	char **args;
 	int rc;
 	struct opt opts[] = {
 		CLI_OPTS_COMMON(&co, "print one JSON object: kernels, modules, "
-				"files, dirs, logical_bytes, stored_bytes, blobs, "
+				"files, dirs, logical_bytes, stored_bytes, "
+				"pending_bytes (of those, what no file names, "
+				"which the mount frees within a minute), blobs, "
 				"dedup_saved_bytes, dedup_ratio, targets"),
 		OPT_END(),
 	};
@@ -121,16 +158,18 @@ int cmd_info(int argc, char **argv)
 		return rc;
 	if (cli_open_store("info", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
-	rc = tcfs_info_get(s, &in);
+	rc = pending_of(s, &pending);
+	if (rc == 0)
+		rc = tcfs_info_get(s, &in);
 	if (rc < 0) {
 		cli_lib_err("info", rc, tcfs_store_path(s));
 		tcfs_store_close(s);
 		return CLI_FAIL;
 	}
 	if (co.json)
-		rc = print_json(s, &in);
+		rc = print_json(s, &in, pending);
 	else
-		print_text(s, &in);
+		print_text(s, &in, pending);
 	tcfs_info_free(&in);
 	tcfs_store_close(s);
 	return rc == CLI_OK ? CLI_OK : CLI_FAIL;

@@ -19,9 +19,18 @@ static const struct opt_cmd cmd = {
 	"One row per kernel in the store: name, key, target (BACKEND-ARCH),\n"
 	"warps, stages, size (every file of its key dir), files, hits and\n"
 	"misses (every probe the mount logged of it, ever), when it was last\n"
-	"hit and when it was created (its group file landed), and the cache\n"
-	"root its key dir is in: its path from the mount root, '.' for the\n"
-	"top (a cache below it: triton/0 in TORCHINDUCTOR_CACHE_DIR).\n",
+	"hit and when it was created (its group file landed), ORIGIN (where\n"
+	"it came from: here, import, unpack, remote; '-' when unknown),\n"
+	"VISIBLE (who may load it: all, uid N for a user's own, none), and\n"
+	"ROOT, the cache root its key dir is in: its path from the mount\n"
+	"root, '.' for the top (a cache below it: triton/0 in\n"
+	"TORCHINDUCTOR_CACHE_DIR).\n"
+	"\n"
+	"On a terminal, rows fit its width: keys show their first 16\n"
+	"characters (any unique prefix names a kernel, in every command),\n"
+	"then, as it is narrower, CREATED, FILES, STAGES, WARPS, ORIGIN,\n"
+	"VISIBLE and ROOT are left out in that order, and long names are cut\n"
+	"with '\u2026'.  A pipe or a file gets every column whole, as --json.\n",
 	NULL,
 	"Exit status: 0 success, 1 the store could not be read, 2 usage error.\n",
 };
@@ -181,47 +190,183 @@ static int print_json(struct tcfs_store *s, struct roots *roots,
 	return CLI_OK;
 }
 
+/*
+ * The text table.  Its columns in order, each with the rank at which a
+ * terminal too narrow for the row leaves it out (0: never), so that
+ * what tells kernels apart and how they are used stays.  On a terminal
+ * a key shows its first KEY_SHORT characters, which every command takes
+ * as the key (a unique prefix); a pipe or a file gets every column
+ * whole, for scripts.
+ */
+enum col { C_NAME, C_KEY, C_TARGET, C_WARPS, C_STAGES, C_SIZE, C_FILES,
+	   C_HITS, C_MISSES, C_LAST, C_CREATED, C_ORIGIN, C_VISIBLE, C_ROOT,
+	   NCOLS };
+
+static const struct {
+	const char *head;
+	int right;	/* numbers: aligned right */
+	int drop;	/* the order a narrow terminal leaves them out */
+} cols[NCOLS] = {
+	[C_NAME] = { "NAME", 0, 0 },	    [C_KEY] = { "KEY", 0, 0 },
+	[C_TARGET] = { "TARGET", 0, 0 },   [C_WARPS] = { "WARPS", 1, 4 },
+	[C_STAGES] = { "STAGES", 1, 3 },   [C_SIZE] = { "SIZE", 1, 0 },
+	[C_FILES] = { "FILES", 1, 2 },	    [C_HITS] = { "HITS", 1, 0 },
+	[C_MISSES] = { "MISSES", 1, 0 },   [C_LAST] = { "LAST HIT", 0, 0 },
+	[C_CREATED] = { "CREATED", 0, 1 }, [C_ORIGIN] = { "ORIGIN", 0, 5 },
+	[C_VISIBLE] = { "VISIBLE", 0, 6 }, [C_ROOT] = { "ROOT", 0, 7 },
+};
+
+#define KEY_SHORT 16
+/* No name is cut shorter: "matmul_ker…" still tells kernels apart. */
+#define NAME_MIN 12
+#define CELL_MAX (4 * PATH_MAX)
+
+/* One row's cells, printable; the caller's buffer. */
+struct row {
+	char cell[NCOLS][CELL_MAX];
+};
+
+static void row_of(struct tcfs_store *s, struct roots *roots,
+		   const struct tcfs_kernel_use *u, int term, struct row *r)
+{
+	const struct tcfs_kernel *k = &u->k;
+	const char *root = root_of(s, roots, k);
+	char t[80];
+
+	target(k, t, sizeof(t));
+	tcfs_utf8_printable(k->name, r->cell[C_NAME], CELL_MAX);
+	tcfs_utf8_printable(k->key, r->cell[C_KEY], CELL_MAX);
+	if (term && strlen(r->cell[C_KEY]) > KEY_SHORT)
+		r->cell[C_KEY][KEY_SHORT] = '\0';
+	tcfs_utf8_printable(t, r->cell[C_TARGET], CELL_MAX);
+	snprintf(r->cell[C_WARPS], CELL_MAX, "%lld", (long long)k->num_warps);
+	snprintf(r->cell[C_STAGES], CELL_MAX, "%lld",
+		 (long long)k->num_stages);
+	cli_human(k->total_bytes, r->cell[C_SIZE], CELL_MAX);
+	snprintf(r->cell[C_FILES], CELL_MAX, "%llu",
+		 (unsigned long long)u->files);
+	snprintf(r->cell[C_HITS], CELL_MAX, "%llu",
+		 (unsigned long long)u->hits);
+	snprintf(r->cell[C_MISSES], CELL_MAX, "%llu",
+		 (unsigned long long)u->misses);
+	if (u->last_hit_ns)
+		cli_time(u->last_hit_ns, r->cell[C_LAST], CELL_MAX);
+	else
+		snprintf(r->cell[C_LAST], CELL_MAX, "never");
+	cli_time(k->created_ns, r->cell[C_CREATED], CELL_MAX);
+	snprintf(r->cell[C_ORIGIN], CELL_MAX, "%s",
+		 k->origin[0] ? k->origin : "-");
+	if (k->shared)
+		snprintf(r->cell[C_VISIBLE], CELL_MAX, "all");
+	else if (k->own_uid >= 0)
+		snprintf(r->cell[C_VISIBLE], CELL_MAX, "uid %lld",
+			 (long long)k->own_uid);
+	else
+		snprintf(r->cell[C_VISIBLE], CELL_MAX, "none");
+	if (root[0])
+		tcfs_utf8_printable(root, r->cell[C_ROOT], CELL_MAX);
+	else
+		snprintf(r->cell[C_ROOT], CELL_MAX, ".");
+}
+
+/* The row's width with the columns shown, a space between two. */
+static int row_width(const int *w, const int *shown)
+{
+	int sum = -1;
+
+	for (int c = 0; c < NCOLS; c++)
+		sum += shown[c] ? w[c] + 1 : 0;
+	return sum;
+}
+
+/* Fits the row to a terminal of term columns (0: none, all shown whole):
+ * columns left out in their drop order while even the shortest name
+ * leaves the row too wide, then the names cut to what is left. */
+static void fit(int *w, int *shown, int term)
+{
+	for (int c = 0; c < NCOLS; c++)
+		shown[c] = 1;
+	if (!term)
+		return;
+	for (int rank = 1; rank < NCOLS; rank++) {
+		int name = w[C_NAME];
+
+		w[C_NAME] = NAME_MIN < name ? NAME_MIN : name;
+		if (row_width(w, shown) <= term) {
+			w[C_NAME] = name;
+			break;
+		}
+		w[C_NAME] = name;
+		for (int c = 0; c < NCOLS; c++)
+			if (cols[c].drop == rank)
+				shown[c] = 0;
+	}
+	if (row_width(w, shown) > term) {
+		int rest = row_width(w, shown) - w[C_NAME];
+
+		w[C_NAME] = term - rest > NAME_MIN ? term - rest : NAME_MIN;
+	}
+}
+
+static void print_row(char cell[][CELL_MAX], const int *w, const int *shown)
+{
+	char cut[CELL_MAX];
+	int first = 1, last = NCOLS - 1;
+
+	while (last > 0 && !shown[last])
+		last--;
+	for (int c = 0; c < NCOLS; c++) {
+		const char *v = cell[c];
+		int pad;
+
+		if (!shown[c])
+			continue;
+		if (c == C_NAME)
+			v = tcfs_utf8_cut(v, (size_t)w[c], cut, sizeof(cut));
+		pad = w[c] - (int)tcfs_utf8_width(v);
+		printf("%s", first ? "" : " ");
+		first = 0;
+		if (cols[c].right)
+			printf("%*s", pad > 0 ? pad : 0, "");
+		fputs(v, stdout);
+		if (!cols[c].right && c != last)
+			printf("%*s", pad > 0 ? pad : 0, "");
+	}
+	putchar('\n');
+}
+
 static void print_text(struct tcfs_store *s, struct roots *roots,
 		       const struct tcfs_kernel_use *u, size_t n)
 {
-	printf("%-24s %-52s %-12s %5s %6s %9s %5s %6s %6s %-19s %-19s %-6s "
-	       "%-7s %s\n", "NAME", "KEY", "TARGET", "WARPS", "STAGES", "SIZE",
-	       "FILES", "HITS", "MISSES", "LAST HIT", "CREATED", "ORIGIN",
-	       "VISIBLE", "ROOT");
-	for (size_t i = 0; i < n; i++) {
-		const struct tcfs_kernel *k = &u[i].k;
-		char name[TCFS_UTF8_SHOW_MAX], key[TCFS_UTF8_SHOW_MAX];
-		char shown[TCFS_UTF8_SHOW_MAX], rshown[4 * PATH_MAX];
-		const char *root = root_of(s, roots, k);
-		char t[80], size[32], last[32], made[32], vis[24];
+	int term = cli_term_width(), w[NCOLS], shown[NCOLS];
+	struct row *r = malloc(sizeof(*r));
 
-		target(k, t, sizeof(t));
-		if (u[i].last_hit_ns)
-			cli_time(u[i].last_hit_ns, last, sizeof(last));
-		else
-			snprintf(last, sizeof(last), "never");
-		if (k->shared)
-			snprintf(vis, sizeof(vis), "all");
-		else if (k->own_uid >= 0)
-			snprintf(vis, sizeof(vis), "uid %lld",
-				 (long long)k->own_uid);
-		else
-			snprintf(vis, sizeof(vis), "none");
-		printf("%-24s %-52s %-12s %5lld %6lld %9s %5llu %6llu %6llu "
-		       "%-19s %-19s %-6s %-7s %s\n",
-		       tcfs_utf8_printable(k->name, name, sizeof(name)),
-		       tcfs_utf8_printable(k->key, key, sizeof(key)),
-		       tcfs_utf8_printable(t, shown, sizeof(shown)),
-		       (long long)k->num_warps, (long long)k->num_stages,
-		       cli_human(k->total_bytes, size, sizeof(size)),
-		       (unsigned long long)u[i].files,
-		       (unsigned long long)u[i].hits,
-		       (unsigned long long)u[i].misses, last,
-		       cli_time(k->created_ns, made, sizeof(made)),
-		       k->origin[0] ? k->origin : "-", vis,
-		       root[0] ? tcfs_utf8_printable(root, rshown, sizeof(rshown))
-			       : ".");
+	if (!r) {
+		fprintf(stderr, "tcfs list: out of memory\n");
+		return;
 	}
+	for (int c = 0; c < NCOLS; c++) {
+		snprintf(r->cell[c], CELL_MAX, "%s", cols[c].head);
+		w[c] = (int)tcfs_utf8_width(cols[c].head);
+	}
+	/* Two passes, as a row is large and a store may have 100,000. */
+	for (size_t i = 0; i < n; i++) {
+		row_of(s, roots, &u[i], term, r);
+		for (int c = 0; c < NCOLS; c++) {
+			int l = (int)tcfs_utf8_width(r->cell[c]);
+
+			w[c] = l > w[c] ? l : w[c];
+		}
+	}
+	fit(w, shown, term);
+	for (int c = 0; c < NCOLS; c++)
+		snprintf(r->cell[c], CELL_MAX, "%s", cols[c].head);
+	print_row(r->cell, w, shown);
+	for (size_t i = 0; i < n; i++) {
+		row_of(s, roots, &u[i], term, r);
+		print_row(r->cell, w, shown);
+	}
+	free(r);
 }
 
 /* --sort FIELD: one of sort_names. */

@@ -1,6 +1,7 @@
 /*
  * tcfs log: the probe log, one event per line.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -15,7 +16,9 @@
 static const struct opt_cmd cmd = {
 	"log", "", 0, 0, "",
 	"Prints the mount's probe log, oldest first, one event per line:\n"
-	"time, pid, command, hit or miss, kind (kernel or module), KEY/NAME.\n",
+	"time, pid, command, hit or miss, kind (kernel or module), KEY/NAME.\n"
+	"With -F it prints the last 10 events, then each new one as it is\n"
+	"logged, as tail -F does (-n N for the last N instead).\n",
 	NULL,
 	"Exit status: 0 success, 1 error, 2 usage error.\n",
 };
@@ -69,12 +72,16 @@ int cmd_log(int argc, char **argv)
 	struct timespec nap = { 0, 250 * 1000000L };
 	struct tcfs_store *s;
 	int64_t last = 0;
+	/* As tail: -F alone shows the last 10, a plain log the whole. */
+	uint64_t lines = UINT64_MAX;
 	int follow = 0, rc;
 	char **args;
 	struct opt opts[] = {
 		CLI_OPT_SINCE(&co, "only events since T (as for tcfs stats)"),
 		OPT_FLAG('F', "follow", &follow, "keep printing new events as "
-			 "they are logged"),
+			 "they are logged, after the last 10 (or -n N)"),
+		OPT_FN('n', "lines", "N", &lines, cli_opt_count, "only the last N "
+		       "events (0: none, with -F only new ones)"),
 		CLI_OPTS_COMMON(&co, "one JSON object per line: {id, time, pid, "
 				"comm, uid, hit, remote (a hit the fleet tier served), "
 				"kind, "
@@ -88,7 +95,11 @@ int cmd_log(int argc, char **argv)
 	if (cli_open_store("log", &co.store, 0, 0, &s) != CLI_OK)
 		return CLI_FAIL;
 	cli_mount_sync(s, NULL);
-	do {
+	if (lines == UINT64_MAX && follow)
+		lines = 10;
+	rc = lines == UINT64_MAX ? 0 : tcfs_event_tail(s, co.since_ns, lines,
+						       &last);
+	while (rc >= 0) {
 		struct tcfs_event *ev;
 		size_t n;
 
@@ -105,7 +116,7 @@ int cmd_log(int argc, char **argv)
 			nanosleep(&nap, NULL);
 		if (n == 0 && !follow)
 			break;
-	} while (1);
+	}
 	if (rc < 0)
 		cli_lib_err("log", rc, tcfs_store_path(s));
 	tcfs_store_close(s);

@@ -131,20 +131,58 @@ static const char *str(const cJSON *o, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* What is not freed yet, and why: blobs put in the last minute are
+ * kept a minute (for puts in flight: cas.h), the others while the
+ * kernel or a process holds a file that names them. */
+static void print_pending(const cJSON *r)
+{
+	uint64_t fresh = (uint64_t)num(r, "pending_new_bytes");
+	uint64_t held = (uint64_t)num(r, "pending_bytes") - fresh;
+	char b[16];
+
+	if (fresh)
+		printf(" (%s more within a minute: blobs written in the last "
+		       "minute are kept that long, for writes in flight)",
+		       cli_human(fresh, b, sizeof(b)));
+	if (held)
+		printf(" (%s more once no process uses them)",
+		       cli_human(held, b, sizeof(b)));
+}
+
+/* The widest of the kernels' NAME fields, as printed, and of the
+ * column's head. */
+static int name_width(const cJSON *ks)
+{
+	const cJSON *k;
+	size_t w = strlen("NAME");
+
+	cJSON_ArrayForEach(k, ks) {
+		char name[1024];
+		size_t l = tcfs_utf8_width(tcfs_utf8_printable(
+			str(k, "name"), name, sizeof(name)));
+
+		w = l > w ? l : w;
+	}
+	return (int)w;
+}
+
+/* One row per kernel, each key whole, as tcfs list shows it. */
 static void print_table(const cJSON *r, enum tcfs_prune_how how, int dry)
 {
 	const cJSON *k, *ks = cJSON_GetObjectItemCaseSensitive(r, "kernels");
 	char b1[16], b2[16], t[32];
-	int n = cJSON_GetArraySize(ks);
+	int n = cJSON_GetArraySize(ks), nw = name_width(ks);
 
 	if (n)
-		printf("%-24s %-20s %-12s %10s  %s\n", "NAME", "KEY", "TARGET",
-		       how == TCFS_PRUNE_IR ? "IR" : "SIZE", "LAST USED");
+		printf("%-*s %-52s %-12s %10s  %s\n", nw, "NAME", "KEY",
+		       "TARGET", how == TCFS_PRUNE_IR ? "IR" : "SIZE",
+		       "LAST USED");
 	cJSON_ArrayForEach(k, ks) {
 		char name[1024], key[1024], target[256];
 
-		printf("%-24s %-20.20s %-12s %10s  %s\n",
-		       tcfs_utf8_printable(str(k, "name"), name, sizeof(name)),
+		cli_pad(tcfs_utf8_printable(str(k, "name"), name, sizeof(name)),
+			nw);
+		printf(" %-52s %-12s %10s  %s\n",
 		       tcfs_utf8_printable(str(k, "key"), key, sizeof(key)),
 		       tcfs_utf8_printable(str(k, "target"), target,
 					   sizeof(target)),
@@ -159,10 +197,7 @@ static void print_table(const cJSON *r, enum tcfs_prune_how how, int dry)
 		printf(", %.0f files; freed %s", num(r, "files"),
 		       cli_human((uint64_t)num(r, "freed_bytes"), b2,
 				 sizeof(b2)));
-	if (num(r, "pending_bytes") > 0)
-		printf(" (%s more once no process uses them)",
-		       cli_human((uint64_t)num(r, "pending_bytes"), b2,
-				 sizeof(b2)));
+	print_pending(r);
 	if (num(r, "skipped") > 0)
 		printf("; %.0f skipped (changed meanwhile, or a group file "
 		       "that is not Triton's)", num(r, "skipped"));

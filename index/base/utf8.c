@@ -1,6 +1,7 @@
 /* utf8: decoding UTF-8, and text made safe to show on a terminal. */
 #include "index/base/utf8.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,5 +76,50 @@ const char *tcfs_utf8_printable(const char *s, char *out, size_t outlen)
 	}
 	if (outlen)
 		out[used] = '\0';
+	return out;
+}
+
+/* The length of the sequence at s, or 1 for a byte that starts none. */
+static size_t step(const char *s)
+{
+	unsigned cp;
+	size_t n = tcfs_utf8_next((const unsigned char *)s, &cp);
+
+	return n ? n : 1;
+}
+
+size_t tcfs_utf8_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s += step(s))
+		w++;
+	return w;
+}
+
+const char *tcfs_utf8_cut(const char *s, size_t width, char *out,
+			  size_t outlen)
+{
+	static const char ellipsis[] = "\u2026";
+	size_t used = 0, w = 0;
+	const char *p = s;
+
+	assert(width >= 1 && outlen > sizeof(ellipsis));
+	if (tcfs_utf8_width(s) <= width) {
+		snprintf(out, outlen, "%s", s);
+		return out;
+	}
+	/* width - 1 columns of s, then the ellipsis in the last. */
+	while (*p && w + 1 < width) {
+		size_t n = step(p);
+
+		if (used + n + sizeof(ellipsis) > outlen)
+			break;
+		memcpy(out + used, p, n);
+		used += n;
+		p += n;
+		w++;
+	}
+	memcpy(out + used, ellipsis, sizeof(ellipsis));
 	return out;
 }

@@ -23,4 +23,14 @@ size_t tcfs_utf8_next(const unsigned char *s, unsigned *cp);
  * backslash as \\; returns out. */
 const char *tcfs_utf8_printable(const char *s, char *out, size_t outlen);
 
+/* The columns printable text (as tcfs_utf8_printable makes it) takes on
+ * a terminal: one per code point (names are Latin or CJK-free as a rule;
+ * a wide character makes its row one column wider, never garbles it). */
+size_t tcfs_utf8_width(const char *s);
+
+/* Copies printable text s into out (outlen bytes) cut to at most width
+ * columns, its last one "…" when it was cut (width >= 1); returns out. */
+const char *tcfs_utf8_cut(const char *s, size_t width, char *out,
+			  size_t outlen);
+
 #endif

@@ -1169,6 +1169,20 @@ out:
 	return rc == -ENOENT ? 0 : rc;
 }
 
+int tcfs_cas_fresh(struct tcfs_cas *cas, const struct tcfs_hash *h)
+{
+	uint64_t k = fresh_key(h);
+	int64_t since;
+	int yes = 0;
+
+	pthread_rwlock_rdlock(&cas->free_lock);
+	since = now_ns() - TCFS_CAS_GRACE_NS;
+	for (size_t i = 0; i < CAS_FRESH_N && !yes; i++)
+		yes = cas->fresh[i].h == k && cas->fresh[i].at_ns >= since;
+	pthread_rwlock_unlock(&cas->free_lock);
+	return yes;
+}
+
 void tcfs_cas_settled(struct tcfs_cas *cas)
 {
 	pthread_rwlock_wrlock(&cas->free_lock);

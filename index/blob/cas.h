@@ -129,6 +129,11 @@ int tcfs_cas_free(struct tcfs_cas *cas, const struct tcfs_hash *h,
 		  int (*referenced)(void *ctx, const struct tcfs_hash *h),
 		  void *ctx, uint64_t *freed);
 
+/* 1 when tcfs_cas_free would keep h for the put grace (this handle put
+ * it within TCFS_CAS_GRACE_NS), else 0: what a caller tells a user who
+ * waits for its bytes. */
+int tcfs_cas_fresh(struct tcfs_cas *cas, const struct tcfs_hash *h);
+
 /* Says that no put is in flight and every row that names a blob put is
  * committed: tcfs_cas_free need keep no blob for being new. */
 void tcfs_cas_settled(struct tcfs_cas *cas);

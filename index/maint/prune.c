@@ -298,6 +298,8 @@ static int keep_pending(struct tcfs_store *s, const struct tcfs_hash *h,
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	r->pending_bytes += size;
+	if (tcfs_cas_fresh(tcfs_store_cas(s), h))
+		r->fresh_bytes += size;
 	return push(&r->pending, &r->npending, &r->pcap, sizeof(*h), h);
 }
 
@@ -409,6 +411,8 @@ cJSON *tcfs_prune_report_json(const struct tcfs_prune_report *r,
 				     (double)r->freed_bytes) &&
 	     cJSON_AddNumberToObject(o, "pending_bytes",
 				     (double)r->pending_bytes) &&
+	     cJSON_AddNumberToObject(o, "pending_new_bytes",
+				     (double)r->fresh_bytes) &&
 	     cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
 	if (!ok) {
 		cJSON_Delete(o);

@@ -116,6 +116,8 @@ struct tcfs_prune_report {
 	struct tcfs_hash *pending;
 	size_t npending, pcap;
 	uint64_t pending_bytes;
+	uint64_t fresh_bytes;	/* of those, put a moment ago: they go
+				 * within TCFS_CAS_GRACE_NS, held or not */
 };
 
 /* Removes victims[] in order, as how says, each alone in a transaction,

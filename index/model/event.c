@@ -102,6 +102,10 @@ static const char sql_list[] =
 	"SELECT id, time, pid, comm, key, name, kind, hit, view, uid, remote"
 	" FROM events"
 	" WHERE id > ? AND time >= ? ORDER BY id LIMIT ?";
+/* The (n+1)th newest: the events after it are the last n. */
+static const char sql_tail[] =
+	"SELECT id FROM events WHERE time >= ? ORDER BY id DESC"
+	" LIMIT 1 OFFSET ?";
 static const char sql_clear[] = "DELETE FROM events";
 static const char sql_clear_counts[] = "DELETE FROM probe_counts";
 static const char sql_clear_dropped[] =
@@ -331,6 +335,26 @@ int tcfs_event_log_info(struct tcfs_store *s, struct tcfs_event_log *out)
 	}
 	tcfs_db_unlock(db);
 	return rc;
+}
+
+int tcfs_event_tail(struct tcfs_store *s, int64_t since_ns, uint64_t n,
+		    int64_t *after)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	*after = 0;
+	if (n > INT64_MAX)
+		return 0;
+	tcfs_db_lock(db);
+	rc = tcfs_db_row(db, &st, sql_tail, "ii", since_ns, (int64_t)n);
+	if (rc == 1) {
+		*after = sqlite3_column_int64(st, 0);
+		tcfs_db_reset(st);
+	}
+	tcfs_db_unlock(db);
+	return rc < 0 ? rc : 0;
 }
 
 static int fill_event(void *ctx, void *elem, sqlite3_stmt *st)

@@ -84,6 +84,11 @@ int tcfs_event_log_info(struct tcfs_store *s, struct tcfs_event_log *out);
 int tcfs_event_list(struct tcfs_store *s, int64_t after, int64_t since_ns,
 		    size_t max, struct tcfs_event **out, size_t *n);
 
+/* The id after which the last n events with time >= since_ns lie (0
+ * when there are no more than n), in *after: where tail -n starts. */
+int tcfs_event_tail(struct tcfs_store *s, int64_t since_ns, uint64_t n,
+		    int64_t *after);
+
 /* How probes are grouped by tcfs_event_count. */
 enum tcfs_event_by {
 	TCFS_BY_KIND,		/* name: "kernel" or "module" */

@@ -376,6 +376,18 @@ int tcfs_kernel_same_arch(const char *a, const char *b)
 	return strcmp(arch_core(a), arch_core(b)) == 0;
 }
 
+/* The filter's arch: an arch ("90", "sm_90", "gfx942"), or a target as
+ * list prints it, BACKEND-ARCH ("cuda-90"). */
+static int arch_matches(const char *want, const struct tcfs_kernel *k)
+{
+	size_t b = strlen(k->backend);
+
+	if (tcfs_kernel_same_arch(want, k->arch))
+		return 1;
+	return b && strncmp(want, k->backend, b) == 0 && want[b] == '-' &&
+	       tcfs_kernel_same_arch(want + b + 1, k->arch);
+}
+
 int tcfs_kernel_match(const struct tcfs_kernel *k,
 		      const struct tcfs_kernel_filter *f)
 {
@@ -385,7 +397,7 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 		return 0;
 	if (f->backend && strcmp(f->backend, k->backend) != 0)
 		return 0;
-	if (f->arch && !tcfs_kernel_same_arch(f->arch, k->arch))
+	if (f->arch && !arch_matches(f->arch, k))
 		return 0;
 	return 1;
 }

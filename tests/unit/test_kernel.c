@@ -61,6 +61,14 @@ int main(void)
 	tap_ok(tcfs_kernel_match(&k, &f), "filter arch sm_90 matches 90");
 	f.arch = "80";
 	tap_ok(!tcfs_kernel_match(&k, &f), "filter arch 80 does not");
+	f.arch = "cuda-90";
+	tap_ok(tcfs_kernel_match(&k, &f), "filter arch cuda-90 (list's TARGET) matches");
+	f.arch = "cuda-sm_90";
+	tap_ok(tcfs_kernel_match(&k, &f), "filter arch cuda-sm_90 matches");
+	f.arch = "hip-90";
+	tap_ok(!tcfs_kernel_match(&k, &f), "filter arch hip-90 does not");
+	f.arch = "cuda-80";
+	tap_ok(!tcfs_kernel_match(&k, &f), "filter arch cuda-80 does not");
 	f.arch = NULL;
 	f.name = "softmax*";
 	tap_ok(tcfs_kernel_match(&k, &f), "name glob matches");

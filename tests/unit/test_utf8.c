@@ -13,7 +13,7 @@ static void shows(const char *in, const char *want, const char *what)
 
 int main(void)
 {
-	char small[8];
+	char small[8], out[64];
 	unsigned cp;
 
 	shows("add_kernel.cubin", "add_kernel.cubin", "plain ASCII as it is");
@@ -32,5 +32,21 @@ int main(void)
 	tap_eq(tcfs_utf8_next((const unsigned char *)"\xe2\x82\xac", &cp), 3,
 	       "a three-byte sequence decodes");
 	tap_eq(cp, 0x20ac, "to its code point");
+
+	tap_eq(tcfs_utf8_width("caf\xc3\xa9"), 4, "width: a column a code point");
+	tap_eq(tcfs_utf8_width("a\xff" "b"), 3, "... a stray byte one column");
+	tap_ok(strcmp(tcfs_utf8_cut("matmul_kernel", 13, out, sizeof(out)),
+		      "matmul_kernel") == 0, "cut: what fits is whole");
+	tap_ok(strcmp(tcfs_utf8_cut("matmul_kernel", 8, out, sizeof(out)),
+		      "matmul_\xe2\x80\xa6") == 0,
+	       "... what does not ends in an ellipsis, in the width");
+	tap_ok(strcmp(tcfs_utf8_cut("caf\xc3\xa9" "s", 4, out, sizeof(out)),
+		      "caf\xe2\x80\xa6") == 0,
+	       "... never inside a character");
+	tap_ok(strcmp(tcfs_utf8_cut("\xc3\xa9\xc3\xa9\xc3\xa9", 2, out,
+				    sizeof(out)), "\xc3\xa9\xe2\x80\xa6") == 0,
+	       "... counting characters, not bytes");
+	tap_ok(strcmp(tcfs_utf8_cut("abc", 1, out, sizeof(out)),
+		      "\xe2\x80\xa6") == 0, "... to the ellipsis alone at width 1");
 	return tap_done();
 }
