@@ -134,3 +134,16 @@ tcfs version
 check_rc "tcfs version" 0
 check_eq "... is tcfs --version" "$("$TCFS" --version)" "$(cat "$OUT")"
 
+echo "# --- tcfs mount at TRITON_CACHE_DIR (issue 31, item 11)"
+mkdir -p "$T_TMP/tc"
+at_exit "fusermount3 -uz '$T_TMP/tc'"
+run env TRITON_CACHE_DIR="$T_TMP/tc" "$TCFS" mount --store "$T_TMP/tcs"
+check_rc "TRITON_CACHE_DIR=DIR tcfs mount --store S" 0
+check "... mounted at DIR" grep -q " $T_TMP/tc .* fuse.tcfs $T_TMP/tcs " \
+	/proc/self/mountinfo
+tcfs umount "$T_TMP/tc"
+check_rc "... and unmounted" 0
+run env -u TRITON_CACHE_DIR "$TCFS" mount --store "$T_TMP/tcs"
+check_rc "tcfs mount with no mount point nor TRITON_CACHE_DIR: usage" 2
+check_grep_fixed "... saying so" "TRITON_CACHE_DIR is not set" "$ERR"
+
