@@ -147,3 +147,38 @@ run env -u TRITON_CACHE_DIR "$TCFS" mount --store "$T_TMP/tcs"
 check_rc "tcfs mount with no mount point nor TRITON_CACHE_DIR: usage" 2
 check_grep_fixed "... saying so" "TRITON_CACHE_DIR is not set" "$ERR"
 
+echo "# --- usage errors exit 2, naming the bad value (issue 31, item 11)"
+# usage DESC BAD CMD...: CMD exits 2 with BAD named on stderr.
+usage() {
+	local desc=$1 bad=$2
+	shift 2
+	tcfs "$@"
+	check_rc "tcfs $desc: exit 2" 2
+	check_grep_fixed "... naming '$bad'" "$bad" "$ERR"
+}
+S=$T_TMP/other
+usage "config remote bogus://x" bogus config --store "$S" remote bogus://x
+usage "config remote redis://h:99999" 99999 config --store "$S" remote \
+	redis://h:99999
+usage "remote status -o remote=bogus://x" bogus remote status --store "$S" \
+	-o remote=bogus://x
+mkdir -p "$T_TMP/m2"
+usage "mount -o max_size=12Q" 12Q mount --store "$S" -o max_size=12Q \
+	"$T_TMP/m2"
+usage "mount -o user_max_size=x" user_max_size=x mount --store "$S" \
+	-o user_max_size=x "$T_TMP/m2"
+usage "mount -o nosuchopt" nosuchopt mount --store "$S" -o nosuchopt \
+	"$T_TMP/m2"
+usage "mount --sync-every 0" "'0'" mount --store "$S" --sync-every 0 \
+	"$T_TMP/m2"
+check "... none of them left a mount" \
+	bash -c "! grep -q ' $T_TMP/m2 ' /proc/self/mountinfo"
+usage "unpack --max-size x" "'x'" unpack --store "$S" --max-size x docker://x
+usage "list --sort nosuch" nosuch list --store "$S" --sort nosuch
+usage "log --since soon" soon log --store "$S" --since soon
+usage "info --nosuch" --nosuch info --store "$S" --nosuch
+usage "export (no destination)" destination export --store "$S"
+usage "stats extra" extra stats --store "$S" extra
+usage "trust --user nosuchuser" nosuchuser trust --store "$S" \
+	--user nosuchuser
+usage "nosuch" nosuch nosuch
