@@ -455,7 +455,7 @@ static void warn_redirects(const struct tcfs_fs *fs, struct report *r)
  * status after saying why not. */
 static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		      struct fuse_args *args, struct own_opts *own,
-		      struct report *r)
+		      struct fs_limits *lim, struct report *r)
 {
 	int bad;
 
@@ -483,7 +483,7 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 	}
 	if (bad) {
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
-		return 1;
+		return 2;
 	}
 	if (own->metrics &&
 	    tcfs_addr_parse(own->metrics, &own->metrics_at) < 0) {
@@ -491,6 +491,11 @@ static int parse_opts(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		return 2;
 	}
 	own->has_metrics = own->metrics != NULL;
+	if (size_of("max_size", TCFS_CONFIG_MAX_SIZE, own->max_size,
+		    &lim->max_size, r) < 0 ||
+	    size_of("user_max_size", TCFS_CONFIG_USER_MAX_SIZE,
+		    own->user_max_size, &lim->user_max_size, r) < 0)
+		return 2;
 	fs->binary_only = own->binary_only;
 	fs->store_binary_only = own->store_binary_only;
 	if (own->trust && !own->others) {
@@ -534,8 +539,7 @@ static int metrics_listen(struct tcfs_fs *fs, struct own_opts *own,
 
 /* The store opened, and the mount's tables made.  0 or -1 (said). */
 static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
-		   struct own_opts *own, struct fs_limits *lim,
-		   struct report *r)
+		   struct own_opts *own, struct report *r)
 {
 	if (open_store(fs, o, r) < 0)
 		return -1;
@@ -559,11 +563,6 @@ static int prepare(const struct tcfs_fs_opts *o, struct tcfs_fs *fs,
 		return -1;
 	}
 	fs->start_ns = tcfs_ns_now();
-	if (size_of("max_size", TCFS_CONFIG_MAX_SIZE, own->max_size,
-		    &lim->max_size, r) < 0 ||
-	    size_of("user_max_size", TCFS_CONFIG_USER_MAX_SIZE,
-		    own->user_max_size, &lim->user_max_size, r) < 0)
-		return -1;
 	snprintf(fs->bin_root, sizeof(fs->bin_root), "%s/binary-only",
 		 fs->root);
 	if (fs_views_new(!own->noviews, &fs->views) < 0 ||
@@ -694,15 +693,17 @@ static int serve(const struct tcfs_fs_opts *o, struct report *r)
 	raise_fd_limit();
 	if (check_mountpoint(o->mountpoint, o->store, fs.root, nonempty, r) < 0)
 		goto out;
-	rc = parse_opts(o, &fs, &args, &own, r);
+	rc = parse_opts(o, &fs, &args, &own, &lim, r);
 	if (rc != 0)
 		goto out;
 	rc = 1;
-	if (prepare(o, &fs, &own, &lim, r) < 0)
+	if (prepare(o, &fs, &own, r) < 0)
 		goto out;
 	fs.se = fuse_session_new(&args, &fs_fuse_ops, sizeof(fs_fuse_ops), &fs);
 	if (!fs.se) {
+		/* libfuse refuses an option it does not know: a usage error */
 		say(r, "bad mount options: %s", o->fuse_opts ? o->fuse_opts : "");
+		rc = 2;
 		goto out;
 	}
 	if (fuse_set_signal_handlers(fs.se) < 0 ||

@@ -141,46 +141,6 @@ static int busy(void *ctx, const char *holder)
 	return 0;
 }
 
-int cli_open_store(const char *cmd, const struct cli_store_opts *o,
-		   int create, int writer, struct tcfs_store **out)
-{
-	struct tcfs_store_opts so = { 0 };
-	struct busy b = { cmd, NULL, o->wait_s };
-	char dir[PATH_MAX];
-	int rc;
-
-	tcfs_err_clear();
-	if (o->dir) {
-		snprintf(dir, sizeof(dir), "%s", o->dir);
-	} else {
-		rc = tcfs_store_default_dir(dir, sizeof(dir));
-		if (rc < 0) {
-			cli_lib_err(cmd, rc, "store");
-			return CLI_FAIL;
-		}
-	}
-	so.dir = dir;
-	so.create = create;
-	so.writer = writer;
-	so.wait_s = o->wait_s;
-	so.recover = tcfs_recover;
-	b.store = dir;
-	so.busy = busy;
-	so.busy_ctx = &b;
-	rc = tcfs_store_open(&so, out);
-	if (rc == -ENOENT && !create && !store_there(dir)) {
-		tcfs_err_clear();
-		cli_err(cmd, "%s: no tcfs store here: tcfs mount or tcfs import "
-			"creates one", dir);
-		return CLI_FAIL;
-	}
-	if (rc < 0) {
-		cli_lib_err(cmd, rc, dir);
-		return CLI_FAIL;
-	}
-	return CLI_OK;
-}
-
 const char *cli_human(uint64_t bytes, char *buf, size_t len)
 {
 	return tcfs_report_bytes(bytes, buf, len);
@@ -311,13 +271,20 @@ static long long mount_user(struct libmnt_fs *fs)
 /* Whether a fuse.tcfs mount of src at dst may be tcfs's mount of that
  * store: any user may mount a FUSE file system of that type with any
  * source (-o fsname=), but only root and the store's owner can serve the
- * store.  0, or -EPERM with a message naming the mount and its user. */
+ * store.  A mount found by where the caller is (callers) must be the
+ * caller's or root's too: another user's mount over a path the caller
+ * walks into is no reason to use that user's store.  0, or -EPERM with a
+ * message naming the mount and its user. */
 static int mount_trusted(struct libmnt_fs *fs, const char *src,
-			 const char *dst)
+			 const char *dst, int callers)
 {
 	long long uid = mount_user(fs);
 	struct stat st;
 
+	if (callers && uid != 0 && uid != (long long)getuid())
+		return tcfs_err_set(-EPERM, "%s: a mount of %s by uid %lld, "
+				    "neither root nor you: its store is not "
+				    "taken for yours", dst, src, uid);
 	if (uid == 0 || (uid > 0 && stat(src, &st) == 0 &&
 			 (long long)st.st_uid == uid))
 		return 0;
@@ -326,41 +293,250 @@ static int mount_trusted(struct libmnt_fs *fs, const char *src,
 			    "mount of that store, left alone", dst, src, uid);
 }
 
+/* How a mount of store src at dst answers a search (want): below 0 not
+ * at all, else the higher the better. */
+typedef long mount_score(const char *src, const char *dst, const char *want);
+
+/* The trusted fuse.tcfs mount that scores best (the first of equals)
+ * into store and point (PATH_MAX bytes each).  An impostor's mount is
+ * passed over: the store's own may follow.  0, -ENOENT, or -EPERM (with
+ * the message of the last impostor) when only impostors matched. */
+static int mount_search(mount_score *score, const char *want, int callers,
+			char *store, char *point)
+{
+	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+	struct libmnt_table *tb;
+	struct libmnt_fs *fs;
+	int rc = mount_table(&tb), impostor = 0;
+	long best = -1;
+
+	if (rc == 0)
+		rc = it ? -ENOENT : -ENOMEM;
+	while (rc == -ENOENT && mnt_table_next_fs(tb, it, &fs) == 0) {
+		const char *type = mnt_fs_get_fstype(fs);
+		const char *src = mnt_fs_get_source(fs);
+		const char *dst = mnt_fs_get_target(fs);
+		long sc;
+
+		if (!type || !src || !dst || strcmp(type, "fuse.tcfs") != 0 ||
+		    strlen(src) >= PATH_MAX || strlen(dst) >= PATH_MAX)
+			continue;
+		sc = score(src, dst, want);
+		if (sc <= best)
+			continue;
+		if (mount_trusted(fs, src, dst, callers) < 0) {
+			impostor = 1;
+			continue;
+		}
+		best = sc;
+		memcpy(store, src, strlen(src) + 1);
+		memcpy(point, dst, strlen(dst) + 1);
+	}
+	mnt_free_iter(it);
+	mnt_unref_table(tb);
+	if (rc != -ENOENT)
+		return rc;
+	if (best >= 0)
+		tcfs_err_clear();	/* an impostor's message, now moot */
+	return best >= 0 ? 0 : impostor ? -EPERM : -ENOENT;
+}
+
+static long store_is(const char *src, const char *dst, const char *want)
+{
+	(void)dst;
+	return strcmp(src, want) == 0 ? 0 : -1;
+}
+
+static long point_is(const char *src, const char *dst, const char *want)
+{
+	(void)src;
+	return strcmp(dst, want) == 0 ? 0 : -1;
+}
+
+/* A mount point at or above want: the deepest (a mount within a mount
+ * holds what is below it). */
+static long point_holds(const char *src, const char *dst, const char *want)
+{
+	size_t n = strlen(dst);
+
+	(void)src;
+	if (strcmp(dst, "/") == 0)
+		return 1;
+	return strncmp(dst, want, n) == 0 &&
+	       (want[n] == '/' || want[n] == '\0') ? (long)n : -1;
+}
+
 int cli_find_mount(const char *want_store, const char *want_point,
 		   char *store, char *point)
 {
 	const char *w = want_store ? want_store : want_point;
-	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
-	struct libmnt_table *tb;
-	struct libmnt_fs *fs;
 	char want[PATH_MAX];
-	int rc = mount_table(&tb);
 
-	if (rc == 0)
-		rc = it ? -ENOENT : -ENOMEM;
 	if (!realpath(w, want))
 		snprintf(want, sizeof(want), "%s", w);
-	/* An impostor's mount is passed over: the store's own may follow. */
-	while ((rc == -ENOENT || rc == -EPERM) &&
-	       mnt_table_next_fs(tb, it, &fs) == 0) {
-		const char *type = mnt_fs_get_fstype(fs);
-		const char *src = mnt_fs_get_source(fs);
-		const char *dst = mnt_fs_get_target(fs);
+	return mount_search(want_store ? store_is : point_is, want, 0, store,
+			    point);
+}
 
-		if (!type || !src || !dst || strcmp(type, "fuse.tcfs") != 0 ||
-		    strcmp(want_store ? src : dst, want) != 0 ||
-		    strlen(src) >= PATH_MAX || strlen(dst) >= PATH_MAX)
+/* --store given before the command (tcfs --store DIR CMD, as git -C);
+ * a command's own --store comes later and wins. */
+static const char *store_first;
+
+void cli_store_first(const char *dir)
+{
+	store_first = dir;
+}
+
+const char *cli_store_named(const struct cli_store_opts *o)
+{
+	return o->dir ? o->dir : store_first;
+}
+
+/* path made absolute (against the working directory) and clean of "//",
+ * "." and ".." by its text alone: a stat of each part would be a request
+ * to the mount that holds it.  0, or -ENAMETOOLONG. */
+static int path_clean(const char *path, char *out)
+{
+	char buf[PATH_MAX], *save;
+	size_t used = 0;
+
+	if (path[0] == '/')
+		snprintf(buf, sizeof(buf), "%s", path);
+	else if (!getcwd(buf, sizeof(buf)) ||
+		 strlen(buf) + 1 + strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	else
+		strcat(strcat(buf, "/"), path);
+	for (char *p = strtok_r(buf, "/", &save); p;
+	     p = strtok_r(NULL, "/", &save)) {
+		if (strcmp(p, ".") == 0)
 			continue;
-		rc = mount_trusted(fs, src, dst);
-		if (rc < 0)
+		if (strcmp(p, "..") == 0) {
+			while (used > 0 && out[--used] != '/')
+				;
 			continue;
-		memcpy(store, src, strlen(src) + 1);
-		memcpy(point, dst, strlen(dst) + 1);
-		rc = 0;
+		}
+		used += (size_t)snprintf(out + used, PATH_MAX - used, "/%s", p);
+		if (used >= PATH_MAX)
+			return -ENAMETOOLONG;
 	}
-	mnt_free_iter(it);
-	mnt_unref_table(tb);
+	if (used == 0)
+		out[used++] = '/';
+	out[used] = '\0';
+	return 0;
+}
+
+/* The store of the caller's (or root's) mount at or above path, by the
+ * mount table; path's symlinks resolved only when its text names none. */
+static int mount_holding(const char *path, char *store, char *point)
+{
+	char want[PATH_MAX];
+
+	if (path_clean(path, want) == 0 &&
+	    mount_search(point_holds, want, 1, store, point) == 0)
+		return 0;
+	if (realpath(path, want) &&
+	    mount_search(point_holds, want, 1, store, point) == 0)
+		return 0;
+	return -ENOENT;
+}
+
+/* The store of the mount the caller works in: the one that holds the
+ * working directory, else the one Triton's (or Inductor's) cache dir
+ * names, as the program the caller runs would use it. */
+static int store_of_mount(char *store, char *point)
+{
+	static const char *const vars[] = { "TRITON_CACHE_DIR",
+					    "TORCHINDUCTOR_CACHE_DIR" };
+	char cwd[PATH_MAX];
+	int rc = -ENOENT;
+
+	if (getcwd(cwd, sizeof(cwd)))
+		rc = mount_holding(cwd, store, point);
+	for (size_t i = 0; rc < 0 && i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && v[0])
+			rc = mount_holding(v, store, point);
+	}
+	tcfs_err_clear();	/* another user's mount, passed over */
 	return rc;
+}
+
+/* --store DIR: a store, or the mount point of one (the caller's, root's
+ * or the store owner's: cli_find_mount). */
+static int store_given(const char *given, char *dir)
+{
+	char point[PATH_MAX];
+	int rc = cli_find_mount(NULL, given, dir, point);
+
+	if (rc == -EPERM && !store_there(given))
+		return rc;
+	tcfs_err_clear();
+	if (rc < 0 && strlen(given) >= PATH_MAX)
+		return tcfs_err_set(-ENAMETOOLONG, "%s: path too long", given);
+	if (rc < 0)
+		snprintf(dir, PATH_MAX, "%s", given);
+	return 0;
+}
+
+int cli_store_dir(const struct cli_store_opts *o, char *dir)
+{
+	const char *given = cli_store_named(o);
+	const char *env = getenv("TCFS_STORE");
+	char point[PATH_MAX];
+	int rc = 0;
+
+	if (given) {
+		rc = store_given(given, dir);
+	} else if (env && env[0]) {
+		rc = tcfs_store_default_dir(dir, PATH_MAX);
+		if (rc == 0)
+			fprintf(stderr, "tcfs: store %s (from $TCFS_STORE)\n",
+				dir);
+	} else if (store_of_mount(dir, point) == 0) {
+		fprintf(stderr, "tcfs: store %s (mounted at %s)\n", dir,
+			point);
+	} else {
+		rc = tcfs_store_default_dir(dir, PATH_MAX);
+	}
+	return rc;
+}
+
+int cli_open_store(const char *cmd, const struct cli_store_opts *o,
+		   int create, int writer, struct tcfs_store **out)
+{
+	struct tcfs_store_opts so = { 0 };
+	struct busy b = { cmd, NULL, o->wait_s };
+	char dir[PATH_MAX];
+	int rc;
+
+	tcfs_err_clear();
+	rc = cli_store_dir(o, dir);
+	if (rc < 0) {
+		cli_lib_err(cmd, rc, "store");
+		return CLI_FAIL;
+	}
+	so.dir = dir;
+	so.create = create;
+	so.writer = writer;
+	so.wait_s = o->wait_s;
+	so.recover = tcfs_recover;
+	b.store = dir;
+	so.busy = busy;
+	so.busy_ctx = &b;
+	rc = tcfs_store_open(&so, out);
+	if (rc == -ENOENT && !create && !store_there(dir)) {
+		tcfs_err_clear();
+		cli_err(cmd, "%s: no tcfs store here: tcfs mount or tcfs import "
+			"creates one", dir);
+		return CLI_FAIL;
+	}
+	if (rc < 0) {
+		cli_lib_err(cmd, rc, dir);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
 }
 
 int cli_path_join(char *buf, size_t len, const char *dir, const char *name)

@@ -44,9 +44,12 @@ struct cli_common {
 	CLI_OPT_STORE(co), OPT_FLAG(0, "json", &(co)->json, json_help),      \
 	OPT_HELP()
 #define CLI_OPT_STORE(co)                                                    \
-	OPT_STRING('s', "store", "DIR", &(co)->store.dir,                    \
-		   "the store (default: $TCFS_STORE, else "                  \
-		   "$XDG_DATA_HOME/tcfs, else ~/.local/share/tcfs)")
+	CLI_OPT_STORE_AS(co, "the store, or the mount point of one "         \
+			 "(default: $TCFS_STORE, else that of your tcfs "    \
+			 "mount you are in, or TRITON_CACHE_DIR is in, else "\
+			 "$XDG_DATA_HOME/tcfs, else ~/.local/share/tcfs)")
+#define CLI_OPT_STORE_AS(co, help)                                           \
+	OPT_STRING('s', "store", "DIR", &(co)->store.dir, help)
 /* The commands that write the store: how long to wait for its lock. */
 #define CLI_OPT_WAIT(co)                                                     \
 	OPT_FN('w', "wait", "SECS", &(co)->store.wait_s, cli_opt_seconds,    \
@@ -87,7 +90,23 @@ int cli_usage_err(const char *cmd, const char *fmt, ...)
 /* Parses --wait's argument; -1 when it is not a number of seconds >= 0. */
 double cli_parse_wait(const char *arg);
 
-/* Opens the store, reporting failure; returns CLI_OK or CLI_FAIL. */
+/* --store DIR given before the command (tcfs --store DIR CMD): the store
+ * of every command that names none of its own.  dir stays the caller's. */
+void cli_store_first(const char *dir);
+/* The store the command line names (its own --store, else the one before
+ * the command), or NULL: for mount, which takes no mount point for one. */
+const char *cli_store_named(const struct cli_store_opts *o);
+
+/* The store's directory into dir (PATH_MAX bytes), found in this order:
+ * --store (a store, or a tcfs mount point: its store); $TCFS_STORE; the
+ * caller's (or root's) tcfs mount that holds the working directory, else
+ * the one TRITON_CACHE_DIR or TORCHINDUCTOR_CACHE_DIR is in; the default
+ * (tcfs_store_default_dir).  One found by $TCFS_STORE or a mount is
+ * named on stderr.  0, or a negative errno with a message (tcfs_err). */
+int cli_store_dir(const struct cli_store_opts *o, char *dir);
+
+/* Opens the store cli_store_dir finds, reporting failure; returns CLI_OK
+ * or CLI_FAIL. */
 int cli_open_store(const char *cmd, const struct cli_store_opts *o,
 		   int create, int writer, struct tcfs_store **out);
 

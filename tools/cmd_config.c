@@ -185,7 +185,10 @@ static int run(const struct cli_common *co, const struct tcfs_config_key *k,
 		rc = tcfs_config_set(s, k->name, value);
 	if (rc < 0)
 		cli_lib_err("config", rc, tcfs_store_path(s));
-	else
+	/* A value refused (a bad URL, out of range) is a usage error. */
+	if (value_arg && (rc == -EINVAL || rc == -ERANGE))
+		rc = CLI_USAGE;
+	else if (rc >= 0)
 		rc = unset || value_arg ? CLI_OK : show(s, k, co->json);
 	tcfs_store_close(s);
 	return rc < 0 ? CLI_FAIL : rc;

@@ -21,11 +21,12 @@
 static void own_opts(FILE *f);
 
 static const struct opt_cmd mount_cmd = {
-	"mount", "MOUNTPOINT", 1, 1, "no mount point given",
-	"Serves the store at MOUNTPOINT, to be used as TRITON_CACHE_DIR (or\n"
-	"TORCHINDUCTOR_CACHE_DIR/triton/<device>) by Triton, PyTorch Inductor\n"
-	"or vLLM, unchanged.  Files are stored content-addressed as with tcfs\n"
-	"import; group files name the children under MOUNTPOINT; every cache\n"
+	"mount", "[MOUNTPOINT]", 0, 1, NULL,
+	"Serves the store at MOUNTPOINT (default: $TRITON_CACHE_DIR), to be\n"
+	"used as TRITON_CACHE_DIR (or TORCHINDUCTOR_CACHE_DIR/triton/<device>)\n"
+	"by Triton, PyTorch Inductor or vLLM, unchanged.  Files are stored\n"
+	"content-addressed as with tcfs import; group files name the children\n"
+	"under MOUNTPOINT; every cache\n"
 	"probe (a lookup of KEY/__grp__NAME.json, KEY/*.so or\n"
 	"KEY/*.autotune.json) is logged as a hit or a miss with its process:\n"
 	"see tcfs stats and tcfs log.  Returns once the mount serves, leaving\n"
@@ -166,8 +167,8 @@ static const char *busy_poll_opt(void *value, const char *arg)
 static int store_path(const struct cli_common *co, char *store, char *real,
 		      const char **out)
 {
-	if (co->store.dir)
-		snprintf(store, PATH_MAX, "%s", co->store.dir);
+	if (cli_store_named(&co->store))
+		snprintf(store, PATH_MAX, "%s", cli_store_named(&co->store));
 	else if (tcfs_store_default_dir(store, PATH_MAX) < 0) {
 		cli_lib_err("mount", -ENOENT, "store");
 		return CLI_FAIL;
@@ -250,7 +251,7 @@ int cmd_mount(int argc, char **argv)
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_fs_opts fo = { .busy_poll_us = TCFS_FS_BUSY_POLL_US };
 	char user[USER_OPTS_MAX] = "", **args;
-	int rc;
+	int rc, n;
 	struct opt opts[] = {
 		OPT_FLAG('f', "foreground", &fo.foreground, "stay in the "
 			 "foreground until unmounted"),
@@ -271,14 +272,22 @@ int cmd_mount(int argc, char **argv)
 		       "answers in Triton's bursts, for one CPU busy while they "
 		       "last (not with -d)"),
 		CLI_OPT_WAIT(&co),
-		CLI_OPT_STORE(&co),
+		/* A mount's store is never found from another mount. */
+		CLI_OPT_STORE_AS(&co, "the store (default: $TCFS_STORE, else "
+				 "$XDG_DATA_HOME/tcfs, else "
+				 "~/.local/share/tcfs)"),
 		OPT_HELP(),
 		OPT_END(),
 	};
 
-	if (opt_parse(&mount_cmd, opts, argc, argv, &args, &rc) < 0)
+	n = opt_parse(&mount_cmd, opts, argc, argv, &args, &rc);
+	if (n < 0)
 		return rc;
-	fo.mountpoint = args[0];
+	/* Where Triton will look is where the cache is to be served. */
+	fo.mountpoint = n > 0 ? args[0] : getenv("TRITON_CACHE_DIR");
+	if (!fo.mountpoint || !fo.mountpoint[0])
+		return cli_usage_err("mount", "no mount point given, and "
+				     "TRITON_CACHE_DIR is not set");
 	return mount_with(&co, &fo, user);
 }
 

@@ -211,6 +211,7 @@ static cJSON *run(const struct cli_common *co,
 		  int dry, struct progress *prog)
 {
 	char mount[PATH_MAX], store[PATH_MAX];
+	struct cli_store_opts so = co->store;
 	struct tcfs_store *s;
 	cJSON *report;
 	int rc;
@@ -233,7 +234,8 @@ static cJSON *run(const struct cli_common *co,
 	tcfs_store_close(s);
 	if (mount[0])
 		return run_mounted(store, sel, how, prog);
-	if (cli_open_store("prune", &co->store, 0, 1, &s) != CLI_OK)
+	so.dir = store;	/* the store found (and said) at the first open */
+	if (cli_open_store("prune", &so, 0, 1, &s) != CLI_OK)
 		return NULL;
 	report = run_here(s, sel, how, 0, prog);
 	tcfs_store_close(s);

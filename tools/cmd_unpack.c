@@ -355,12 +355,8 @@ static void count_fit(struct unpack *u, const struct mcv_targets *g)
 static int store_dir(const struct cli_store_opts *o, char *dir)
 {
 	char given[PATH_MAX];
-	int rc = 0;
+	int rc = cli_store_dir(o, given);
 
-	if (o->dir)
-		snprintf(given, sizeof(given), "%s", o->dir);
-	else
-		rc = tcfs_store_default_dir(given, sizeof(given));
 	if (rc == 0 && !realpath(given, dir))
 		snprintf(dir, PATH_MAX, "%s", given);
 	return rc;
@@ -590,6 +586,7 @@ int cmd_unpack(int argc, char **argv)
 	if (oci_ref_parse(u.src, 0, &ref) < 0)
 		return cli_usage_err("unpack", "%s", tcfs_err_msg());
 	rc = setup(&u, &co.store, store, mount, &g, gpus);
+	co.store.dir = store;	/* found once, and said once */
 	if (rc == 0)
 		rc = stage_image(&u, &ref, &g, gpus, mount, max, !no_gpu_check);
 	if (rc == 0)

@@ -38,7 +38,7 @@ static const struct {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: tcfs COMMAND [OPTIONS] [ARGS]\n"
+		"Usage: tcfs [--store DIR] COMMAND [OPTIONS] [ARGS]\n"
 		"\n"
 		"tcfs serves Triton's kernel cache (TRITON_CACHE_DIR) from a "
 		"content-addressed\nstore, logging every cache probe as a hit "
@@ -49,9 +49,13 @@ static void usage(FILE *f)
 			commands[i].summary);
 	fprintf(f,
 		"\n"
-		"The store is --store DIR, else $TCFS_STORE, else "
-		"$XDG_DATA_HOME/tcfs,\nelse ~/.local/share/tcfs.  "
-		"'tcfs COMMAND --help' describes a command.\n"
+		"The store is --store DIR (a store or a mount point, before "
+		"or after COMMAND),\nelse $TCFS_STORE, else the store of your "
+		"tcfs mount that holds the current\ndirectory, else of the one "
+		"TRITON_CACHE_DIR (or TORCHINDUCTOR_CACHE_DIR) is in,\nelse "
+		"$XDG_DATA_HOME/tcfs, else ~/.local/share/tcfs.  'tcfs help "
+		"COMMAND' (or\n'tcfs COMMAND --help') describes a command; "
+		"'tcfs version' prints the version.\n"
 		"\n"
 		"'tcfs STORE MOUNTPOINT [-o OPT,...]' (STORE a path with a '/')\n"
 		"is 'tcfs mount --store STORE', as mount(8) runs it for fstab's\n"
@@ -61,38 +65,75 @@ static void usage(FILE *f)
 		"2 usage error.\n");
 }
 
-int main(int argc, char **argv)
+/* "--store DIR", "--store=DIR" or "-s DIR" before the command, as git -C:
+ * the number of arguments it took (0 for none), or -1 for one without
+ * its DIR. */
+static int store_first(int argc, char **argv)
 {
-	const char *cmd = argc > 1 ? argv[1] : NULL;
+	const char *a = argv[1];
 
-	if (!cmd) {
-		usage(stderr);
-		return CLI_USAGE;
+	if (argc > 1 && strncmp(a, "--store=", 8) == 0) {
+		cli_store_first(a + 8);
+		return 1;
 	}
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+	if (argc < 2 || (strcmp(a, "--store") != 0 && strcmp(a, "-s") != 0))
+		return 0;
+	if (argc < 3)
+		return -1;
+	cli_store_first(argv[2]);
+	return 2;
+}
+
+/* tcfs help [COMMAND], as git has it: the command's --help. */
+static int help(int argc, char **argv)
+{
+	char *help_argv[] = { argv[1], "--help", NULL };
+
+	if (argc < 2) {
 		usage(stdout);
 		return CLI_OK;
 	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(2, help_argv);
+	fprintf(stderr, "tcfs help: '%s' is not a tcfs command\n", argv[1]);
+	return CLI_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	int took;
+
+	while ((took = store_first(argc, argv)) > 0) {
+		argc -= took;
+		argv += took;
+	}
+	if (took < 0) {
+		fprintf(stderr, "tcfs: option '--store' needs a value (DIR)\n");
+		return CLI_USAGE;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return help(1, argv + 1);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
 		printf("tcfs %s\n", TCFS_VERSION);
 		return CLI_OK;
 	}
-	if (!strcmp(cmd, "help") && argc > 2) {
-		char *help_argv[] = { argv[2], "--help", NULL };
-
-		for (size_t i = 0; i < NCOMMANDS; i++)
-			if (!strcmp(argv[2], commands[i].name))
-				return commands[i].run(2, help_argv);
-	}
+	if (!strcmp(argv[1], "help"))
+		return help(argc - 1, argv + 1);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (!strcmp(cmd, commands[i].name))
+		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
 	/* mount(8) runs a file system's helper as PROG SOURCE MOUNTPOINT -o
 	 * OPTS (for fuse.tcfs in fstab, through mount.fuse3): a path where
 	 * the command goes.  A '/' tells it from a mistyped command. */
-	if (argc >= 3 && strchr(cmd, '/'))
+	if (argc >= 3 && strchr(argv[1], '/'))
 		return cmd_mount_fstab(argc - 1, argv + 1);
-	fprintf(stderr, "tcfs: '%s' is not a tcfs command\n", cmd);
+	fprintf(stderr, "tcfs: '%s' is not a tcfs command\n", argv[1]);
 	usage(stderr);
 	return CLI_USAGE;
 }

@@ -8,7 +8,7 @@ CMDS="import export info fsck gc config"
 # --- help and version -------------------------------------------------------
 
 tcfs --help
-if [ "$RC" = 0 ] && grep -q '^Usage: tcfs COMMAND' "$OUT"; then
+if [ "$RC" = 0 ] && grep -q '^Usage: tcfs \[--store DIR\] COMMAND' "$OUT"; then
 	ok "tcfs --help exits 0 and prints Usage on stdout"
 else
 	not_ok "tcfs --help exits 0 and prints Usage on stdout"

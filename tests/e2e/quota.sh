@@ -77,7 +77,7 @@ PY
 settle() { sleep 3; }
 
 tcfs mount -o allow_other,user_max_size=1Q --store "$S" "$M"
-check_rc "-o user_max_size=1Q is refused" 1
+check_rc "-o user_max_size=1Q is refused: a usage error" 2
 check_grep_fixed "... naming the option" "-o user_max_size=1Q" "$ERR"
 
 tcfs mount -o allow_other,user_max_size=300K --store "$S" "$M"
