@@ -420,6 +420,28 @@ run mkdir "$M/by-name"
 check_rc "... so the name is free for a directory of the cache's own" 0
 tcfs umount "$M"
 check_rc "unmount" 0
+
+echo "# --- the browse tree on a mount many users share"
+if is_root && command -v setpriv >/dev/null; then
+	chmod 755 "$T_TMP"
+	tcfs mount -o allow_other --store "$S" "$M"
+	check_rc "mount -o allow_other" 0
+	chmod 1777 "$M"
+	KB=$(ls "$M" | grep '^[A-Z2-7]\{52\}$' | head -1)
+	run as_uid 2101 mkdir "$M/.tcfs/kernels/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRST"
+	check_grep "another user's mkdir of a key in .tcfs/kernels/: EROFS" \
+		"Read-only file system" "$ERR"
+	run as_uid 2101 ls "$M/.tcfs/kernels/$KB/"
+	check_grep "... who browses it all the same" "^__grp__" "$OUT"
+	tcfs umount "$M"
+	tcfs mount --store "$S" "$M"
+	check_eq "... and the refused mkdir made no own dir for that user" "" \
+		"$(ls -a "$M" | grep -e '-private-')"
+	tcfs umount "$M"
+	check_rc "unmount" 0
+else
+	skip "the browse tree on a mount many users share" "needs root and setpriv"
+fi
 tcfs fsck --store "$S"
 check_rc "tcfs fsck never sees the views: clean" 0
 
