@@ -139,6 +139,27 @@ erofs "rm through a by-name link: EROFS" rm "$M/by-name/add_kernel/$BK/add_kerne
 erofs "a new file in .tcfs/kernels/KEY: EROFS" touch "$M/.tcfs/kernels/$BK/x"
 check "... and the kernel's file is still there" test -s "$M/$BK/add_kernel.json"
 
+# A file held open through by-name/ is in use, as one held through the
+# root is: the size limit evicts every kernel but its.
+S6=$T_TMP/held-store
+M6=$T_TMP/held-mnt
+mkdir -p "$M6"
+tcfs import -q --store "$S6" "$SRC"
+at_exit "fusermount3 -uz '$M6'"
+tcfs mount -o max_size=1 --store "$S6" "$M6"
+check_rc "a copy of the store, mounted with a limit of 1 byte" 0
+exec 8<"$M6/by-name/add_kernel/$BK/add_kernel.json"
+for _ in $(seq 1 60); do
+	[ "$(info_field "$S6" kernels)" -le 1 ] && break
+	sleep 1
+done
+check_eq "the limit evicted every kernel but the one held through by-name/" \
+	"1 add_kernel" "$(info_field "$S6" kernels) $(ls "$M6/by-name")"
+check "... whose group file is still there" test -e "$M6/.tcfs/kernels/$BK/__grp__add_kernel.json"
+exec 8<&-
+tcfs umount "$M6"
+check_rc "unmount" 0
+
 # du, tar and rsync, which do not follow links, see each file once: in
 # the root's key dirs.  The views hold dirs and links only, and neither
 # .tcfs/kernels/ nor binary-only/ is listed.
