@@ -75,7 +75,7 @@ static int entry_of(struct tcfs_fs *fs, const struct tcfs_node *n,
 
 	e->ino = fs_ino_make(kind, n->ino);
 	e->entry_timeout = ttl;
-	e->attr_timeout = FS_TTL;
+	e->attr_timeout = fs_kind_ttl(kind);
 	return rc;
 }
 
@@ -128,5 +128,5 @@ void fs_reply_attr(fuse_req_t req, enum fs_kind kind, uint64_t row)
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, FS_TTL);
+		fuse_reply_attr(req, &st, fs_kind_ttl(kind));
 }

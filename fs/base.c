@@ -53,6 +53,13 @@ const char *fs_root_of(const struct tcfs_fs *fs, enum fs_kind kind)
 	return kind == FS_KIND_BIN ? fs->bin_root : fs->root;
 }
 
+double fs_kind_ttl(enum fs_kind kind)
+{
+	/* The browse tree is never on Triton's path, and nothing tells the
+	 * kernel when the root's rows change under it: it asks each time. */
+	return kind == FS_KIND_BROWSE ? 0 : FS_TTL;
+}
+
 int fs_hides(const struct tcfs_fs *fs, enum fs_kind kind,
 	     const struct fs_name *nm)
 {

@@ -251,13 +251,16 @@ static void held_scan(struct tcfs_fs *fs, struct held *h)
 }
 
 /* Whether a path under the mount lies in dir (its path "a/KEY"), in the
- * cache itself or in binary-only/. */
+ * cache itself, in binary-only/ or in the browse tree. */
 static int path_in(const char *p, const char *dir)
 {
+	static const char *const trees[] = { "binary-only/",
+					     FS_BROWSE_DIR "/" };
 	size_t n = strlen(dir);
 
-	if (strncmp(p, "binary-only/", 12) == 0)
-		p += 12;
+	for (size_t t = 0; t < sizeof(trees) / sizeof(trees[0]); t++)
+		if (strncmp(p, trees[t], strlen(trees[t])) == 0)
+			p += strlen(trees[t]);
 	return strncmp(p, dir, n) == 0 && p[n] == '/';
 }
 

@@ -8,6 +8,8 @@
  *   tag 0                    the store's row itself (FS_KIND_STORE): the
  *                            store hands out numbers below 2^60
  *   tag 7                    the same row in binary-only/ (FS_KIND_BIN)
+ *   tag 8                    the same row in .tcfs/kernels/, the browse
+ *                            tree (FS_KIND_BROWSE)
  *   tags 1..6 (VIEW_MIN..MAX) the views' (FS_KIND_VIEW): view.c gives
  *                            each tag a meaning of its own and the row
  *                            bits an id (FS_INO_TAG, FS_INO_ROW)
@@ -28,6 +30,7 @@
 #define FS_INO_TAG_VIEW_MIN 1
 #define FS_INO_TAG_VIEW_MAX 6
 #define FS_INO_TAG_BIN 7
+#define FS_INO_TAG_BROWSE 8
 
 /* A number's tag and row bits, and the number of a tag's row. */
 #define FS_INO_TAG(ino) ((unsigned)((uint64_t)(ino) >> FS_INO_TAG_SHIFT))
@@ -36,7 +39,8 @@
 	((uint64_t)(tag) << FS_INO_TAG_SHIFT | (uint64_t)(row))
 
 _Static_assert(FS_INO_TAG_SHIFT == 60, "a store row has 60 bits");
-_Static_assert(FS_INO_TAG_BIN < (1u << FS_INO_TAG_BITS) &&
+_Static_assert(FS_INO_TAG_BROWSE < (1u << FS_INO_TAG_BITS) &&
+		       FS_INO_TAG_BIN < FS_INO_TAG_BROWSE &&
 		       FS_INO_TAG_VIEW_MAX < FS_INO_TAG_BIN &&
 		       FS_INO_TAG_VIEW_MIN > FS_INO_TAG_STORE,
 	       "the tags are distinct and fit their bits");
@@ -48,6 +52,8 @@ enum fs_kind {
 	FS_KIND_STORE,		/* a row of the store */
 	FS_KIND_BIN,		/* a row, in binary-only/ */
 	FS_KIND_VIEW,		/* by-name/, by-arch/, .tcfs/ (view.c) */
+	FS_KIND_BROWSE,		/* a row, in .tcfs/kernels/: read-only, and
+				 * its lookups are no probes */
 	FS_KINDS
 };
 
@@ -68,15 +74,19 @@ static inline struct fs_ino fs_ino_of(uint64_t ino)
 		i.kind = FS_KIND_STORE;
 	else if (tag == FS_INO_TAG_BIN)
 		i.kind = FS_KIND_BIN;
+	else if (tag == FS_INO_TAG_BROWSE)
+		i.kind = FS_KIND_BROWSE;
 	return i;
 }
 
-/* The number that a row has in kind (STORE or BIN). */
+/* The number that a row has in kind (STORE, BIN or BROWSE). */
 static inline uint64_t fs_ino_make(enum fs_kind kind, uint64_t row)
 {
 	assert(row <= FS_INO_ROW_MAX && kind != FS_KIND_VIEW);
-	return FS_INO_MAKE(kind == FS_KIND_BIN ? FS_INO_TAG_BIN
-					       : FS_INO_TAG_STORE, row);
+	return FS_INO_MAKE(kind == FS_KIND_BIN	    ? FS_INO_TAG_BIN
+			   : kind == FS_KIND_BROWSE ? FS_INO_TAG_BROWSE
+						    : FS_INO_TAG_STORE,
+			   row);
 }
 
 /* The store row a number shows, or 0 (no row's) for a view's. */

@@ -62,8 +62,9 @@ struct fs_kind_ops {
 	int (*commit)(struct tcfs_fs *fs, const struct fs_ino *i);
 };
 
-/* rows.c: the store's rows, and binary-only/'s filter over them. */
-extern const struct fs_kind_ops fs_store_ops, fs_bin_ops;
+/* rows.c: the store's rows, binary-only/'s filter over them, and the
+ * browse tree's read-only copy of them. */
+extern const struct fs_kind_ops fs_store_ops, fs_bin_ops, fs_browse_ops;
 /* view.c: by-name/, by-arch/, .tcfs/. */
 extern const struct fs_kind_ops fs_view_ops;
 

@@ -23,7 +23,8 @@ static void reply_miss(fuse_req_t req, double ttl)
 	fuse_reply_entry(req, &miss);
 }
 
-/* parent/nm into *n, a probe noted as it is answered (hit or miss).
+/* parent/nm into *n, a probe noted as it is answered (hit or miss),
+ * unless parent is the browse tree's, where no lookup is Triton's.
  * *looked: whether the name was looked for (-ENOENT then is a miss). */
 static int find(fuse_req_t req, const struct fs_ino *parent,
 		const struct fs_name *nm, struct tcfs_node *n, int *looked,
@@ -35,7 +36,7 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 	int rc, hit;
 
 	/* Only a probe-like name needs its directory: is it a key dir? */
-	if (fs_name_uncached(nm)) {
+	if (fs_name_uncached(nm) && parent->kind != FS_KIND_BROWSE) {
 		rc = tcfs_ns_get(fs->store, parent->row, &dir);
 		if (rc < 0)
 			return rc;
@@ -61,7 +62,8 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 		hit = rc == 0 ? FS_HIT_REMOTE : 0;
 	}
 	/* A dir above Inductor's or vLLM's entries, on a fresh node. */
-	if (!probe && rc == -ENOENT && fs->remote) {
+	if (!probe && rc == -ENOENT && fs->remote &&
+	    parent->kind != FS_KIND_BROWSE) {
 		rc = fs_remote_above(fs, parent->row, nm, n);
 		*uncached = rc == 1;
 		if (rc == 1)
@@ -80,7 +82,7 @@ static int find(fuse_req_t req, const struct fs_ino *parent,
 void fs_row_lookup(fuse_req_t req, const struct fs_ino *parent,
 		   const struct fs_name *nm)
 {
-	double ttl = fs_name_uncached(nm) ? 0 : FS_TTL;
+	double ttl = fs_name_uncached(nm) ? 0 : fs_kind_ttl(parent->kind);
 	struct tcfs_node n;
 	int rc, looked = 0, uncached = 0;
 

@@ -18,6 +18,7 @@ static const struct fs_kind_ops *const kinds[FS_KINDS] = {
 	[FS_KIND_STORE] = &fs_store_ops,
 	[FS_KIND_BIN] = &fs_bin_ops,
 	[FS_KIND_VIEW] = &fs_view_ops,
+	[FS_KIND_BROWSE] = &fs_browse_ops,
 };
 
 /* Every request counts itself first. */

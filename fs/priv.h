@@ -6,7 +6,8 @@
  *   fs.c (mount, serve), ctl.c (the control socket), flusher.c (new
  *     blobs made durable), busypoll.c (fast answers in bursts)
  *   ops.c: the dispatch layer, libfuse's entry points (kind.h)
- *   the kinds: rows.c (the tables of the store and binary-only/),
+ *   the kinds: rows.c (the tables of the store, binary-only/ and the
+ *     browse tree),
  *     lookup.c (lookup, getattr, readlink), dir.c (mkdir, rmdir, unlink,
  *     rename, readdir, symlink, link, mknod), file.c (create, read,
  *     write, fsync, setattr); view.c (by-name/, by-arch/, .tcfs/),
@@ -133,7 +134,12 @@ static inline struct tcfs_fs *fs_of(fuse_req_t req)
  * own (FS_KIND_BIN, ino.h), with the IR files (.ttir .ttgir .llir .ptx
  * .amdgcn) hidden and group files rendered for MOUNT/binary-only listing
  * only what is left.  Writes land in the one tree both views show.
+ *
+ * The browse tree (FS_KIND_BROWSE), where by-name/ and by-arch/ lead:
+ * the store's rows again, read-only, under numbers of their own, whose
+ * lookups are never probes.  Its path from the mount root:
  */
+#define FS_BROWSE_DIR ".tcfs/kernels"
 
 /* A name as a request gives it, classified once (base.c) where the
  * request comes in (ops.c) and passed down, never parsed again. */
@@ -160,6 +166,9 @@ int fs_probe_name(const char *name);	/* the same, of a bare name */
  * files name (MOUNT or MOUNT/binary-only). */
 int fs_shows_binary_only(const struct tcfs_fs *fs, enum fs_kind kind);
 const char *fs_root_of(const struct tcfs_fs *fs, enum fs_kind kind);
+/* How long the kernel may keep the names and attributes a kind of rows
+ * shows (a probe's name aside: fs_name_uncached). */
+double fs_kind_ttl(enum fs_kind kind);
 /* Whether a kind hides the file named nm (its IR); and what its group
  * files show. */
 int fs_hides(const struct tcfs_fs *fs, enum fs_kind kind,

@@ -1,10 +1,13 @@
 /*
- * rows: the two kinds that show the store's rows.  The store's own
- * (FS_KIND_STORE), and binary-only/ (FS_KIND_BIN), a filter over it: the
- * same operations (lookup.c, dir.c, file.c), each told by the fs_ino it
- * is given which kind it serves, so that what it hides, renders and
- * replies is that kind's (base.c).  Writes land in the one tree both
- * show.
+ * rows: the kinds that show the store's rows.  The store's own
+ * (FS_KIND_STORE), binary-only/ (FS_KIND_BIN), a filter over it, and
+ * .tcfs/kernels/ (FS_KIND_BROWSE), the tree that by-name/ and by-arch/
+ * link into: the same operations (lookup.c, dir.c, file.c), each told by
+ * the fs_ino it is given which kind it serves, so that what it hides,
+ * renders and replies is that kind's (base.c).  Writes land in the one
+ * tree the first two show; the browse tree has none (EROFS, ops.c), and
+ * its lookups are no probes (lookup.c): someone browsing the cache never
+ * changes the figures of the workload it measures.
  */
 #include "kind.h"
 
@@ -20,14 +23,18 @@ static void bin_lookup(fuse_req_t req, const struct fs_ino *parent,
 	fs_row_lookup(req, parent, nm);
 }
 
+/* What every kind of row reads; the browse tree has nothing more. */
+#define FS_ROW_READS(lookup_fn)			\
+	.lookup = lookup_fn,			\
+	.forget = fs_row_forget,		\
+	.getattr = fs_row_getattr,		\
+	.readlink = fs_row_readlink,		\
+	.readdir = fs_row_readdir,		\
+	.read = fs_row_read
+
 #define FS_ROW_OPS(lookup_fn)			\
 	{					\
-		.lookup = lookup_fn,		\
-		.forget = fs_row_forget,	\
-		.getattr = fs_row_getattr,	\
-		.readlink = fs_row_readlink,	\
-		.readdir = fs_row_readdir,	\
-		.read = fs_row_read,		\
+		FS_ROW_READS(lookup_fn),	\
 		.mkdir = fs_row_mkdir,		\
 		.symlink = fs_row_symlink,	\
 		.link = fs_row_link,		\
@@ -43,3 +50,4 @@ static void bin_lookup(fuse_req_t req, const struct fs_ino *parent,
 
 const struct fs_kind_ops fs_store_ops = FS_ROW_OPS(fs_row_lookup);
 const struct fs_kind_ops fs_bin_ops = FS_ROW_OPS(bin_lookup);
+const struct fs_kind_ops fs_browse_ops = { FS_ROW_READS(fs_row_lookup) };

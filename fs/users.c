@@ -257,7 +257,10 @@ int fs_users_route(fuse_req_t req, struct fs_ino *parent, struct fs_name *nm,
 	uint32_t uid;
 	int entry;
 
-	if (!fs->users || parent->kind == FS_KIND_VIEW)
+	/* The browse tree is read-only: a write there fails with EROFS
+	 * (ops.c), and must not make the user an own dir first. */
+	if (!fs->users || parent->kind == FS_KIND_VIEW ||
+	    (parent->kind == FS_KIND_BROWSE && how > FS_FIND))
 		return 0;
 	if (tcfs_name_private(nm->s, &uid)) {
 		nm->apart = 1;

@@ -7,6 +7,12 @@
  * claims its names at the root.  It has no write operations: writes on
  * these inodes, and on its names at the root, get EROFS (ops.c).
  *
+ * The links lead into .tcfs/kernels/, the root's row in the browse kind
+ * (rows.c), not to the root's own key dirs: a lookup there is no probe,
+ * so browsing the views never counts as Triton's hits.  That tree, and
+ * binary-only/, are looked up but never listed: du, tar and rsync of the
+ * mount, which do not follow links, see each file once, under the root.
+ *
  * The tag of an inode number (ino.h: one of the view kind's) says what it
  * is (TAG_*), the row bits which one:
  * a key dir's own inode for a link, or an id this module hands out for a
@@ -54,6 +60,7 @@ enum fixed {
 	FIX_STATS_JSON,
 	FIX_METRICS,
 	FIX_SYNC,	/* empty: a stat of it commits what the mount holds */
+	FIX_KERNELS,	/* the root's row in the browse tree */
 };
 
 /* The entries at the root and in .tcfs/, in listing order. */
@@ -62,15 +69,17 @@ static const struct {
 	enum fixed id;
 	int in_tcfs;		/* in .tcfs/, else at the root */
 	int browse;		/* hidden by -o noviews */
+	enum fs_kind rows;	/* the root's row in that kind, or a view's */
 } fixed_names[] = {
-	{ "binary-only", FIX_BINARY_ONLY, 0, 1 },
-	{ "by-name", FIX_BY_NAME, 0, 1 },
-	{ "by-arch", FIX_BY_ARCH, 0, 1 },
-	{ ".tcfs", FIX_TCFS, 0, 0 },
-	{ "stats", FIX_STATS, 1, 0 },
-	{ "stats.json", FIX_STATS_JSON, 1, 0 },
-	{ "metrics.prom", FIX_METRICS, 1, 0 },
-	{ "sync", FIX_SYNC, 1, 0 },
+	{ "binary-only", FIX_BINARY_ONLY, 0, 1, FS_KIND_BIN },
+	{ "by-name", FIX_BY_NAME, 0, 1, FS_KIND_VIEW },
+	{ "by-arch", FIX_BY_ARCH, 0, 1, FS_KIND_VIEW },
+	{ ".tcfs", FIX_TCFS, 0, 0, FS_KIND_VIEW },
+	{ "stats", FIX_STATS, 1, 0, FS_KIND_VIEW },
+	{ "stats.json", FIX_STATS_JSON, 1, 0, FS_KIND_VIEW },
+	{ "metrics.prom", FIX_METRICS, 1, 0, FS_KIND_VIEW },
+	{ "sync", FIX_SYNC, 1, 0, FS_KIND_VIEW },
+	{ "kernels", FIX_KERNELS, 1, 1, FS_KIND_BROWSE },	/* FS_BROWSE_DIR */
 };
 #define NFIXED (sizeof(fixed_names) / sizeof(fixed_names[0]))
 
@@ -107,6 +116,8 @@ struct snap {
 #define SNAPS_BYTES (64u << 20)
 #define SNAPS_PER_VIEWER 32	/* readers at once, each holding one */
 #define SNAP_SHIFT 4		/* below: the file's enum fixed */
+_Static_assert(FIX_KERNELS < 1 << SNAP_SHIFT,
+	       "a snapshot's number holds its file's enum fixed");
 
 struct fs_views {
 	pthread_mutex_t mu;
@@ -403,12 +414,14 @@ static int resolve(struct tcfs_fs *fs, uint64_t ino, struct vnode *vn)
 	return rc;
 }
 
-/* The link's target: the key dir by its path from the mount root, which
- * the view's entry is two (by-name/NAME/) or three levels below. */
+/* The link's target: the key dir in the browse tree, by its path from
+ * the mount root, which the view's entry is two (by-name/NAME/) or three
+ * levels below. */
 static int link_target(struct tcfs_fs *fs, const struct vnode *vn, char *buf,
 		       size_t len)
 {
-	const char *up = vn->tag == TAG_ARCHLINK ? "../../../" : "../../";
+	const char *up = vn->tag == TAG_ARCHLINK ? "../../../" FS_BROWSE_DIR "/"
+						 : "../../" FS_BROWSE_DIR "/";
 	size_t n = strlen(up);
 
 	assert(len > n);
@@ -840,8 +853,21 @@ static int vlookup(struct tcfs_fs *fs, uint64_t parent, const char *name,
 	}
 }
 
-/* binary-only/ at the root: the root's row in the binary-only kind. */
-static void reply_bin_root(fuse_req_t req)
+/* The kind of rows whose root the fixed entry parent/name is
+ * (binary-only/, .tcfs/kernels/), or FS_KIND_VIEW. */
+static enum fs_kind row_root_named(const struct fs_views *v, uint64_t parent,
+				   const char *name)
+{
+	int in_tcfs = parent == ino_of(TAG_FIXED, FIX_TCFS), k;
+
+	if (parent != TCFS_ROOT_INO && !in_tcfs)
+		return FS_KIND_VIEW;
+	k = fixed_named(v, in_tcfs, name);
+	return k ? fixed_names[k - 1].rows : FS_KIND_VIEW;
+}
+
+/* The root's row in kind: binary-only/ or .tcfs/kernels/. */
+static void reply_row_root(fuse_req_t req, enum fs_kind kind)
 {
 	struct tcfs_node root;
 	int rc = tcfs_ns_get(fs_of(req)->store, TCFS_ROOT_INO, &root);
@@ -849,17 +875,19 @@ static void reply_bin_root(fuse_req_t req)
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fs_reply_entry(req, &root, FS_KIND_BIN, FS_TTL);
+		fs_reply_entry(req, &root, kind, FS_TTL);
 }
 
 static void view_lookup(fuse_req_t req, const struct fs_ino *parent,
 			const struct fs_name *nm)
 {
+	enum fs_kind rows = row_root_named(fs_of(req)->views, parent->ino,
+					   nm->s);
 	struct vnode vn;
 	int rc;
 
-	if (parent->ino == TCFS_ROOT_INO && strcmp(nm->s, "binary-only") == 0) {
-		reply_bin_root(req);
+	if (rows != FS_KIND_VIEW) {
+		reply_row_root(req, rows);
 		return;
 	}
 	rc = vlookup(fs_of(req), parent->ino, nm->s, &vn);
@@ -1061,7 +1089,8 @@ static int list(struct tcfs_fs *fs, const struct vnode *d, off_t off,
 		return list_targets(fs, off, want, pg);
 	if (d->tag == TAG_FIXED && val == FIX_TCFS) {
 		for (size_t i = (size_t)off - 2; i < NFIXED; i++)
-			if (fixed_names[i].in_tcfs)
+			if (fixed_names[i].in_tcfs &&
+			    fixed_names[i].rows == FS_KIND_VIEW)
 				add(pg, fixed_names[i].name,
 				    ino_of(TAG_FIXED, fixed_names[i].id), 0,
 				    (off_t)i + 3);
@@ -1105,15 +1134,13 @@ size_t fs_view_root_entries(fuse_req_t req, char *buf, size_t size,
 	if (!fs->views->browse)
 		return 0;
 	for (; *k < NFIXED; ++*k) {
-		const char *name = fixed_names[*k].name;
-
-		if (fixed_names[*k].in_tcfs)
+		/* The trees of rows again are not listed: see the top. */
+		if (fixed_names[*k].in_tcfs ||
+		    fixed_names[*k].rows != FS_KIND_VIEW)
 			continue;
-		add(&pg, name,
-		    fixed_names[*k].id == FIX_BINARY_ONLY
-			    ? fs_ino_make(FS_KIND_BIN, TCFS_ROOT_INO)
-			    : ino_of(TAG_FIXED, fixed_names[*k].id),
-		    1, (off_t)FS_VIEW_COOKIE(*k + 1));
+		add(&pg, fixed_names[*k].name,
+		    ino_of(TAG_FIXED, fixed_names[*k].id), 1,
+		    (off_t)FS_VIEW_COOKIE(*k + 1));
 		if (pg.full)
 			break;
 	}

@@ -77,10 +77,10 @@ check_eq "files, kernels and modules: as for the fixture at the top" \
 
 read -r N K _ <<<"$(kernels_of | sed -n 1p)"
 check_eq "by-name/$N/KEY leads to the key dir below triton/0" \
-	"../../triton/0/$K" "$(readlink "$M/by-name/$N/$K")"
+	"../../.tcfs/kernels/triton/0/$K" "$(readlink "$M/by-name/$N/$K")"
 T=$(tcfs list --json --store "$S"; json_eval "$OUT" "[k['target'] for k in d if k['key'] == '$K'][0]")
 check_eq "by-arch/$T/$N/KEY leads there too" \
-	"../../../triton/0/$K" "$(readlink "$M/by-arch/$T/$N/$K")"
+	"../../../.tcfs/kernels/triton/0/$K" "$(readlink "$M/by-arch/$T/$N/$K")"
 check "a cubin read through by-name is byte-exact" \
 	cmp "$SRC/$K/$N.cubin" "$M/by-name/$N/$K/$N.cubin"
 check_eq "its group file names the key dir under triton/0" \

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The browsing views at the mount root: by-name/NAME/KEY and
-# by-arch/TARGET/NAME/KEY are symlinks to the key dirs, made from the
-# kernels table as it is now (live: a kernel shows once its group file
-# lands, and goes with it), read-only (EROFS), counted once by du and find,
-# and hidden by -o noviews, with names no file may have escaped as %XX;
-# and .tcfs/, reports made at read time, each read whole even while
-# kernels land.
+# by-arch/TARGET/NAME/KEY are symlinks to the key dirs in .tcfs/kernels/,
+# made from the kernels table as it is now (live: a kernel shows once its
+# group file lands, and goes with it), read-only (EROFS), never counted as
+# Triton's probes, counted once by du, tar and find, and hidden by -o
+# noviews, with names no file may have escaped as %XX; and .tcfs/, reports
+# made at read time, each read whole even while kernels land.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -40,8 +40,9 @@ print("\n".join(sorted(rows)))
 PY
 check_num "the store has kernels to browse" "$(wc -l <"$T_TMP/want")" -eq 154
 
-check_eq "the root lists binary-only, by-name and by-arch beside the key dirs" \
-	"binary-only by-arch by-name" "$(ls "$M" | grep -v '^[A-Z2-7]\{52\}$' | tr '\n' ' ' | sed 's/ $//')"
+check_eq "the root lists by-name and by-arch beside the key dirs" \
+	"by-arch by-name" "$(ls "$M" | grep -v '^[A-Z2-7]\{52\}$' | tr '\n' ' ' | sed 's/ $//')"
+check "... and binary-only/, not listed, is there all the same" test -d "$M/binary-only"
 check_eq "by-name lists every kernel name" \
 	"$(cut -d' ' -f1 "$T_TMP/want" | sort -u)" "$(ls "$M/by-name")"
 check_eq "by-arch lists every target as BACKEND-ARCH" \
@@ -50,13 +51,13 @@ check_eq "by-arch lists every target as BACKEND-ARCH" \
 (cd "$M/by-name" && for n in *; do for k in "$n"/*; do
 	echo "$n ${k#*/} $(readlink "$k")"
 done; done) | sort >"$T_TMP/got-name"
-check_eq "by-name/NAME/KEY: one link per kernel, to ../../KEY" \
-	"$(awk '{ print $1, $2, "../../" $2 }' "$T_TMP/want")" "$(cat "$T_TMP/got-name")"
+check_eq "by-name/NAME/KEY: one link per kernel, to ../../.tcfs/kernels/KEY" \
+	"$(awk '{ print $1, $2, "../../.tcfs/kernels/" $2 }' "$T_TMP/want")" "$(cat "$T_TMP/got-name")"
 (cd "$M/by-arch" && for t in *; do for n in "$t"/*; do for k in "$n"/*; do
 	echo "${n#*/} ${k##*/} $t $(readlink "$k")"
 done; done; done) | sort >"$T_TMP/got-arch"
-check_eq "by-arch/TARGET/NAME/KEY: one link per kernel, to ../../../KEY" \
-	"$(awk '{ print $1, $2, $3, "../../../" $2 }' "$T_TMP/want")" "$(cat "$T_TMP/got-arch")"
+check_eq "by-arch/TARGET/NAME/KEY: one link per kernel, to ../../../.tcfs/kernels/KEY" \
+	"$(awk '{ print $1, $2, $3, "../../../.tcfs/kernels/" $2 }' "$T_TMP/want")" "$(cat "$T_TMP/got-arch")"
 
 read -r N K _ <"$T_TMP/want"
 META=$(ls "$M/$K" | grep -v '^__grp__' | grep '\.json$' | head -1)
@@ -66,10 +67,6 @@ check "so does a path through by-arch" \
 	eval "cmp -s '$M/by-arch/'*'/$N/$K/$META' '$SRC/$K/$META'"
 run stat -c %F "$M/by-name/$N/$K"
 check_eq "a view entry is a symbolic link" "symbolic link" "$(cat "$OUT")"
-total=$(du -s --apparent-size "$M" | cut -f1)
-check_num "du counts by-name's links, never the kernels' files again" \
-	"$(du -s --apparent-size "$M/by-name" "$M/by-arch" | awk '{ n += $1 } END { print n }')" \
-	-lt $((total / 20))
 check_eq "find -L through by-name reaches each kernel's files once" \
 	"$(cut -d' ' -f2 "$T_TMP/want" | sort -u | while read -r k; do ls "$SRC/$k"; done | wc -l)" \
 	"$(find -L "$M/by-name" -type f | wc -l)"
@@ -98,6 +95,88 @@ erofs "rmdir of by-arch: EROFS" rmdir "$M/by-arch"
 run mkdir "$M/by-name"
 check_grep "mkdir of the reserved name by-name: it exists" "File exists" "$ERR"
 check "after all that the kernel is still there" test -d "$M/$K"
+
+echo "# --- browsing is not probing: the views lead into .tcfs/kernels/"
+# Someone browsing the cache must not change the figures of the workload
+# it measures: the commands a user typed, after a replay.
+probes() {	# probes: kernel hits, misses, module hits, misses
+	tcfs stats --json --store "$S"
+	json_eval "$OUT" "'%d %d %d %d' % (d['hits'], d['misses'], d['modules']['hits'], d['modules']['misses'])"
+}
+replay browse-replay "$SRC" "$M"
+before=$(probes)
+check_eq "the replay's kernel probes are counted, all hits" \
+	"$(json_eval "$T_TMP/browse-replay.json" "sum(p['seen']['kernel']['hits'] for p in d['procs'])") 0" \
+	"$(echo "$before" | cut -d' ' -f1-2)"
+BK=$(awk '$1 == "add_kernel" { print $2; exit }' "$T_TMP/want")
+BT=$(awk '$1 == "add_kernel" { print $3; exit }' "$T_TMP/want")
+run ls -la "$M/by-name/add_kernel/$BK/"
+check_grep "ls -la by-name/add_kernel/KEY/ lists its files" "__grp__add_kernel.json$" "$OUT"
+run cat "$M/by-name/add_kernel/$BK/__grp__add_kernel.json"
+check_grep "cat by-name/add_kernel/KEY/__grp__add_kernel.json reads the group file" \
+	"child_paths" "$OUT"
+check "cat by-arch/TARGET/add_kernel/KEY/add_kernel.json reads the metadata" \
+	eval "cat '$M/by-arch/$BT/add_kernel/$BK/add_kernel.json' | cmp -s - '$SRC/$BK/add_kernel.json'"
+run find "$M/by-name" "$M/by-arch"
+check_rc "find by-name by-arch" 0
+run find -L "$M/by-name" "$M/by-arch"
+check_num "find -L by-name by-arch reaches the kernels' files" \
+	"$(grep -c '/__grp__' "$OUT")" -eq $((2 * $(wc -l <"$T_TMP/want")))
+check_eq "... and none of that counts as a hit or a miss" "$before" "$(probes)"
+tcfs log --json --store "$S"
+check_eq "... nor is logged as a probe" "" \
+	"$(python3 -c 'import json, sys; print(" ".join(sorted({json.loads(l)["comm"] for l in open(sys.argv[1])} & {"ls", "cat", "cmp", "find"})))' "$OUT")"
+check_eq ".tcfs/kernels/KEY is the root's key dir, file for file" \
+	"$(ls -l "$M/$BK" | sed 1d | awk '{ print $5, $9 }')" \
+	"$(ls -l "$M/.tcfs/kernels/$BK" | sed 1d | awk '{ print $5, $9 }')"
+check "... read-only, a file of it as its own inode" \
+	test "$(stat -c %i "$M/.tcfs/kernels/$BK/add_kernel.json")" != "$(stat -c %i "$M/$BK/add_kernel.json")"
+before=$(probes)	# (ls -l of the root's key dir probed its group file)
+cat "$M/$BK/__grp__add_kernel.json" >/dev/null
+check_eq "Triton's probe of the root's own key dir still counts: one hit more" \
+	"$(echo "$before" | awk '{ print $1 + 1, $2, $3, $4 }')" "$(probes)"
+erofs "rm through a by-name link: EROFS" rm "$M/by-name/add_kernel/$BK/add_kernel.json"
+erofs "a new file in .tcfs/kernels/KEY: EROFS" touch "$M/.tcfs/kernels/$BK/x"
+check "... and the kernel's file is still there" test -s "$M/$BK/add_kernel.json"
+
+# A file held open through by-name/ is in use, as one held through the
+# root is: the size limit evicts every kernel but its.
+S6=$T_TMP/held-store
+M6=$T_TMP/held-mnt
+mkdir -p "$M6"
+tcfs import -q --store "$S6" "$SRC"
+at_exit "fusermount3 -uz '$M6'"
+tcfs mount -o max_size=1 --store "$S6" "$M6"
+check_rc "a copy of the store, mounted with a limit of 1 byte" 0
+exec 8<"$M6/by-name/add_kernel/$BK/add_kernel.json"
+for _ in $(seq 1 60); do
+	[ "$(info_field "$S6" kernels)" -le 1 ] && break
+	sleep 1
+done
+check_eq "the limit evicted every kernel but the one held through by-name/" \
+	"1 add_kernel" "$(info_field "$S6" kernels) $(ls "$M6/by-name")"
+check "... whose group file is still there" test -e "$M6/.tcfs/kernels/$BK/__grp__add_kernel.json"
+exec 8<&-
+tcfs umount "$M6"
+check_rc "unmount" 0
+
+# du, tar and rsync, which do not follow links, see each file once: in
+# the root's key dirs.  The views hold dirs and links only, and neither
+# .tcfs/kernels/ nor binary-only/ is listed.
+KEYS=$(cd "$M" && ls | grep '^[A-Z2-7]\{52\}$')
+key_bytes=$(cd "$M" && du -sbc $KEYS | tail -1 | cut -f1)
+view_bytes=$(find "$M/by-name" "$M/by-arch" -printf '%s\n' | awk '{ n += $1 } END { print n }')
+check_eq "the views hold no file of their own" "" "$(find "$M/by-name" "$M/by-arch" -type f)"
+check_eq "du -sb of the mount counts each kernel's bytes once" \
+	"$((key_bytes + view_bytes + $(stat -c %s "$M")))" \
+	"$(du -sb --exclude=.tcfs "$M" | cut -f1)"
+(cd "$M" && find $KEYS -type f -printf './%p %s\n') | sort >"$T_TMP/tar-want"
+printf './.tcfs/%s\n' metrics.prom stats stats.json sync >"$T_TMP/tar-tcfs"
+tar -C "$M" -cf - . 2>"$T_TMP/tar.err" | tar -tvf - | awk '$1 ~ /^-/ { print $6, $3 }' | sort >"$T_TMP/tar-got"
+check_eq "tar of the mount holds each kernel's files once, and .tcfs/'s four" \
+	"$(cat "$T_TMP/tar-want"; cut -d' ' -f1 "$T_TMP/tar-tcfs")" \
+	"$(grep -v '^\./\.tcfs/' "$T_TMP/tar-got"; grep '^\./\.tcfs/' "$T_TMP/tar-got" | cut -d' ' -f1)"
+diag "$(head -3 "$T_TMP/tar.err")"
 
 echo "# --- binary-only/: the cache without its IR"
 check_eq "binary-only/ lists every key dir" "$(ls "$SRC" | wc -l)" "$(ls "$M/binary-only" | wc -l)"
@@ -215,7 +294,7 @@ cp "$T_TMP/grp" "$M/$K/tmp.pid_1_1/$GRP"
 mv "$M/$K/tmp.pid_1_1/$GRP" "$M/$K/$GRP"
 rmdir "$M/$K/tmp.pid_1_1"
 check "once its group file is renamed back in, it is there again" \
-	test "$(readlink "$M/by-name/$N/$K")" = "../../$K"
+	test "$(readlink "$M/by-name/$N/$K")" = "../../.tcfs/kernels/$K"
 N2=$(ls "$M/by-name" | wc -l)
 rm -r "${M:?}/$K"
 check "a removed key dir leaves no dangling link" \
@@ -326,11 +405,11 @@ check_rc "ls -R by-arch works (a '/' in a target is no I/O error)" 0
 check_eq "by-arch lists the odd targets escaped, beside the others" \
 	"$(printf '%s\n' %25-%2E a%2Db-c cuda-80 cuda-90 hip-gfx90a hip-gfx942 x%2Fy-9%2F0 | sort | tr '\n' ' ')" \
 	"$(ls "$M/by-arch" | tr '\n' ' ')"
-check_eq "x/y-9/0: its kernel is under the escaped name" "../../../${ODD[0]}" \
+check_eq "x/y-9/0: its kernel is under the escaped name" "../../../.tcfs/kernels/${ODD[0]}" \
 	"$(readlink "$M/by-arch/x%2Fy-9%2F0/$N/${ODD[0]}")"
-check_eq "a '-' in a backend is escaped, so the target splits right" "../../../${ODD[1]}" \
+check_eq "a '-' in a backend is escaped, so the target splits right" "../../../.tcfs/kernels/${ODD[1]}" \
 	"$(readlink "$M/by-arch/a%2Db-c/$N/${ODD[1]}")"
-check_eq "a '%' in a backend too, and an arch '.'" "../../../${ODD[5]}" \
+check_eq "a '%' in a backend too, and an arch '.'" "../../../.tcfs/kernels/${ODD[5]}" \
 	"$(readlink "$M/by-arch/%25-%2E/$N/${ODD[5]}")"
 run ls "$M/by-name"
 check_rc "ls by-name works" 0
@@ -339,11 +418,11 @@ check_eq "by-name lists '.', '..' and '50%2F' escaped, and every other name" \
 	"$(tr '\n' ' ' <"$OUT")"
 check_eq "... and one '.' and one '..'" "1 1" \
 	"$(ls -a "$M/by-name" | grep -cx '\.') $(ls -a "$M/by-name" | grep -cx '\.\.')"
-check_eq "by-name/%2E is the kernel named '.'" "../../${ODD[2]}" \
+check_eq "by-name/%2E is the kernel named '.'" "../../.tcfs/kernels/${ODD[2]}" \
 	"$(readlink "$M/by-name/%2E/${ODD[2]}")"
 check "by-name/%2E%2E/KEY/...json is the metadata of the kernel named '..'" \
 	cmp -s "$M/by-name/%2E%2E/${ODD[3]}/...json" "$M/${ODD[3]}/...json"
-check_eq "by-name/50%252F is the kernel named '50%2F'" "../../${ODD[4]}" \
+check_eq "by-name/50%252F is the kernel named '50%2F'" "../../.tcfs/kernels/${ODD[4]}" \
 	"$(readlink "$M/by-name/50%252F/${ODD[4]}")"
 check_eq "by-arch/cuda-90 lists the odd names escaped too" "%2E %2E%2E 50%252F" \
 	"$(ls "$M/by-arch/cuda-90" | grep -e '%' | tr '\n' ' ' | sed 's/ $//')"
@@ -362,6 +441,28 @@ run mkdir "$M/by-name"
 check_rc "... so the name is free for a directory of the cache's own" 0
 tcfs umount "$M"
 check_rc "unmount" 0
+
+echo "# --- the browse tree on a mount many users share"
+if is_root && command -v setpriv >/dev/null; then
+	chmod 755 "$T_TMP"
+	tcfs mount -o allow_other --store "$S" "$M"
+	check_rc "mount -o allow_other" 0
+	chmod 1777 "$M"
+	KB=$(ls "$M" | grep '^[A-Z2-7]\{52\}$' | head -1)
+	run as_uid 2101 mkdir "$M/.tcfs/kernels/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRST"
+	check_grep "another user's mkdir of a key in .tcfs/kernels/: EROFS" \
+		"Read-only file system" "$ERR"
+	run as_uid 2101 ls "$M/.tcfs/kernels/$KB/"
+	check_grep "... who browses it all the same" "^__grp__" "$OUT"
+	tcfs umount "$M"
+	tcfs mount --store "$S" "$M"
+	check_eq "... and the refused mkdir made no own dir for that user" "" \
+		"$(ls -a "$M" | grep -e '-private-')"
+	tcfs umount "$M"
+	check_rc "unmount" 0
+else
+	skip "the browse tree on a mount many users share" "needs root and setpriv"
+fi
 tcfs fsck --store "$S"
 check_rc "tcfs fsck never sees the views: clean" 0
 
