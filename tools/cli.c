@@ -1,6 +1,7 @@
 /* cli: what the subcommands share: options, errors, sizes, times, JSON. */
 #include "cli.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pwd.h>
 #include <libmount.h>
@@ -372,6 +373,9 @@ int cli_find_mount(const char *want_store, const char *want_point,
 	const char *w = want_store ? want_store : want_point;
 	char want[PATH_MAX];
 
+	assert(w);
+	if (!w)
+		return -EINVAL;
 	if (!realpath(w, want))
 		snprintf(want, sizeof(want), "%s", w);
 	return mount_search(want_store ? store_is : point_is, want, 0, store,
