@@ -195,13 +195,18 @@ check_rc "tcfs umount M once they are gone: exit 0" 0
 echo "# --- a wait for another writer is said as it starts"
 S2=$T_TMP/s2
 tcfs import -q --store "$S2" "$SMALL"
-flock "$S2/lock" sleep 60 </dev/null >/dev/null 2>&1 &
-HOLDER=$!
-at_exit "kill \$(pgrep -P $HOLDER) $HOLDER"
-for _ in $(seq 100); do
-	flock -n "$S2/lock" true || break
-	sleep 0.1
-done
+# hold_lock: another process (HOLDER) takes S2's writer lock, held
+# once this returns.
+hold_lock() {
+	flock "$S2/lock" sleep 60 </dev/null >/dev/null 2>&1 &
+	HOLDER=$!
+	at_exit "kill \$(pgrep -P $HOLDER) $HOLDER"
+	for _ in $(seq 100); do
+		flock -n "$S2/lock" true || break
+		sleep 0.1
+	done
+}
+hold_lock
 for cmd in "mount" "fsck --repair"; do
 	read -r -a argv <<<"$cmd"
 	[ "$cmd" = mount ] && argv+=("$T_TMP/m2")
@@ -220,13 +225,7 @@ for cmd in "mount" "fsck --repair"; do
 	wait $W
 	check_eq "... and goes on once the holder is gone (exit 0)" 0 $?
 	[ "$cmd" = mount ] && fusermount3 -u "$T_TMP/m2"
-	flock "$S2/lock" sleep 60 </dev/null >/dev/null 2>&1 &
-	HOLDER=$!
-	at_exit "kill \$(pgrep -P $HOLDER) $HOLDER"
-	for _ in $(seq 100); do
-		flock -n "$S2/lock" true || break
-		sleep 0.1
-	done
+	hold_lock
 done
 kill $(pgrep -P $HOLDER) $HOLDER 2>/dev/null
 wait $HOLDER 2>/dev/null
