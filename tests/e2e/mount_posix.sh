@@ -1366,7 +1366,8 @@ check_rc "a first mount of the store works" 0
 first_pid=$(daemon_pid "$S")
 tcfs mount --wait 1 --store "$S" "$E/m2"
 check_rc "a second mount of a store already mounted exits 1" 1
-check_grep "... and stderr says the store is in use" "in use" "$ERR"
+check_grep_fixed "... and stderr says where the store is mounted" \
+	"store $S is already mounted at $E/m1" "$ERR"
 diag "second mount said: $(head -c 300 "$ERR")"
 check "... and nothing is mounted at the second mount point" eval "! mountpoint -q '$E/m2'"
 check "... and the first mount still serves" eval "mountpoint -q '$E/m1' && ls '$E/m1' >/dev/null"
