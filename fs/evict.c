@@ -10,7 +10,9 @@
  * of it, skipping any whose files a process holds open or mapped (read
  * from /proc).  A kernel out of the tree is dropped from the kernel's
  * caches; its nodes that the kernel does not hold go at once, the others
- * when it forgets them, and their blobs then, by a later pass.
+ * when it forgets them, and their blobs then, by a later pass; a prune
+ * of kernels no process holds waits that moment (milliseconds) and frees
+ * them itself, so that its figures and tcfs info are right at once.
  *
  * Blobs that no file in the tree names wait in a list (pending) until
  * they can go, and count as freed meanwhile: the size the limit is
@@ -81,6 +83,10 @@
 /* A blob still named by a node the kernel holds is tried again this many
  * passes (then the next look for orphans finds it, or tcfs gc). */
 #define PENDING_TRIES 600
+/* How long a prune waits for the kernel to forget the nodes of kernels
+ * no process holds (it takes milliseconds), in naps of FORGET_NAP_NS. */
+#define FORGET_WAIT_NS (3 * 1000000000LL)
+#define FORGET_NAP_NS (5 * 1000000LL)
 /* At most this many blobs wait, and as many old blobs of rewritten files
  * are handed over between two passes: more are left to the next look. */
 #define PENDING_MAX 65536
@@ -292,6 +298,8 @@ struct pass {
 	struct held held;
 	int64_t over;		/* bytes still to go */
 	struct tcfs_prune_report *r;
+	uint64_t *limbo;	/* removed nodes the kernel held */
+	size_t nlimbo, lcap;
 };
 
 static void release(void *ctx)
@@ -324,9 +332,19 @@ static void removed(void *ctx, const struct tcfs_prune_victim *v,
 
 	fs_events_inval(fs, d->parent, v->key);
 	fs_changed(fs, d->parent, FS_KIND_STORE, v->key);
-	for (size_t i = 0; i < d->nnodes; i++)
-		if (!fs_inode_known(fs, d->nodes[i]))
+	for (size_t i = 0; i < d->nnodes; i++) {
+		struct pass *p = ctx;
+		uint64_t *slot;
+
+		if (!fs_inode_known(fs, d->nodes[i])) {
 			tcfs_ns_forget(fs->store, d->nodes[i]);
+			continue;
+		}
+		slot = tcfs_vec_push(&p->limbo, &p->nlimbo, &p->lcap,
+				     sizeof(*slot));
+		if (slot)
+			*slot = d->nodes[i];
+	}
 }
 
 /* Lets h wait, once; a blob that does not fit waits for the next look
@@ -478,21 +496,77 @@ static uint64_t free_pending(struct tcfs_fs *fs, int final)
 	return evicted;
 }
 
+/* Whether a process holds a file of any of v[] open or mapped. */
+static int any_held(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
+		    size_t n)
+{
+	struct held h;
+	int yes = 0;
+
+	held_scan(fs, &h);
+	for (size_t i = 0; !yes && (h.npaths || h.ninos) && i < n; i++)
+		yes = held_by(fs, &h, &v[i]);
+	held_free(&h);
+	return yes;
+}
+
+/* Whether the kernel still holds one of p's removed nodes. */
+static int in_limbo(struct pass *p)
+{
+	while (p->nlimbo && !fs_inode_known(p->fs, p->limbo[p->nlimbo - 1]))
+		p->nlimbo--;
+	return p->nlimbo > 0;
+}
+
+/* Frees r's pending blobs once the kernel has forgotten the nodes naming
+ * them, a moment after the removal's invalidation (events.c): prune
+ * said "freed 0 B (109.7 KiB more once no process uses them)" when none
+ * did.  Blobs put within the grace (cas.h) stay pending. */
+static void free_forgotten(struct pass *p, struct tcfs_prune_report *r)
+{
+	struct tcfs_prune_hooks keeper = { .held = held_by_files, .ctx = p };
+	struct timespec nap = { 0, FORGET_NAP_NS };
+	size_t kept = 0;
+
+	for (int64_t t = 0; in_limbo(p) && t < FORGET_WAIT_NS;
+	     t += FORGET_NAP_NS)
+		nanosleep(&nap, NULL);
+	if (tcfs_store_sync(p->fs->store) < 0)
+		return;
+	for (size_t i = 0; i < r->npending; i++) {
+		uint64_t got = 0;
+
+		if (tcfs_prune_free(p->fs->store, &r->pending[i], 1, &keeper,
+				    &got, NULL) < 0 || !got) {
+			r->pending[kept++] = r->pending[i];
+			continue;
+		}
+		assert(got <= r->pending_bytes - r->fresh_bytes);
+		r->freed_bytes += got;
+		r->pending_bytes -= got;
+	}
+	r->npending = kept;
+}
+
 int fs_evict_prune(struct tcfs_fs *fs, const struct tcfs_prune_victim *v,
 		   size_t n, int how, struct tcfs_prune_report *r)
 {
-	struct pass p = { fs, { 0 }, 0, r };
+	struct pass p = { fs, { 0 }, 0, r, NULL, 0, 0 };
 	struct tcfs_prune_hooks hooks = { take, release, removed,
 					  held_by_files, &p };
 	struct fs_evict *e = fs->evict;
-	int rc;
+	int rc, wait;
 
 	/* Its writes first: a kernel pruned must not come back from a
 	 * commit of a file written in it before. */
 	fs_files_flush_all(fs);
 	pthread_mutex_lock(&e->mu);
+	wait = !any_held(fs, v, n);
 	rc = tcfs_prune_run(fs->store, v, n, (enum tcfs_prune_how)how, 0,
 			    &hooks, r);
+	if (rc == 0 && wait && r->npending)
+		free_forgotten(&p, r);
+	free(p.limbo);
 	keep_pending(fs, r, 0);
 	save_pending(fs);
 	pthread_mutex_unlock(&e->mu);
@@ -603,6 +677,7 @@ static uint64_t evict_some(struct tcfs_fs *fs, const struct victims *vs,
 	if (tcfs_prune_run(fs->store, v, n, TCFS_PRUNE_EVICT, 0, &hooks,
 			   &r) < 0)
 		syslog(LOG_ERR, "tcfs: evicting: %s", tcfs_err_msg());
+	free(p.limbo);	/* its later passes free what the kernel held */
 	keep_pending(fs, &r, 1);
 	if (r.ntaken && tcfs_prune_count_eviction(fs->store, r.ntaken,
 						  r.freed_bytes) < 0)

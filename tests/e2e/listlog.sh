@@ -123,6 +123,37 @@ tcfs info --store "$S"
 check_grep "info (text) says what the mount frees within a minute" \
 	"of it no file names: the mount frees it within a minute" "$OUT"
 
+echo "# --- tcfs prune of kernels the kernel holds, but no process"
+# Imported (no blob new to the mount), then read through it as Triton
+# does: the kernel keeps their nodes, which prune waits a moment for.
+S3=$T_TMP/store3
+M3=$T_TMP/mnt3
+mkdir -p "$M3"
+tcfs import -q --store "$S3" "$SRC"
+at_exit "fusermount3 -uz '$M3' 2>/dev/null"
+tcfs mount --store "$S3" "$M3"
+check_rc "mount an imported store" 0
+cat "$M3"/*/* >/dev/null
+STORED3=$(info_field "$S3" stored_bytes)
+tcfs prune --store "$S3" --name 'add*' --json
+cp "$OUT" "$T_TMP/prune3.json"
+FREED=$(json_get "$T_TMP/prune3.json" freed_bytes)
+check_eq "prune --name 'add*', its files read through the mount: nothing left pending" \
+	0 "$(json_get "$T_TMP/prune3.json" pending_bytes)"
+check_num "... it freed their blobs itself" "$FREED" -gt 0
+check_eq "... and info's stored size is less by exactly that, at once" \
+	"$((STORED3 - FREED))" "$(info_field "$S3" stored_bytes)"
+HELD=$(ls "$M3"/*/softmax_kernel.json | head -n 1)
+sleep 600 <"$HELD" &
+HOLDER=$!
+at_exit "kill $HOLDER 2>/dev/null"
+tcfs prune --store "$S3" --name 'softmax*'
+check_grep "prune with a file held open: its bytes wait for it, and it says so" \
+	"more once no process uses them\)" "$OUT"
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null
+fusermount3 -u "$M3"
+
 echo "# --- tcfs config: one table, however long the key"
 tcfs config --store "$S" remote-key-format triton
 tcfs config --store "$S"
