@@ -271,9 +271,26 @@ static void entry_path(const struct tcfs_fxwhy *w, char *out, size_t len)
 	snprintf(out, len, "fxgraph/%s/%s/%s", w->dir, w->graph, w->entry);
 }
 
+/* One input that differs, d's members one and two on their own lines,
+ * each after its label ("(none)" for one the graph lacks). */
+static void print_input(const cJSON *d, const char *one, const char *l1,
+			const char *two, const char *l2)
+{
+	const char *in = cJSON_GetStringValue(cJSON_GetObjectItem(d, "input"));
+	const char *v1 = cJSON_GetStringValue(cJSON_GetObjectItem(d, one));
+	const char *v2 = cJSON_GetStringValue(cJSON_GetObjectItem(d, two));
+	char buf[TCFS_UTF8_SHOW_MAX];
+
+	printf("  %s\n", tcfs_utf8_printable(in ? in : "?", buf, sizeof(buf)));
+	printf("%s%s\n", l1,
+	       v1 ? tcfs_utf8_printable(v1, buf, sizeof(buf)) : "(none)");
+	printf("%s%s\n", l2,
+	       v2 ? tcfs_utf8_printable(v2, buf, sizeof(buf)) : "(none)");
+}
+
 static void print_graph_text(const struct tcfs_fxwhy *w)
 {
-	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+	char a[TCFS_UTF8_SHOW_MAX];
 	char path[3 * TCFS_NAME_MAX + 16];
 	const cJSON *d;
 
@@ -308,17 +325,8 @@ static void print_graph_text(const struct tcfs_fxwhy *w)
 		       "hashed but did not record changed\n");
 	else
 		printf("differs in\n");
-	cJSON_ArrayForEach(d, w->differences) {
-		const char *in = cJSON_GetStringValue(cJSON_GetObjectItem(d, "input"));
-		const char *from = cJSON_GetStringValue(cJSON_GetObjectItem(d, "from"));
-		const char *to = cJSON_GetStringValue(cJSON_GetObjectItem(d, "to"));
-
-		printf("  %s\n", tcfs_utf8_printable(in ? in : "?", a, sizeof(a)));
-		printf("    %s\n", from ? tcfs_utf8_printable(from, a, sizeof(a))
-				    : "(none)");
-		printf("    -> %s\n", to ? tcfs_utf8_printable(to, b, sizeof(b))
-				       : "(none)");
-	}
+	cJSON_ArrayForEach(d, w->differences)
+		print_input(d, "from", "    ", "to", "    -> ");
 }
 
 static int print_graph_json(const struct tcfs_fxwhy *w)
@@ -374,7 +382,7 @@ static int why_graph(struct tcfs_store *s, const char *key, int json)
 static void print_near_text(const char *graph, const struct tcfs_fxnear *f,
 			    size_t inputs)
 {
-	char a[TCFS_UTF8_SHOW_MAX], b[TCFS_UTF8_SHOW_MAX];
+	char a[TCFS_UTF8_SHOW_MAX];
 	const cJSON *d;
 
 	printf("graph    %s\n", tcfs_utf8_printable(graph, a, sizeof(a)));
@@ -384,17 +392,8 @@ static void print_near_text(const char *graph, const struct tcfs_fxnear *f,
 	printf("nearest  %s (%zu %s differ)\n",
 	       tcfs_utf8_printable(f->near[0].graph, a, sizeof(a)),
 	       f->near[0].differ, f->near[0].differ == 1 ? "input" : "inputs");
-	cJSON_ArrayForEach(d, f->differences) {
-		const char *in = cJSON_GetStringValue(cJSON_GetObjectItem(d, "input"));
-		const char *l = cJSON_GetStringValue(cJSON_GetObjectItem(d, "local"));
-		const char *r = cJSON_GetStringValue(cJSON_GetObjectItem(d, "remote"));
-
-		printf("  %s\n", tcfs_utf8_printable(in ? in : "?", a, sizeof(a)));
-		printf("    here    %s\n", l ? tcfs_utf8_printable(l, b, sizeof(b))
-					  : "(none)");
-		printf("    remote  %s\n", r ? tcfs_utf8_printable(r, b, sizeof(b))
-					  : "(none)");
-	}
+	cJSON_ArrayForEach(d, f->differences)
+		print_input(d, "local", "    here    ", "remote", "    remote  ");
 	for (size_t i = 1; i < f->n; i++)
 		printf("then     %s (%zu differ)\n",
 		       tcfs_utf8_printable(f->near[i].graph, a, sizeof(a)),
