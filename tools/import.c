@@ -49,6 +49,11 @@
  * (tcfs_store_begin_whole). */
 #define BATCH_DIRS 1024
 
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
 static void show_progress(struct import *im)
 {
 	char b[16];
@@ -114,140 +119,128 @@ static int remember_added(struct import *im, const struct tcfs_hash *h,
 	return 0;
 }
 
-/* Stores a group file as the group policy says (index/model/group.h). */
-static int put_group(struct import *im, int fd, const char *key,
-		     struct tcfs_content *c, enum tcfs_cas_put *put)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	int rc;
-
-	rc = tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len);
-	if (rc == -EFBIG) {	/* grew since its stat: not Triton's */
-		free(buf);
-		if (lseek(fd, 0, SEEK_SET) < 0)
-			return -errno;
-		c->fmt = TCFS_FMT_RAW;
-		return tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob,
-				       &c->size, put);
-	}
-	if (rc == 0)
-		rc = tcfs_group_put(tcfs_store_cas(im->s), key, buf, len,
-				    im->o.binary_only ? TCFS_GROUP_BINARY_ONLY
-						    : TCFS_GROUP_ALL,
-				    c, put);
-	free(buf);
-	return rc;
-}
-
 /* Key dirs read ahead, at most: their files are read, hashed and
  * stored by the queue's threads (putq.h) while the rows of the key dir
  * before them are written. */
 #define AHEAD_DIRS 64
-/* Bytes of files read ahead, at most, and the room blobs must have left
- * for them: blobs of the key dirs ahead must not take the room that the
- * one being imported needs.  A disk near full is read ahead not at all,
- * and fails the key dir it fills up, as without read ahead. */
+/* Bytes of files stored ahead and not yet taken, past which no more key
+ * dirs are read ahead (up to PUTQ_JOBS_MAX more files are on their way),
+ * and the room blobs must have left for them: blobs of the key dirs
+ * ahead must not take the room that the one being imported needs.  A
+ * disk near full is read ahead not at all, and fails the key dir it
+ * fills up, as without read ahead. */
 #define AHEAD_BYTES (64u << 20)
 
-/* A key dir read ahead: its entries listed, its regular files queued. */
+/* A key dir read ahead: its entries listed, its files queued. */
 struct ahead {
 	size_t idx;		/* its index among its level's names */
 	int fd;			/* the key dir; -1: not read ahead */
 	char **names;		/* its entries, in commit order */
 	size_t n;
-	struct stat *st;	/* of names[i], when queued */
-	unsigned char *queued;	/* names[i]'s bytes are in the queue */
+	unsigned char *queued;	/* names[i] is in the queue */
 	size_t nqueued, taken;
-	uint64_t bytes;		/* of the files queued */
 };
 
-/* A queued file's blob, taken from the queue in order: 0, or the error
- * that failed its put. */
-static int take_put(struct import *im, struct tcfs_content *c,
-		    enum tcfs_cas_put *put, uint64_t *stored)
+static enum tcfs_group_filter group_filter(const struct import *im)
 {
-	struct putq_result r;
-	int rc = putq_next(im->q, &r);
-
-	assert(rc == 0 && im->cur);	/* each queued file has its result */
-	im->cur->taken++;
-	rc = r.rc;
-	if (rc < 0 && r.msg)
-		tcfs_err_set(rc, "%s", r.msg);
-	if (rc == 0) {
-		c->blob = r.blob;
-		c->size = r.size;
-		*put = r.put;
-		*stored = r.stored;
-	}
-	putq_result_free(&r);
-	return rc;
+	return im->o.binary_only ? TCFS_GROUP_BINARY_ONLY : TCFS_GROUP_ALL;
 }
 
-/* Stores fd's bytes into c with *put saying how; fd < 0: the file was
- * queued, and its result is the next (take_put).  0 or -errno. */
-static int put_file(struct import *im, int fd, const struct stat *st,
-		    const char *name, const char *key, struct tcfs_content *c,
-		    enum tcfs_cas_put *put, uint64_t *stored)
+/* The rows of a fresh dir's files, written together (tcfs_ns_create_files):
+ * one statement a file, and the dir's own changes once. */
+static int flush_fresh(struct import *im)
 {
 	int rc;
 
-	if (fd < 0)
-		return take_put(im, c, put, stored);
-	if (tcfs_group_candidate(name, (uint64_t)st->st_size))
-		rc = put_group(im, fd, key, c, put);
-	else
-		rc = tcfs_cas_put_fd(tcfs_store_cas(im->s), fd, &c->blob,
-				     &c->size, put);
-	if (rc == 0 && *put == TCFS_CAS_CREATED)
-		tcfs_cas_stat(tcfs_store_cas(im->s), &c->blob, stored);
+	if (im->npend == 0)
+		return 0;
+	rc = tcfs_ns_create_files(im->s, im->fresh, im->pend, im->npend);
+	im->npend = 0;
 	return rc;
 }
 
+/* File name's row, to be written with the rest of im->fresh's. */
+static int pend_file(struct import *im, const struct stat *st,
+		     const char *name, const struct tcfs_content *c)
+{
+	if (im->npend == im->pend_cap) {
+		size_t cap = im->pend_cap ? 2 * im->pend_cap : 16;
+		struct tcfs_ns_file *f = realloc(im->pend, cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		im->pend = f;
+		im->pend_cap = cap;
+	}
+	im->pend[im->npend++] = (struct tcfs_ns_file){
+		.name = name,
+		.mode = tcfs_ns_portable_mode(st->st_mode),
+		.mtime_ns = mtime_ns(st),
+		.c = *c,
+	};
+	return 0;
+}
+
+/* The row of file name in dir, its blob stored as c (put and stored as
+ * its put said), st its stat.  In a dir this import made (im->fresh) no
+ * name is there yet, and the row waits for the dir's others. */
+static int add_file(struct import *im, const struct stat *st,
+		    const struct tcfs_node *dir, const char *name,
+		    const char *path, const struct tcfs_content *c,
+		    enum tcfs_cas_put put, uint64_t stored)
+{
+	int group = tcfs_name_artifact(name) == TCFS_ART_GROUP;
+	struct tcfs_node old;
+	int rc = 0;
+
+	if (put == TCFS_CAS_CREATED)
+		rc = remember_added(im, &c->blob, stored);
+	if (rc < 0)
+		return rc;
+	rc = dir->ino == im->fresh ? -ENOENT
+				   : tcfs_ns_lookup(im->s, dir->ino, name, &old);
+	if (rc == 0) {
+		im->st.kept_kernels += group;
+		if (old.kind != TCFS_FILE ||
+		    !tcfs_hash_equal(&old.blob, &c->blob)) {
+			im->st.conflicts++;
+			warn(im, path, "differs from the copy already in the "
+				       "store; kept that one");
+			return 0;
+		}
+	} else if (rc == -ENOENT) {
+		rc = dir->ino == im->fresh
+			     ? pend_file(im, st, name, c)
+			     : tcfs_ns_create(im->s, dir->ino, name,
+					      tcfs_ns_portable_mode(st->st_mode),
+					      mtime_ns(st), c, NULL, NULL);
+		im->st.new_files += rc == 0;
+		im->st.new_kernels += rc == 0 && group;
+		im->st.new_bytes += rc == 0 ? c->size : 0;
+	}
+	if (rc < 0)
+		return rc;
+	im->st.files++;
+	im->st.bytes += c->size;
+	im->st.kernels += group;
+	return 0;
+}
+
+/* A file open at fd, stored here. */
 static int import_file(struct import *im, int fd, const struct stat *st,
 		       const struct tcfs_node *dir, const char *name,
 		       const char *key, const char *path)
 {
 	struct tcfs_content c = { 0 };
 	enum tcfs_cas_put put;
-	struct tcfs_node old;
 	uint64_t stored = 0;
-	int group = tcfs_name_artifact(name) == TCFS_ART_GROUP;
 	int rc;
 
 	tcfs_err_clear();
-	rc = put_file(im, fd, st, name, key, &c, &put, &stored);
-	if (rc == 0 && put == TCFS_CAS_CREATED)
-		rc = remember_added(im, &c.blob, stored);
-	if (rc < 0)
-		return rc;
-	rc = tcfs_ns_lookup(im->s, dir->ino, name, &old);
-	if (rc == -ENOENT) {
-		rc = tcfs_ns_create(im->s, dir->ino, name,
-				    tcfs_ns_portable_mode(st->st_mode),
-				    (int64_t)st->st_mtim.tv_sec * 1000000000 +
-					    st->st_mtim.tv_nsec,
-				    &c, NULL, NULL);
-		im->st.new_files += rc == 0;
-		im->st.new_kernels += rc == 0 && group;
-		im->st.new_bytes += rc == 0 ? c.size : 0;
-	} else if (rc == 0) {
-		im->st.kept_kernels += group;
-		if (old.kind != TCFS_FILE ||
-		    !tcfs_hash_equal(&old.blob, &c.blob)) {
-			im->st.conflicts++;
-			warn(im, path, "differs from the copy already in the "
-				       "store; kept that one");
-			return 0;
-		}
-	}
-	if (rc < 0)
-		return rc;
-	im->st.files++;
-	im->st.bytes += c.size;
-	im->st.kernels += group;
-	return 0;
+	rc = putq_store_fd(tcfs_store_cas(im->s), fd, st, name, key,
+			   group_filter(im), &c, &put, &stored);
+	return rc < 0 ? rc : add_file(im, st, dir, name, path, &c, put,
+				      stored);
 }
 
 /* The path of a source entry relative to the source (path is SRC/...). */
@@ -296,17 +289,15 @@ static int open_link(struct import *im, int dirfd, const char *name,
 	return fd;
 }
 
-static int64_t mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
-/* The node for a directory: the stored one, or a new one like the source. */
+/* The node for a directory: the stored one, or a new one like the
+ * source (then *made is 1, when made is not NULL). */
 static int ensure_dir(struct import *im, uint64_t parent, const char *name,
-		      const struct stat *st, struct tcfs_node *out)
+		      const struct stat *st, struct tcfs_node *out, int *made)
 {
 	int rc = tcfs_ns_lookup(im->s, parent, name, out);
 
+	if (made)
+		*made = rc == -ENOENT;
 	if (rc == -ENOENT)
 		rc = tcfs_ns_mkdir(im->s, parent, name,
 				   tcfs_ns_portable_mode(st->st_mode),
@@ -337,7 +328,7 @@ static int import_subdir(struct import *im, int dirfd,
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	rc = ensure_dir(im, dir->ino, name, st, &sub);
+	rc = ensure_dir(im, dir->ino, name, st, &sub, NULL);
 	if (rc == 0)
 		rc = import_tree(im, fd, &sub, key, path, depth + 1);
 	close(fd);
@@ -397,8 +388,32 @@ static int import_entry(struct import *im, int dirfd,
 	return rc;
 }
 
+/* The next result of the queue, a's file name: 1 when it was stored
+ * (then its row is written), 0 when it is the walk's to look at, or
+ * -errno when it failed. */
+static int take_queued(struct import *im, struct ahead *a,
+		       const struct tcfs_node *dir, const char *name,
+		       const char *path)
+{
+	struct putq_result r;
+	int rc = putq_next(im->q, &r);
+
+	assert(rc == 0);	/* each queued file has its result */
+	a->taken++;
+	rc = r.rc;
+	if (rc < 0 && r.msg)
+		tcfs_err_set(rc, "%s", r.msg);
+	if (!r.walk && rc == 0) {
+		rc = add_file(im, &r.st, dir, name, path, &r.c, r.put,
+			      r.stored);
+	}
+	rc = r.walk ? 0 : rc < 0 ? rc : 1;
+	putq_result_free(&r);
+	return rc;
+}
+
 /* A key dir's top level read ahead (im->cur) was listed then, and its
- * queued files were opened then: their stat is the one read ahead. */
+ * files queued then. */
 static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 		       const char *key, const char *path, int depth)
 {
@@ -417,16 +432,25 @@ static int import_tree(struct import *im, int fd, const struct tcfs_node *dir,
 
 		snprintf(sub, sizeof(sub), "%s/%s", path, names[i]);
 		if (a && a->queued[i])
-			rc = import_file(im, -1, &a->st[i], dir, names[i],
-					 key, sub);
-		else
+			rc = take_queued(im, a, dir, names[i], sub);
+		/* What the walk does may add rows of its own: those
+		 * waiting go first, in the order of the names. */
+		if (rc == 0)
+			rc = flush_fresh(im);
+		if (rc == 0)
 			rc = import_entry(im, fd, dir, names[i], key, sub,
 					  depth);
+		rc = rc > 0 ? 0 : rc;
 		if (rc < 0 && !im->shown)
 			file_err(im, rc, sub);
 		im->shown = 0;
 		show_progress(im);
 	}
+	if (rc == 0)
+		rc = flush_fresh(im);
+	if (rc < 0 && !im->shown)
+		file_err(im, rc, path);
+	im->npend = 0;
 	if (!a)
 		tcfs_io_names_free(names, n);
 	return rc;
@@ -491,7 +515,6 @@ static void ahead_free(struct ahead *a)
 	if (a->fd >= 0)
 		close(a->fd);
 	tcfs_io_names_free(a->names, a->n);
-	free(a->st);
 	free(a->queued);
 	memset(a, 0, sizeof(*a));
 	a->fd = -1;
@@ -509,13 +532,13 @@ static int ahead_rest(struct import *im, struct ahead *a, int keep)
 
 		putq_next(im->q, &r);
 		a->taken++;
-		if (r.rc == 0 && r.put == TCFS_CAS_CREATED) {
+		if (!r.walk && r.rc == 0 && r.put == TCFS_CAS_CREATED) {
 			if (!keep)
-				take_back(im, &r.blob, r.stored);
+				take_back(im, &r.c.blob, r.stored);
 			else if (rc == 0)
-				rc = remember_added(im, &r.blob, r.stored);
+				rc = remember_added(im, &r.c.blob, r.stored);
 			else
-				take_back(im, &r.blob, r.stored);
+				take_back(im, &r.c.blob, r.stored);
 		}
 		putq_result_free(&r);
 	}
@@ -545,41 +568,24 @@ static int settle(struct import *im, struct import_stats *before,
 	return 0;
 }
 
-/* Queues a's entry i when it is a regular file the walk would store as
- * is (not a group file); anything else, or any error, is left to the
- * walk, which says so. */
+/* Queues a's entry i, key dir key's, unless the walk would skip it by
+ * its name.  What it is the queue's threads find out: what they do not
+ * store, or cannot, is left to the walk, which says so. */
 static void queue_file(struct import *im, struct ahead *a, size_t i,
-		       const char *dirpath)
+		       const char *key, const char *dirpath)
 {
 	const char *name = a->names[i];
-	struct stat *st = &a->st[i];
 	char path[PATH_MAX];
-	int fd;
 
 	if (tcfs_name_is_temp(name, 0) ||
 	    (im->o.binary_only && tcfs_name_artifact(name) == TCFS_ART_IR))
 		return;
-	if (fstatat(a->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st->st_mode))
-		return;
-	fd = openat(a->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				 O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
-	    tcfs_group_candidate(name, (uint64_t)st->st_size)) {
-		close(fd);
-		return;
-	}
 	if (snprintf(path, sizeof(path), "%s/%s", dirpath, name) >=
-	    (int)sizeof(path)) {
-		close(fd);
+	    (int)sizeof(path))
 		return;
-	}
-	if (putq_add(im->q, fd, path) == 0) {
+	if (putq_add(im->q, a->fd, key, path) == 0) {
 		a->queued[i] = 1;
 		a->nqueued++;
-		a->bytes += (uint64_t)st->st_size;
 	}
 }
 
@@ -602,9 +608,8 @@ static void read_ahead(struct import *im, int lfd, const char *lpath,
 		ahead_free(a);
 		return;
 	}
-	a->st = calloc(a->n ? a->n : 1, sizeof(*a->st));
 	a->queued = calloc(a->n ? a->n : 1, 1);
-	if (!a->st || !a->queued) {
+	if (!a->queued) {
 		ahead_free(a);
 		return;
 	}
@@ -612,7 +617,8 @@ static void read_ahead(struct import *im, int lfd, const char *lpath,
 	    (int)sizeof(path))
 		return;	/* too long to queue: the walk says so */
 	for (size_t i = 0; i < a->n; i++)
-		queue_file(im, a, i, path);
+		queue_file(im, a, i, name, path);
+	putq_go(im->q);
 }
 
 /* The key dirs of one level read ahead, in order: a ring. */
@@ -620,17 +626,16 @@ struct window {
 	struct ahead a[AHEAD_DIRS];
 	size_t first, count;
 	size_t next;		/* the next of the level's names to look at */
-	uint64_t bytes;		/* of the files queued */
 };
 
-/* Whether blobs have room for AHEAD_BYTES more, and the window is not
- * over them. */
-static int may_read_ahead(struct import *im, const struct window *w)
+/* Whether blobs have room for AHEAD_BYTES more, and the files stored
+ * ahead are not over them. */
+static int may_read_ahead(struct import *im)
 {
 	struct tcfs_space sp;
 	int rc;
 
-	if (w->bytes >= AHEAD_BYTES)
+	if (putq_bytes(im->q) >= AHEAD_BYTES)
 		return 0;
 	if (tcfs_space_read(im->spacefd, &sp) < 0)
 		return 0;
@@ -651,7 +656,7 @@ static void fill(struct import *im, int lfd, const char *lpath,
 	if (w->next < i)
 		w->next = i;
 	while (w->next < n && w->count < AHEAD_DIRS &&
-	       may_read_ahead(im, w)) {
+	       may_read_ahead(im)) {
 		const char *name = names[w->next];
 		struct ahead *a;
 		struct stat st;
@@ -672,7 +677,6 @@ static void fill(struct import *im, int lfd, const char *lpath,
 		a->idx = w->next++;
 		read_ahead(im, lfd, lpath, name, a);
 		w->count += a->fd >= 0;
-		w->bytes += a->bytes;
 	}
 }
 
@@ -688,7 +692,6 @@ static struct ahead *take(struct import *im, struct window *w, size_t i,
 			break;
 		w->first = (w->first + 1) % AHEAD_DIRS;
 		w->count--;
-		w->bytes -= a->bytes;
 		if (a->idx == i) {
 			*out = *a;
 			return out;
@@ -699,9 +702,6 @@ static struct ahead *take(struct import *im, struct window *w, size_t i,
 	return NULL;
 }
 
-/* Imports key dir name of dir parent (at path, below SRC) as one
- * transaction: it lands whole or not at all.  a: its read ahead, or
- * NULL; freed here. */
 /* The rows of key dir name (open at fd) in one savepoint: 0, or -errno
  * with it rolled back.  a's queued files left over are taken here. */
 static int keydir_rows(struct import *im, int fd,
@@ -709,7 +709,7 @@ static int keydir_rows(struct import *im, int fd,
 		       const char *path, const struct stat *st, struct ahead *a)
 {
 	struct tcfs_node dir;
-	int rc = tcfs_store_begin_whole(im->s), r, commit;
+	int rc = tcfs_store_begin_whole(im->s), r, commit, made;
 
 	if (rc < 0) {
 		file_err(im, rc, path);
@@ -717,11 +717,14 @@ static int keydir_rows(struct import *im, int fd,
 			ahead_rest(im, a, 1);
 		return rc;
 	}
-	rc = ensure_dir(im, parent->ino, name, st, &dir);
-	if (rc < 0)
+	rc = ensure_dir(im, parent->ino, name, st, &dir, &made);
+	if (rc < 0) {
 		file_err(im, rc, path);
-	else
+	} else {
+		im->fresh = made ? dir.ino : 0;
 		rc = import_tree(im, fd, &dir, name, path, 1);
+		im->fresh = 0;
+	}
 	r = a ? ahead_rest(im, a, 1) : 0;
 	rc = rc < 0 ? rc : r;
 	im->shown = 0;
@@ -826,7 +829,7 @@ static void import_sublevel(struct import *im, int fd,
 	rc = sfd < 0 ? -errno : tcfs_store_begin(im->s);
 	if (rc == 0)
 		rc = tcfs_store_end(im->s, ensure_dir(im, dir->ino, name, st,
-						      &d));
+						      &d, NULL));
 	if (rc < 0)
 		entry_failed(im, rc, sub);
 	else
@@ -969,7 +972,8 @@ int import_begin(struct import *im, struct tcfs_store *s,
 						     O_CLOEXEC);
 	/* Without its threads, files are read and stored here: slower, not
 	 * wrong. */
-	if (putq_start(tcfs_store_cas(s), online_cpus(), &im->q) < 0)
+	if (putq_start(tcfs_store_cas(s), online_cpus(), group_filter(im),
+		       &im->q) < 0)
 		im->q = NULL;
 	/* Atomic: one savepoint around everything, rolled back at the end
 	 * when anything failed. */
@@ -1005,7 +1009,9 @@ int import_end(struct import *im, int rc)
 	im->spacefd = -1;
 	free(im->added);
 	free(im->added_size);
+	free(im->pend);
 	im->added = NULL;
 	im->added_size = NULL;
+	im->pend = NULL;
 	return rc;
 }

@@ -13,6 +13,7 @@
 
 struct progress;
 struct tcfs_store;
+struct tcfs_ns_file;
 
 struct import_stats {
 	uint64_t kernels;	/* group files in imported key dirs */
@@ -64,6 +65,11 @@ struct import {
 	struct ahead *cur;	/* the key dir being imported, when its
 				 * files were queued (import.c); not owned */
 	int shown;		/* the error on its way up was reported */
+	/* A key dir this import made, whose files' rows wait in pend until
+	 * the next row of another kind or the dir's end; 0: none. */
+	uint64_t fresh;
+	struct tcfs_ns_file *pend;	/* owned; names borrowed */
+	size_t npend, pend_cap;
 };
 
 /* Starts an import into s (a writer).  0 or -errno; then import_end. */

@@ -3,14 +3,16 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "index/base/err.h"
+#include "index/base/io.h"
 
-/* Files waiting to be read, at most: each holds a descriptor. */
+/* Files waiting to be read, at most. */
 #define PUTQ_JOBS_MAX 256
 /* Threads, at most: past this they contend for objects/ more than they
  * gain. */
@@ -18,7 +20,9 @@
 
 struct job {
 	struct job *next;
-	int fd;			/* the storing thread's; closed once stored */
+	int dirfd;		/* borrowed, as is: */
+	const char *key;
+	const char *name;	/* the last component of r.path */
 	int done;		/* stored (guarded by mu) */
 	/* The first job no thread had taken when this one was stored
 	 * (NULL: none): only those before it can have made the blob that
@@ -29,6 +33,7 @@ struct job {
 
 struct putq {
 	struct tcfs_cas *cas;	/* borrowed */
+	enum tcfs_group_filter filter;
 	pthread_t thread[PUTQ_THREADS_MAX];
 	unsigned nthreads;
 	pthread_mutex_t mu;	/* guards: */
@@ -38,22 +43,78 @@ struct putq {
 	struct job *todo;	/* the first of them no thread took yet */
 	size_t waiting;		/* jobs from todo on */
 	size_t undone;		/* jobs queued and not stored yet */
+	/* A wake-up costs the thread that gives it a system call: threads
+	 * are woken once for a batch of jobs (putq_go), and the taker only
+	 * for the job it waits on (any, with want_any). */
+	size_t unkicked;	/* jobs added since threads were woken */
+	unsigned idle;		/* threads waiting for a job */
+	const struct job *want;
+	int want_any;
+	uint64_t bytes;		/* of the jobs stored and not taken */
 	int stop;
 };
 
-static void store(struct tcfs_cas *cas, struct job *j)
+/* A group file as the group policy says; one that grew past a group
+ * file's bound since its stat is not Triton's, and is stored as it is. */
+static int put_group(struct tcfs_cas *cas, int fd, const char *key,
+		     enum tcfs_group_filter f, struct tcfs_content *c,
+		     enum tcfs_cas_put *put)
 {
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len);
+
+	if (rc == -EFBIG) {
+		free(buf);
+		if (lseek(fd, 0, SEEK_SET) < 0)
+			return -errno;
+		c->fmt = TCFS_FMT_RAW;
+		return tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
+	}
+	if (rc == 0)
+		rc = tcfs_group_put(cas, key, buf, len, f, c, put);
+	free(buf);
+	return rc;
+}
+
+int putq_store_fd(struct tcfs_cas *cas, int fd, const struct stat *st,
+		  const char *name, const char *key, enum tcfs_group_filter f,
+		  struct tcfs_content *c, enum tcfs_cas_put *put,
+		  uint64_t *stored)
+{
+	int rc;
+
+	c->fmt = TCFS_FMT_RAW;
+	if (tcfs_group_candidate(name, (uint64_t)st->st_size))
+		rc = put_group(cas, fd, key, f, c, put);
+	else
+		rc = tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
+	*stored = c->size;
+	if (rc == 0 && *put == TCFS_CAS_CREATED)
+		tcfs_cas_stat(cas, &c->blob, stored);
+	return rc;
+}
+
+/* O_NONBLOCK: a file swapped for a FIFO must not hang the thread. */
+static void store(struct putq *q, struct job *j)
+{
+	struct putq_result *r = &j->r;
+	int fd = openat(j->dirfd, j->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+					    O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &r->st) < 0 || !S_ISREG(r->st.st_mode)) {
+		r->walk = 1;
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
 	tcfs_err_clear();
-	j->r.rc = tcfs_cas_put_fd(cas, j->fd, &j->r.blob, &j->r.size,
-				  &j->r.put);
-	j->r.stored = j->r.size;
-	if (j->r.rc == 0 && j->r.put == TCFS_CAS_CREATED)
-		tcfs_cas_stat(cas, &j->r.blob, &j->r.stored);
-	else if (j->r.rc < 0 && tcfs_err_msg()[0])
-		j->r.msg = strdup(tcfs_err_msg());
+	r->rc = putq_store_fd(q->cas, fd, &r->st, j->name, j->key, q->filter,
+			      &r->c, &r->put, &r->stored);
+	if (r->rc < 0 && tcfs_err_msg()[0])
+		r->msg = strdup(tcfs_err_msg());
 	tcfs_err_clear();
-	close(j->fd);
-	j->fd = -1;
+	close(fd);
 }
 
 static void *run(void *arg)
@@ -61,10 +122,14 @@ static void *run(void *arg)
 	struct putq *q = arg;
 	struct job *j;
 
+	pthread_setname_np(pthread_self(), "tcfs-put");	/* for top -H */
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
-		while (!q->todo && !q->stop)
+		while (!q->todo && !q->stop) {
+			q->idle++;
 			pthread_cond_wait(&q->added, &q->mu);
+			q->idle--;
+		}
 		j = q->todo;
 		if (!j)
 			break;
@@ -73,13 +138,15 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&q->mu);
 		/* Two threads may store the same bytes at once: the store
 		 * counts the second as shared (cas.c, install). */
-		store(q->cas, j);
+		store(q, j);
 		pthread_mutex_lock(&q->mu);
 		assert(q->undone > 0);
 		j->done = 1;
 		j->horizon = q->todo;
+		q->bytes += j->r.walk ? 0 : j->r.c.size;
 		q->undone--;
-		pthread_cond_broadcast(&q->stored);
+		if (q->want_any || q->want == j)
+			pthread_cond_signal(&q->stored);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return NULL;
@@ -93,7 +160,8 @@ static void destroy(struct putq *q)
 	free(q);
 }
 
-int putq_start(struct tcfs_cas *cas, unsigned threads, struct putq **out)
+int putq_start(struct tcfs_cas *cas, unsigned threads,
+	       enum tcfs_group_filter f, struct putq **out)
 {
 	struct putq *q = calloc(1, sizeof(*q));
 	int rc = 0;
@@ -101,6 +169,7 @@ int putq_start(struct tcfs_cas *cas, unsigned threads, struct putq **out)
 	if (!q)
 		return -ENOMEM;
 	q->cas = cas;
+	q->filter = f;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->added, NULL);
 	pthread_cond_init(&q->stored, NULL);
@@ -146,19 +215,53 @@ void putq_stop(struct putq *q)
 	destroy(q);
 }
 
-int putq_add(struct putq *q, int fd, const char *path)
+/* Wakes threads for the jobs added since the last time.  With q->mu. */
+static void kick(struct putq *q)
+{
+	if (q->unkicked && q->idle) {
+		if (q->unkicked == 1)
+			pthread_cond_signal(&q->added);
+		else
+			pthread_cond_broadcast(&q->added);
+	}
+	q->unkicked = 0;
+}
+
+void putq_go(struct putq *q)
+{
+	pthread_mutex_lock(&q->mu);
+	kick(q);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* The taker waits until j is stored, or with j NULL until any job is.
+ * With q->mu. */
+static void wait_stored(struct putq *q, const struct job *j)
+{
+	kick(q);
+	q->want = j;
+	q->want_any = !j;
+	pthread_cond_wait(&q->stored, &q->mu);
+	q->want = NULL;
+	q->want_any = 0;
+}
+
+int putq_add(struct putq *q, int dirfd, const char *key, const char *path)
 {
 	struct job *j = calloc(1, sizeof(*j));
+	const char *slash;
 
 	if (!j || !(j->r.path = strdup(path))) {
 		free(j);
-		close(fd);
 		return -ENOMEM;
 	}
-	j->fd = fd;
+	slash = strrchr(j->r.path, '/');
+	j->name = slash ? slash + 1 : j->r.path;
+	j->dirfd = dirfd;
+	j->key = key;
 	pthread_mutex_lock(&q->mu);
 	while (q->waiting >= PUTQ_JOBS_MAX)
-		pthread_cond_wait(&q->stored, &q->mu);
+		wait_stored(q, NULL);
 	if (q->tail)
 		q->tail->next = j;
 	else
@@ -168,7 +271,7 @@ int putq_add(struct putq *q, int fd, const char *path)
 		q->todo = j;
 	q->waiting++;
 	q->undone++;
-	pthread_cond_signal(&q->added);
+	q->unkicked++;
 	pthread_mutex_unlock(&q->mu);
 	return 0;
 }
@@ -180,13 +283,14 @@ static void claim(struct putq *q, struct job *j)
 {
 	struct putq_result *r = &j->r;
 
-	if (r->rc < 0 || r->put != TCFS_CAS_SHARED)
+	if (r->walk || r->rc < 0 || r->put != TCFS_CAS_SHARED)
 		return;
 	for (struct job *k = j->next; k && k != j->horizon; k = k->next) {
 		while (!k->done)
-			pthread_cond_wait(&q->stored, &q->mu);
-		if (k->r.rc == 0 && k->r.put == TCFS_CAS_CREATED &&
-		    tcfs_hash_equal(&k->r.blob, &r->blob)) {
+			wait_stored(q, k);
+		if (!k->r.walk && k->r.rc == 0 &&
+		    k->r.put == TCFS_CAS_CREATED &&
+		    tcfs_hash_equal(&k->r.c.blob, &r->c.blob)) {
 			k->r.put = TCFS_CAS_SHARED;
 			r->put = TCFS_CAS_CREATED;
 			r->stored = k->r.stored;
@@ -202,10 +306,11 @@ int putq_next(struct putq *q, struct putq_result *r)
 	pthread_mutex_lock(&q->mu);
 	j = q->head;
 	while (j && !j->done)
-		pthread_cond_wait(&q->stored, &q->mu);
+		wait_stored(q, j);
 	if (j)
 		claim(q, j);
 	if (j) {
+		q->bytes -= j->r.walk ? 0 : j->r.c.size;
 		q->head = j->next;
 		if (!q->head)
 			q->tail = NULL;
@@ -218,16 +323,27 @@ int putq_next(struct putq *q, struct putq_result *r)
 	return 0;
 }
 
+uint64_t putq_bytes(struct putq *q)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&q->mu);
+	b = q->bytes;
+	pthread_mutex_unlock(&q->mu);
+	return b;
+}
+
 int putq_adopt(struct putq *q, const struct tcfs_hash *h, uint64_t stored)
 {
 	int found = 0;
 
 	pthread_mutex_lock(&q->mu);
 	while (q->undone)
-		pthread_cond_wait(&q->stored, &q->mu);
+		wait_stored(q, NULL);
 	for (struct job *j = q->head; j && !found; j = j->next) {
-		if (j->r.rc == 0 && j->r.put == TCFS_CAS_SHARED &&
-		    tcfs_hash_equal(&j->r.blob, h)) {
+		if (!j->r.walk && j->r.rc == 0 &&
+		    j->r.put == TCFS_CAS_SHARED &&
+		    tcfs_hash_equal(&j->r.c.blob, h)) {
 			j->r.put = TCFS_CAS_CREATED;
 			j->r.stored = stored;
 			found = 1;

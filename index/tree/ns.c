@@ -170,6 +170,39 @@ int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 	return insert_node(s, parent, name, &r, out);
 }
 
+int tcfs_ns_create_files(struct tcfs_store *s, uint64_t dir,
+			 const struct tcfs_ns_file *f, size_t n)
+{
+	struct tcfs_db *db = tcfs_store_db(s);
+	struct tcfs_node d;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = tcfs_db_begin(db);
+	if (rc < 0)
+		return rc;
+	rc = get_dir(s, dir, &d);
+	for (size_t i = 0; rc >= 0 && i < n; i++) {
+		rc = tcfs_name_check(f[i].name);
+		if (rc == 0)
+			rc = tcfs_db_exec(db, sql_insert, "ittdiihdidtnii",
+					  (int64_t)dir, f[i].name, "f",
+					  (int)(f[i].mode & 07777),
+					  (int64_t)f[i].c.size, f[i].mtime_ns,
+					  &f[i].c.blob, (int)f[i].c.fmt,
+					  f[i].mtime_ns, 1, NULL, (int64_t)-1,
+					  (int64_t)TCFS_OWNER_MOUNT,
+					  (int64_t)TCFS_OWNER_MOUNT);
+		if (rc >= 0)
+			rc = tcfs_durable_note(tcfs_store_durable(s),
+					       &f[i].c.blob);
+	}
+	if (rc >= 0)
+		rc = dir_changed(s, dir, TCFS_FILE, f[n - 1].mtime_ns);
+	return tcfs_db_end(db, rc < 0 ? rc : 0);
+}
+
 int tcfs_ns_symlink(struct tcfs_store *s, uint64_t parent, const char *name,
 		    const char *target, int64_t mtime_ns,
 		    const struct tcfs_owner *own, struct tcfs_node *out)

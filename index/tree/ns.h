@@ -60,6 +60,19 @@ int tcfs_ns_create(struct tcfs_store *s, uint64_t parent, const char *name,
 		   unsigned mode, int64_t mtime_ns,
 		   const struct tcfs_content *c, const struct tcfs_owner *own,
 		   struct tcfs_node *out);
+/* A file for tcfs_ns_create_files: its name is borrowed. */
+struct tcfs_ns_file {
+	const char *name;
+	unsigned mode;
+	int64_t mtime_ns;
+	struct tcfs_content c;
+};
+/* Creates n files in dir, owned by whoever mounts, as n tcfs_ns_create
+ * would, but with what a create does for its dir (its mtime, its
+ * kernels) done once.  dir must hold none of their names (else -EEXIST,
+ * and none is made): a bulk load (tools/import.c) of a dir it made. */
+int tcfs_ns_create_files(struct tcfs_store *s, uint64_t dir,
+			 const struct tcfs_ns_file *f, size_t n);
 /* target: 1 to TCFS_SYMLINK_MAX bytes, no NUL (else -ENOENT,
  * -ENAMETOOLONG). */
 #define TCFS_SYMLINK_MAX 4095
