@@ -24,10 +24,13 @@ struct job {
 	const char *key;
 	const char *name;	/* the last component of r.path */
 	int done;		/* stored (guarded by mu) */
-	/* The first job no thread had taken when this one was stored
-	 * (NULL: none): only those before it can have made the blob that
-	 * this one found there. */
-	struct job *horizon;
+	uint64_t seq;		/* the order it was added in */
+	/* The seq of the first job no thread had taken when this one was
+	 * stored: only those before it can have made the blob that this
+	 * one found there.  (Not a pointer: with every job taken, those
+	 * added later must not count, and with threads idle that is the
+	 * common case.) */
+	uint64_t horizon;
 	struct putq_result r;
 };
 
@@ -51,6 +54,7 @@ struct putq {
 	const struct job *want;
 	int want_any;
 	uint64_t bytes;		/* of the jobs stored and not taken */
+	uint64_t nadded;	/* jobs ever added: the next one's seq */
 	int stop;
 };
 
@@ -135,6 +139,8 @@ static void *run(void *arg)
 			break;
 		q->todo = j->next;
 		q->waiting--;
+		if (q->todo && q->idle)
+			pthread_cond_signal(&q->added);
 		pthread_mutex_unlock(&q->mu);
 		/* Two threads may store the same bytes at once: the store
 		 * counts the second as shared (cas.c, install). */
@@ -142,7 +148,7 @@ static void *run(void *arg)
 		pthread_mutex_lock(&q->mu);
 		assert(q->undone > 0);
 		j->done = 1;
-		j->horizon = q->todo;
+		j->horizon = q->todo ? q->todo->seq : q->nadded;
 		q->bytes += j->r.walk ? 0 : j->r.c.size;
 		q->undone--;
 		if (q->want_any || q->want == j)
@@ -215,15 +221,14 @@ void putq_stop(struct putq *q)
 	destroy(q);
 }
 
-/* Wakes threads for the jobs added since the last time.  With q->mu. */
+/* Wakes a thread for the jobs added since the last time; it wakes
+ * another if more are left when it takes one (run), so the adder pays
+ * for one wake-up a batch, and no more threads wake than there is work
+ * for.  With q->mu. */
 static void kick(struct putq *q)
 {
-	if (q->unkicked && q->idle) {
-		if (q->unkicked == 1)
-			pthread_cond_signal(&q->added);
-		else
-			pthread_cond_broadcast(&q->added);
-	}
+	if (q->unkicked && q->idle)
+		pthread_cond_signal(&q->added);
 	q->unkicked = 0;
 }
 
@@ -269,6 +274,7 @@ int putq_add(struct putq *q, int dirfd, const char *key, const char *path)
 	q->tail = j;
 	if (!q->todo)
 		q->todo = j;
+	j->seq = q->nadded++;
 	q->waiting++;
 	q->undone++;
 	q->unkicked++;
@@ -285,7 +291,7 @@ static void claim(struct putq *q, struct job *j)
 
 	if (r->walk || r->rc < 0 || r->put != TCFS_CAS_SHARED)
 		return;
-	for (struct job *k = j->next; k && k != j->horizon; k = k->next) {
+	for (struct job *k = j->next; k && k->seq < j->horizon; k = k->next) {
 		while (!k->done)
 			wait_stored(q, k);
 		if (!k->r.walk && k->r.rc == 0 &&

@@ -7,15 +7,23 @@
 # before (ext4's allocator scans recently deleted inodes: an rm -rf of
 # 180,000 files just before a run doubles its time).  Needs root.
 #
-#   tests/bench/import_scale.sh [TCFS_BINARY] [N...]   (N: 1000 20000)
+# Several builds (TCFS_BINARY,OLD_BINARY,...) are each timed on the same
+# tree, in the same run.  "main" is the share of the wall time that
+# import's own thread was on a CPU: near 100% it is what bounds the
+# import, and the threads that store files wait on it.
+#
+#   tests/bench/import_scale.sh [TCFS_BINARY[,TCFS_BINARY...]] [N...]
+#   (N: 1000 20000)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tcfs=${1:-$top/build-release/tools/tcfs}
+IFS=, read -r -a bins <<< "${1:-$top/build-release/tools/tcfs}"
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000 20000)
 fixtures=${FIXTURES:-$top/tests/fixtures}
-[ -x "$tcfs" ] || { echo "no tcfs binary at $tcfs (build first)" >&2; exit 1; }
+for b in "${bins[@]}"; do
+	[ -x "$b" ] || { echo "no tcfs binary at $b (build first)" >&2; exit 1; }
+done
 [ "$(id -u)" = 0 ] || { echo "needs root (loop mounts)" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/tcfs-bench.XXXXXX")
@@ -40,9 +48,29 @@ timed() {
 	calc "$b - $a"
 }
 
+# cputime PID: the CPU seconds of PID's first thread so far
+cputime() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' \
+		"/proc/$1/task/$1/stat" 2>/dev/null
+}
+# imported BIN SRC: "WALL MAINCPU" of an import of SRC then a sync
+imported() {
+	local a b pid cpu=0 c
+	a=$(now)
+	"$1" import -q --store "$work/fs/store" "$2" & pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		c=$(cputime "$pid") && [ -n "$c" ] && cpu=$c
+		sleep 0.05
+	done
+	wait "$pid"
+	sync -f "$work/fs"; b=$(now)
+	echo "$(calc "$b - $a") $cpu"
+}
+
 printf 'import against cp -a + sync, each on a fresh ext4 (loop), source warm\n'
-printf '  %8s %8s %9s %9s %7s %12s %12s\n' kernels files "cp (s)" "imp (s)" imp/cp \
-	"cp us/file" "imp us/file"
+for i in "${!bins[@]}"; do printf '  build %d: %s\n' "$i" "${bins[$i]}"; done
+printf '  %8s %8s %5s %9s %9s %7s %12s %12s %6s\n' kernels files build "cp (s)" \
+	"imp (s)" imp/cp "cp us/file" "imp us/file" main
 for n in "${sizes[@]}"; do
 	src=$work/src-$n
 	python3 "$top/tests/bench/gen_kernels.py" --full "$work/big" "$n" "$src"
@@ -50,10 +78,13 @@ for n in "${sizes[@]}"; do
 	find "$src" -type f -exec cat {} + >/dev/null	# warm for both sides
 	fresh "$n"
 	cp_s=$(timed cp -a "$src" "$work/fs/copy")
-	fresh "$n"
-	imp_s=$(timed "$tcfs" import -q --store "$work/fs/store" "$src")
-	printf '  %8d %8d %9.2f %9.2f %7.2f %12.1f %12.1f\n' "$n" "$files" "$cp_s" "$imp_s" \
-		"$(calc "$imp_s / $cp_s")" "$(calc "$cp_s / $files * 1e6")" \
-		"$(calc "$imp_s / $files * 1e6")"
+	for i in "${!bins[@]}"; do
+		fresh "$n"
+		read -r imp_s cpu < <(imported "${bins[$i]}" "$src")
+		printf '  %8d %8d %5d %9.2f %9.2f %7.2f %12.1f %12.1f %5.0f%%\n' "$n" "$files" \
+			"$i" "$cp_s" "$imp_s" "$(calc "$imp_s / $cp_s")" \
+			"$(calc "$cp_s / $files * 1e6")" "$(calc "$imp_s / $files * 1e6")" \
+			"$(calc "$cpu / $imp_s * 100")"
+	done
 	rm -rf "$src"
 done

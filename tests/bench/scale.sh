@@ -5,13 +5,17 @@
 #   mount      wall time of `tcfs mount` until it serves (median of 3)
 #   rss        the daemon's resident memory after every kernel was probed
 #   hit, miss  median latency of one probe (a stat of KEY/__grp__NAME.json)
-#   info, list, list --json, stats, prune --dry-run --unused-since 1d
-#              (mounted)
+#   info, list, list --json, stats, prune --dry-run --unused-since 1d,
+#   prune --dry-run --name '*'
+#              (mounted; median of 3)
 #   import     throughput against `cp -a` (+ sync) of the same tree
 #   gc, fsck   time per file
 #   ls         `ls` of the mount's root against `ls` of the same N key
-#              dirs on plain disk (the cp -a copy)
-# and prints each figure with its target and whether it is met.
+#              dirs on plain disk (the cp -a copy): one run to warm up,
+#              then the median of 5
+# and prints each figure with its target and whether it is met.  As root
+# the store and the copy each live on a fresh ext4 of their own (loop),
+# as in import_scale.sh; else both under TMPDIR.
 #
 #   tests/bench/scale.sh [TCFS_BINARY] [N]
 set -euo pipefail
@@ -23,7 +27,13 @@ fixtures=${FIXTURES:-$top/tests/fixtures}
 tcfs=$(cd "$(dirname "$tcfs")" && pwd)/$(basename "$tcfs")
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/tcfs-bench.XXXXXX")
-trap 'for m in "$work"/mnt-*; do fusermount3 -uz "$m" 2>/dev/null || true; done; chmod -R u+w "$work"; rm -rf "$work"' EXIT
+cleanup() {
+	for m in "$work"/mnt-*; do fusermount3 -uz "$m" 2>/dev/null || true; done
+	for d in "$work"/fs-*; do umount "$d" 2>/dev/null || true; done
+	chmod -R u+w "$work"
+	rm -rf "$work"
+}
+trap cleanup EXIT
 tar -xzf "$fixtures/triton-3.6-multitarget.tgz" -C "$work"
 
 now() { date +%s.%N; }
@@ -39,6 +49,20 @@ secs() {
 	done
 	median "${t[@]}"
 }
+# fresh NAME N: a new ext4 for N kernels at $work/fs-NAME (as root), or a
+# plain dir; prints its path
+fresh() {
+	local d=$work/fs-$1
+	umount "$d" 2>/dev/null || true
+	rm -rf "$d" "$d.img"
+	mkdir "$d"
+	if [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null; then
+		truncate -s $(($2 * 64 * 1024 + (1 << 30))) "$d.img"
+		mkfs.ext4 -q -F -N $(($2 * 20 + 20000)) "$d.img"
+		mount -o loop "$d.img" "$d"
+	fi
+	echo "$d"
+}
 # The daemon: the holder of the store's writer lock (/proc/locks).
 daemon_pid() {
 	local ino
@@ -50,7 +74,8 @@ prune_ok=0
 
 declare -A T
 for n in 1000 "$big"; do
-	src=$work/src-$n plain=$work/plain-$n store=$work/store-$n m=$work/mnt-$n
+	src=$work/src-$n m=$work/mnt-$n
+	plain=$(fresh plain "$n")/copy store=$(fresh store "$n")/store
 	echo "scale: $n kernels ..." >&2
 	python3 "$top/tests/bench/gen_kernels.py" --full "$work/big" "$n" "$src"
 	T[$n,files]=$(find "$src" -type f | wc -l)
@@ -62,7 +87,8 @@ for n in 1000 "$big"; do
 	rm -rf "$src"
 	T[$n,gc]=$(calc "$(secs 1 "$tcfs" gc --store "$store") / ${T[$n,files]} * 1e6" %.2f)
 	T[$n,fsck]=$(calc "$(secs 1 "$tcfs" fsck --store "$store") / ${T[$n,files]} * 1e6" %.2f)
-	T[$n,plain_ls]=$(secs 3 ls "$plain")
+	ls "$plain" >/dev/null
+	T[$n,plain_ls]=$(secs 5 ls "$plain")
 	mkdir -p "$m"
 	t=()
 	for ((i = 0; i < 3; i++)); do
@@ -75,7 +101,8 @@ for n in 1000 "$big"; do
 	pid=$(daemon_pid "$store")
 	T[$n,rss]=$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")
 	read -r T[$n,hit] T[$n,miss] < <(python3 "$top/tests/bench/probe_scale.py" time "$m" "$plain" 2000)
-	T[$n,ls]=$(secs 3 ls "$m")
+	ls "$m" >/dev/null
+	T[$n,ls]=$(secs 5 ls "$m")
 	T[$n,ls_r]=$(calc "${T[$n,ls]} / ${T[$n,plain_ls]}" %.2f)
 	T[$n,info]=$(secs 3 "$tcfs" info --store "$store")
 	T[$n,list]=$(secs 3 "$tcfs" list --store "$store")
@@ -83,10 +110,16 @@ for n in 1000 "$big"; do
 	T[$n,stats]=$(secs 3 "$tcfs" stats --store "$store")
 	if [ $prune_ok = 1 ]; then
 		T[$n,prune]=$(secs 3 "$tcfs" prune --dry-run --unused-since 1d --store "$store")
+		T[$n,prune_all]=$(secs 3 "$tcfs" prune --dry-run --name '*' --store "$store")
 	fi
 	"$tcfs" umount "$m"
-	chmod -R u+w "$store"
-	rm -rf "$store" "$plain"
+	if mountpoint -q "$work/fs-store"; then
+		umount "$work/fs-plain" "$work/fs-store"
+		rm -f "$work"/fs-*.img
+	else
+		chmod -R u+w "$store"
+		rm -rf "$store" "$plain"
+	fi
 done
 
 printf 'scale: %d kernels (%d files) against 1000 (%d files)\n' "$big" "${T[$big,files]}" "${T[1000,files]}"
@@ -108,6 +141,7 @@ row "tcfs list --json" list_json s "<= 1 s" "b <= 1"
 row "tcfs stats" stats s "<= 1 s" "b <= 1"
 if [ $prune_ok = 1 ]; then
 	row "tcfs prune --dry-run" prune s "<= 1 s" "b <= 1"
+	row "prune --dry-run --name '*'" prune_all s "<= 1 s" "b <= 1"
 else
 	echo "  prune: n/a"
 fi
