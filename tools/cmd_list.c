@@ -135,21 +135,20 @@ static cJSON *kernel_json(const struct tcfs_kernel_use *u, const char *root)
 	cJSON_AddStringToObject(o, "target", t);
 	cJSON_AddStringToObject(o, "backend", k->backend);
 	cJSON_AddStringToObject(o, "arch", k->arch);
-	cJSON_AddNumberToObject(o, "num_warps", (double)k->num_warps);
-	cJSON_AddNumberToObject(o, "num_stages", (double)k->num_stages);
-	cJSON_AddNumberToObject(o, "size", (double)k->total_bytes);
-	cJSON_AddNumberToObject(o, "files", (double)u->files);
-	cJSON_AddNumberToObject(o, "hits", (double)u->hits);
-	cJSON_AddNumberToObject(o, "misses", (double)u->misses);
+	tcfs_json_add_int(o, "num_warps", (int64_t)k->num_warps);
+	tcfs_json_add_int(o, "num_stages", (int64_t)k->num_stages);
+	tcfs_json_add_int(o, "size", (int64_t)k->total_bytes);
+	tcfs_json_add_int(o, "files", (int64_t)u->files);
+	tcfs_json_add_int(o, "hits", (int64_t)u->hits);
+	tcfs_json_add_int(o, "misses", (int64_t)u->misses);
 	if (u->last_hit_ns)
-		cJSON_AddNumberToObject(o, "last_hit",
-					(double)u->last_hit_ns / 1e9);
+		tcfs_json_add_seconds(o, "last_hit", u->last_hit_ns);
 	else
 		cJSON_AddNullToObject(o, "last_hit");
-	cJSON_AddNumberToObject(o, "created", (double)k->created_ns / 1e9);
+	tcfs_json_add_seconds(o, "created", k->created_ns);
 	cJSON_AddStringToObject(o, "root", root);
 	if (k->uid >= 0)
-		cJSON_AddNumberToObject(o, "writer", (double)k->uid);
+		tcfs_json_add_int(o, "writer", (int64_t)k->uid);
 	else
 		cJSON_AddNullToObject(o, "writer");
 	/* Who may load it: everyone, or the user who wrote it (null: a
@@ -157,7 +156,7 @@ static cJSON *kernel_json(const struct tcfs_kernel_use *u, const char *root)
 	if (k->shared)
 		cJSON_AddStringToObject(o, "visibility", "shared");
 	else if (k->own_uid >= 0)
-		cJSON_AddNumberToObject(o, "visibility", (double)k->own_uid);
+		tcfs_json_add_int(o, "visibility", (int64_t)k->own_uid);
 	else
 		cJSON_AddNullToObject(o, "visibility");
 	/* Where it came from: here, import, unpack, remote. */

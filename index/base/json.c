@@ -2,6 +2,7 @@
 #include "index/base/json.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,4 +113,32 @@ cJSON *tcfs_json_cut(const char *p, size_t n, size_t max)
 	s = cJSON_CreateString(buf);
 	free(buf);
 	return s;
+}
+
+cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
+{
+	int64_t us = ns / 1000;
+	int64_t sec = us / 1000000, frac = us % 1000000;
+	char buf[48];
+
+	if (frac < 0) {		/* before the epoch: C's division truncates */
+		sec -= 1;
+		frac += 1000000;
+	}
+	if (sec < 0 && frac) {
+		snprintf(buf, sizeof(buf), "-%" PRId64 ".%06" PRId64,
+			 -(sec + 1), 1000000 - frac);
+	} else {
+		snprintf(buf, sizeof(buf), "%" PRId64 ".%06" PRId64, sec,
+			 frac);
+	}
+	return cJSON_AddRawToObject(o, name, buf);
+}
+
+cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return cJSON_AddRawToObject(o, name, buf);
 }

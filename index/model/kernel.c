@@ -28,8 +28,8 @@ static const char sql_forget[] =
 static const char sql_upsert[] =
 	"INSERT INTO kernels (grp_ino, name, meta, backend, arch,"
 	" warp_size, num_warps, num_stages, num_ctas, triton_version,"
-	" total_bytes, binary_bytes, ir_bytes, created, origin, shared)"
-	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	" total_bytes, binary_bytes, ir_bytes, created, origin, shared, files)"
+	" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	/* A kernel keeps where it came from while its files change. */
 	" ON CONFLICT (grp_ino) DO UPDATE SET name = excluded.name,"
 	" meta = excluded.meta, backend = excluded.backend,"
@@ -37,7 +37,7 @@ static const char sql_upsert[] =
 	" num_warps = excluded.num_warps, num_stages = excluded.num_stages,"
 	" num_ctas = excluded.num_ctas,"
 	" triton_version = excluded.triton_version,"
-	" total_bytes = excluded.total_bytes,"
+	" total_bytes = excluded.total_bytes, files = excluded.files,"
 	" binary_bytes = excluded.binary_bytes, ir_bytes = excluded.ir_bytes,"
 	" created = excluded.created,"
 	/* Once written by someone untrusted, a kernel stays unshared until
@@ -65,8 +65,7 @@ static const char sql_list[] =
  * its own way anyway.  Walked one at a time, they come by key dir. */
 #define USES                                                                \
 	KERNEL_ROW ","                                                       \
-	" (SELECT count(*) FROM nodes f WHERE f.parent = g.parent"           \
-	"  AND f.kind = 'f'),"                                               \
+	" k.files,"                                                          \
 	" coalesce(p.hits, 0), coalesce(p.misses, 0), coalesce(p.last_hit, 0)" \
 	KERNEL_FROM                                                          \
 	" LEFT JOIN probe_counts p ON p.key = d.name AND p.name = k.name"    \
@@ -179,6 +178,7 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 {
 	char metaname[TCFS_NAME_MAX + 8];
 	struct tcfs_kernel k = { 0 };
+	int64_t files = 0;
 	const struct tcfs_node *meta = NULL;
 	int rc;
 
@@ -187,6 +187,7 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 	for (size_t i = 0; i < nsib; i++) {
 		if (sib[i].kind != TCFS_FILE)
 			continue;
+		files++;
 		k.total_bytes += sib[i].size;
 		switch (tcfs_name_artifact(sib[i].name)) {
 		case TCFS_ART_BINARY:
@@ -208,7 +209,7 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 		if (rc < 0)
 			return rc;
 	}
-	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiiiti",
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_upsert, "ittttnnnntiiiitii",
 			  (int64_t)grp->ino, k.name, meta_names[k.meta],
 			  k.backend[0] ? k.backend : NULL,
 			  k.arch[0] ? k.arch : NULL, k.warp_size, k.num_warps,
@@ -216,7 +217,7 @@ static int refresh_one(struct tcfs_store *s, const struct tcfs_node *grp,
 			  k.triton_version[0] ? k.triton_version : NULL,
 			  (int64_t)k.total_bytes, (int64_t)k.binary_bytes,
 			  (int64_t)k.ir_bytes, grp->mtime_ns,
-			  tcfs_store_origin(s), (int64_t)shared);
+			  tcfs_store_origin(s), (int64_t)shared, files);
 	return rc < 0 ? rc : 0;
 }
 
