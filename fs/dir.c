@@ -392,10 +392,10 @@ static int children(fuse_req_t req, const struct fs_ino *i, uint64_t shadow,
 	size_t n, want;
 
 	do {
-		struct tcfs_node *kids = NULL;
+		struct tcfs_dirent *kids = NULL;
 
 		want = (size - *used) / ROW_BYTES + 1;
-		rc = tcfs_ns_list(fs->store, dir, *from, want, &kids, &n);
+		rc = tcfs_ns_entries(fs->store, dir, *from, want, &kids, &n);
 		for (size_t k = 0; rc == 0 && k < n && !full; k++) {
 			struct stat st = { 0 };
 			size_t len = 0;

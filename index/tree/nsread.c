@@ -25,6 +25,9 @@ static const char sql_readlink[] =
 static const char sql_list[] =
 	"SELECT " NODE_COLS " FROM nodes WHERE parent = ? AND ino > ?"
 	" ORDER BY ino LIMIT ?";
+static const char sql_entries[] =
+	"SELECT ino, name, kind, inode FROM nodes WHERE parent = ? AND ino > ?"
+	" ORDER BY ino LIMIT ?";
 /* The names tcfs_name_is_temp knows, at the root and one level down: in
  * one statement, since a query per key dir made a mount of 100,000
  * kernels take a second. */
@@ -194,6 +197,61 @@ int tcfs_ns_list(struct tcfs_store *s, uint64_t dir, uint64_t after,
 
 	for (size_t i = 0; rc >= 0 && i < *n; i++)
 		rc = resolve(s, &(*out)[i]);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static int fill_dirent(void *ctx, void *elem, sqlite3_stmt *st)
+{
+	struct tcfs_dirent *d = elem;
+	size_t len;
+	const char *name = tcfs_db_text(st, 1, &len);
+
+	(void)ctx;
+	d->entry = d->ino = (uint64_t)sqlite3_column_int64(st, 0);
+	len = len > TCFS_NAME_MAX ? TCFS_NAME_MAX : len;
+	memcpy(d->name, name, len);
+	d->name[len] = '\0';
+	switch (*tcfs_db_text(st, 2, NULL)) {
+	case 'd':
+		d->kind = TCFS_DIR;
+		break;
+	case 'l':
+		d->kind = TCFS_SYMLINK;
+		break;
+	case 'h':
+		d->kind = TCFS_HARDLINK;
+		d->ino = (uint64_t)sqlite3_column_int64(st, 3);
+		break;
+	default:
+		d->kind = TCFS_FILE;
+		break;
+	}
+	return 0;
+}
+
+int tcfs_ns_entries(struct tcfs_store *s, uint64_t dir, uint64_t after,
+		    size_t max, struct tcfs_dirent **out, size_t *n)
+{
+	int rc = tcfs_db_collect(tcfs_store_db(s), sizeof(**out), fill_dirent,
+				 NULL, out, n, sql_entries, "iii",
+				 (int64_t)dir, (int64_t)after,
+				 max ? (int64_t)max : (int64_t)-1);
+
+	/* A hard link shows its file's kind (a file or a symlink). */
+	for (size_t i = 0; rc >= 0 && i < *n; i++) {
+		struct tcfs_node f;
+
+		if ((*out)[i].kind != TCFS_HARDLINK)
+			continue;
+		rc = tcfs_ns_get(s, (*out)[i].ino, &f);
+		rc = rc == -ENOENT ? -EUCLEAN : rc;
+		(*out)[i].kind = f.kind;
+	}
 	if (rc < 0) {
 		free(*out);
 		*out = NULL;
