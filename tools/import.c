@@ -25,6 +25,7 @@
 #include "progress.h"
 #include "putq.h"
 #include "index/base/text.h"
+#include "index/base/vec.h"
 #include "index/blob/cas.h"
 #include "index/blob/durable.h"
 #include "index/blob/space.h"
@@ -164,16 +165,12 @@ static int flush_fresh(struct import *im)
 static int pend_file(struct import *im, const struct stat *st,
 		     const char *name, const struct tcfs_content *c)
 {
-	if (im->npend == im->pend_cap) {
-		size_t cap = im->pend_cap ? 2 * im->pend_cap : 16;
-		struct tcfs_ns_file *f = realloc(im->pend, cap * sizeof(*f));
+	struct tcfs_ns_file *f = tcfs_vec_push(&im->pend, &im->npend,
+					       &im->pend_cap, sizeof(*f));
 
-		if (!f)
-			return -ENOMEM;
-		im->pend = f;
-		im->pend_cap = cap;
-	}
-	im->pend[im->npend++] = (struct tcfs_ns_file){
+	if (!f)
+		return -ENOMEM;
+	*f = (struct tcfs_ns_file){
 		.name = name,
 		.mode = tcfs_ns_portable_mode(st->st_mode),
 		.mtime_ns = mtime_ns(st),
