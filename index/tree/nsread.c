@@ -46,6 +46,21 @@ int64_t tcfs_ns_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A row's kind column (schema.c: 'd', 'f', 'l' or 'h'). */
+static enum tcfs_kind kind_of(const char *k)
+{
+	switch (*k) {
+	case 'd':
+		return TCFS_DIR;
+	case 'l':
+		return TCFS_SYMLINK;
+	case 'h':
+		return TCFS_HARDLINK;
+	default:
+		return TCFS_FILE;
+	}
+}
+
 static void node_from_row(sqlite3_stmt *st, struct tcfs_node *n)
 {
 	size_t len;
@@ -57,21 +72,9 @@ static void node_from_row(sqlite3_stmt *st, struct tcfs_node *n)
 	if (len > TCFS_NAME_MAX)
 		len = TCFS_NAME_MAX;
 	memcpy(n->name, name, len);
-	switch (*tcfs_db_text(st, 3, NULL)) {
-	case 'd':
-		n->kind = TCFS_DIR;
-		break;
-	case 'l':
-		n->kind = TCFS_SYMLINK;
-		break;
-	case 'h':
-		n->kind = TCFS_HARDLINK;
+	n->kind = kind_of(tcfs_db_text(st, 3, NULL));
+	if (n->kind == TCFS_HARDLINK)
 		n->ino = (uint64_t)sqlite3_column_int64(st, 11);
-		break;
-	default:
-		n->kind = TCFS_FILE;
-		break;
-	}
 	n->mode = (unsigned)sqlite3_column_int(st, 4);
 	n->size = (uint64_t)sqlite3_column_int64(st, 5);
 	n->mtime_ns = sqlite3_column_int64(st, 6);
@@ -216,21 +219,9 @@ static int fill_dirent(void *ctx, void *elem, sqlite3_stmt *st)
 	len = len > TCFS_NAME_MAX ? TCFS_NAME_MAX : len;
 	memcpy(d->name, name, len);
 	d->name[len] = '\0';
-	switch (*tcfs_db_text(st, 2, NULL)) {
-	case 'd':
-		d->kind = TCFS_DIR;
-		break;
-	case 'l':
-		d->kind = TCFS_SYMLINK;
-		break;
-	case 'h':
-		d->kind = TCFS_HARDLINK;
+	d->kind = kind_of(tcfs_db_text(st, 2, NULL));
+	if (d->kind == TCFS_HARDLINK)
 		d->ino = (uint64_t)sqlite3_column_int64(st, 3);
-		break;
-	default:
-		d->kind = TCFS_FILE;
-		break;
-	}
 	return 0;
 }
 
