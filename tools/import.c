@@ -236,7 +236,7 @@ static int import_file(struct import *im, int fd, const struct stat *st,
 
 	tcfs_err_clear();
 	rc = putq_store_fd(tcfs_store_cas(im->s), fd, st, name, key,
-			   group_filter(im), &c, &put, &stored);
+			   group_filter(im), &c, &put, &stored, NULL);
 	return rc < 0 ? rc : add_file(im, st, dir, name, path, &c, put,
 				      stored);
 }
@@ -402,6 +402,8 @@ static int take_queued(struct import *im, struct ahead *a,
 	if (rc < 0 && r.msg)
 		tcfs_err_set(rc, "%s", r.msg);
 	if (!r.walk && rc == 0) {
+		if (r.meta)
+			tcfs_kernel_meta_known(&r.c.blob, r.meta);
 		rc = add_file(im, &r.st, dir, name, path, &r.c, r.put,
 			      r.stored);
 	}

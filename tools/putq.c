@@ -81,16 +81,51 @@ static int put_group(struct tcfs_cas *cas, int fd, const char *key,
 	return rc;
 }
 
+/* A kernel's metadata (NAME.json) stored and parsed here, so that the
+ * import thread need not read it back for the kernel's row
+ * (tcfs_kernel_meta_known).  *meta stays NULL where it is too big to be
+ * Triton's: stored as it is, and the row's reader judges it. */
+static int put_meta(struct tcfs_cas *cas, int fd, struct tcfs_content *c,
+		    enum tcfs_cas_put *put, struct tcfs_kernel **meta)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = tcfs_io_read_small(fd, TCFS_KERNEL_META_MAX, &buf, &len);
+
+	if (rc == -EFBIG) {
+		free(buf);
+		if (lseek(fd, 0, SEEK_SET) < 0)
+			return -errno;
+		return tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
+	}
+	if (rc == 0)
+		rc = tcfs_cas_put_buf(cas, buf, len, &c->blob, put);
+	c->size = len;
+	if (rc == 0 && (*meta = malloc(sizeof(**meta))))
+		tcfs_kernel_parse_meta(buf, len, *meta);
+	free(buf);
+	return rc;
+}
+
+static int is_json(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 5 && strcmp(name + n - 5, ".json") == 0;
+}
+
 int putq_store_fd(struct tcfs_cas *cas, int fd, const struct stat *st,
 		  const char *name, const char *key, enum tcfs_group_filter f,
 		  struct tcfs_content *c, enum tcfs_cas_put *put,
-		  uint64_t *stored)
+		  uint64_t *stored, struct tcfs_kernel **meta)
 {
 	int rc;
 
 	c->fmt = TCFS_FMT_RAW;
 	if (tcfs_group_candidate(name, (uint64_t)st->st_size))
 		rc = put_group(cas, fd, key, f, c, put);
+	else if (meta && is_json(name))
+		rc = put_meta(cas, fd, c, put, meta);
 	else
 		rc = tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
 	*stored = c->size;
@@ -114,7 +149,7 @@ static void store(struct putq *q, struct job *j)
 	}
 	tcfs_err_clear();
 	r->rc = putq_store_fd(q->cas, fd, &r->st, j->name, j->key, q->filter,
-			      &r->c, &r->put, &r->stored);
+			      &r->c, &r->put, &r->stored, &r->meta);
 	if (r->rc < 0 && tcfs_err_msg()[0])
 		r->msg = strdup(tcfs_err_msg());
 	tcfs_err_clear();
@@ -197,7 +232,9 @@ void putq_result_free(struct putq_result *r)
 {
 	free(r->path);
 	free(r->msg);
+	free(r->meta);
 	r->path = r->msg = NULL;
+	r->meta = NULL;
 }
 
 void putq_stop(struct putq *q)

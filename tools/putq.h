@@ -26,6 +26,7 @@
 
 #include "index/blob/cas.h"
 #include "index/model/group.h"
+#include "index/model/kernel.h"
 
 struct putq;
 
@@ -42,6 +43,9 @@ struct putq_result {
 	struct tcfs_content c;	/* its blob, its bytes, their format */
 	enum tcfs_cas_put put;
 	uint64_t stored;	/* the blob's size, when put is CREATED */
+	/* owned: what the file parses to as a kernel's NAME.json (its
+	 * metadata fields), when it is named *.json; else NULL */
+	struct tcfs_kernel *meta;
 };
 
 /* Starts threads (1 to 16; fewer if no more can be made) storing into cas
@@ -72,12 +76,12 @@ void putq_result_free(struct putq_result *r);
 /* Stores the regular file open at fd, st its stat, named name in key dir
  * key: a group file as the group policy f says (index/model/group.h),
  * anything else as it is.  What the queue's threads do, for a caller
- * storing a file itself.  0 or -errno, and c, *put, *stored as in a
- * result. */
+ * storing a file itself.  0 or -errno, and c, *put, *stored, and with
+ * meta not NULL *meta, as in a result. */
 int putq_store_fd(struct tcfs_cas *cas, int fd, const struct stat *st,
 		  const char *name, const char *key, enum tcfs_group_filter f,
 		  struct tcfs_content *c, enum tcfs_cas_put *put,
-		  uint64_t *stored);
+		  uint64_t *stored, struct tcfs_kernel **meta);
 
 /* The bytes of the files stored whose results were not taken yet. */
 uint64_t putq_bytes(struct putq *q);

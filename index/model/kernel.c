@@ -134,6 +134,72 @@ int tcfs_kernel_parse_meta(const char *json, size_t len,
 	return 0;
 }
 
+/* NAME.json blobs parsed by someone else (tcfs_kernel_meta_known): an
+ * import refreshed each key dir's kernels by reading its NAME.json blob
+ * again, 8% of the import thread's time. */
+#define META_KNOWN 4
+
+struct meta_known {
+	struct tcfs_hash blob;
+	int set;
+	enum tcfs_meta meta;
+	char backend[32], arch[32], triton_version[32];
+	int64_t warp_size, num_warps, num_stages, num_ctas;
+};
+
+_Static_assert(sizeof(((struct meta_known *)0)->backend) ==
+			       sizeof(((struct tcfs_kernel *)0)->backend) &&
+		       sizeof(((struct meta_known *)0)->arch) ==
+			       sizeof(((struct tcfs_kernel *)0)->arch) &&
+		       sizeof(((struct meta_known *)0)->triton_version) ==
+			       sizeof(((struct tcfs_kernel *)0)->triton_version),
+	       "meta_known copies tcfs_kernel's fields whole");
+
+static _Thread_local struct meta_known known[META_KNOWN];
+static _Thread_local unsigned known_next;
+
+void tcfs_kernel_meta_known(const struct tcfs_hash *h,
+			    const struct tcfs_kernel *k)
+{
+	struct meta_known *m = &known[known_next++ % META_KNOWN];
+
+	*m = (struct meta_known){
+		.blob = *h,
+		.set = 1,
+		.meta = k->meta,
+		.warp_size = k->warp_size,
+		.num_warps = k->num_warps,
+		.num_stages = k->num_stages,
+		.num_ctas = k->num_ctas,
+	};
+	memcpy(m->backend, k->backend, sizeof(m->backend));
+	memcpy(m->arch, k->arch, sizeof(m->arch));
+	memcpy(m->triton_version, k->triton_version,
+	       sizeof(m->triton_version));
+}
+
+/* Fills k's metadata from what was told of blob h: 1, else 0. */
+static int meta_from_known(const struct tcfs_hash *h, struct tcfs_kernel *k)
+{
+	for (size_t i = 0; i < META_KNOWN; i++) {
+		const struct meta_known *m = &known[i];
+
+		if (!m->set || !tcfs_hash_equal(&m->blob, h))
+			continue;
+		k->meta = m->meta;
+		k->warp_size = m->warp_size;
+		k->num_warps = m->num_warps;
+		k->num_stages = m->num_stages;
+		k->num_ctas = m->num_ctas;
+		memcpy(k->backend, m->backend, sizeof(k->backend));
+		memcpy(k->arch, m->arch, sizeof(k->arch));
+		memcpy(k->triton_version, m->triton_version,
+		       sizeof(k->triton_version));
+		return 1;
+	}
+	return 0;
+}
+
 /* Reads NAME.json's blob and parses it into k. */
 static int load_meta(struct tcfs_store *s, const struct tcfs_node *meta,
 		     struct tcfs_kernel *k)
@@ -142,6 +208,8 @@ static int load_meta(struct tcfs_store *s, const struct tcfs_node *meta,
 	size_t len = 0;
 	int fd, rc;
 
+	if (meta_from_known(&meta->blob, k))
+		return 0;
 	fd = tcfs_cas_open_blob(tcfs_store_cas(s), &meta->blob);
 	if (fd < 0)
 		return fd;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/base/hash.h"
 #include "index/base/name.h"
 
 struct tcfs_store;
@@ -98,6 +99,14 @@ int tcfs_kernel_set_shared(struct tcfs_store *s, uint64_t dir);
  * meta = TCFS_META_INVALID) when they are not a JSON object. */
 int tcfs_kernel_parse_meta(const char *json, size_t len,
 			   struct tcfs_kernel *k);
+
+/* Tells this thread's refreshes what blob h, a NAME.json, parses to (k's
+ * metadata fields, as tcfs_kernel_parse_meta filled them), so that they
+ * need not read it: an import's storing threads read and parse it as
+ * they store it.  A blob never changes, so what is told stays true; the
+ * last few are kept. */
+void tcfs_kernel_meta_known(const struct tcfs_hash *h,
+			    const struct tcfs_kernel *k);
 
 /* Whether two spellings name one arch: "90", "sm90" and "sm_90" do. */
 int tcfs_kernel_same_arch(const char *a, const char *b);

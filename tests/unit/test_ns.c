@@ -15,6 +15,7 @@
 #define KEY "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
 #define KEY3 "CU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
 #define KEY2 "BU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
+#define KEY4 "MU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
 
 static struct tcfs_store *s;
 
@@ -201,6 +202,39 @@ static void test_list(void)
 	}
 	free(v);
 	tap_eq(total, 26, "paging sees 10 + 15 remaining + 1 added");
+}
+
+/* A NAME.json whose parse was told (tcfs_kernel_meta_known) is not read
+ * again: the row has what was told, which a read would not give. */
+static void test_meta_known(void)
+{
+	const char *json = "{\"num_warps\": 4}";
+	struct tcfs_content c = content(json);
+	struct tcfs_kernel told, *k;
+	struct tcfs_kernel_filter only = { .name = "m" };
+	uint64_t key = mkdir_(TCFS_ROOT_INO, KEY4);
+	size_t n;
+
+	memset(&told, 0, sizeof(told));
+	tcfs_kernel_parse_meta(json, strlen(json), &told);
+	told.num_warps = 7;
+	strcpy(told.backend, "told");
+	tcfs_kernel_meta_known(&c.blob, &told);
+	mkfile(key, "m.json", json);
+	mkfile(key, "__grp__m.json", "{}");
+	tcfs_kernel_list(s, &only, &k, &n);
+	tap_ok(n == 1 && k[0].num_warps == 7 && !strcmp(k[0].backend, "told"),
+	       "a NAME.json's told parse is used, not read again");
+	free(k);
+	tcfs_ns_unlink(s, key, "__grp__m.json");
+	mkfile(key, "m.json.tmp", "{\"num_warps\": 2}");
+	tcfs_ns_rename(s, key, "m.json.tmp", key, "m.json", 0);
+	mkfile(key, "__grp__m.json", "{}");
+	tcfs_kernel_list(s, &only, &k, &n);
+	tap_ok(n == 1 && k[0].num_warps == 2 && !k[0].backend[0],
+	       "other bytes under the same name are read, as they are");
+	free(k);
+	tcfs_ns_unlink(s, key, "__grp__m.json");
 }
 
 static void test_kernels(void)
@@ -692,6 +726,7 @@ int main(void)
 	test_rename_rules();
 	test_list();
 	test_kernels();
+	test_meta_known();
 	test_nested();
 	test_threads();
 	test_symlinks();
