@@ -57,6 +57,7 @@ struct tcfs_cas {
 	_Atomic uint64_t created_bytes;	/* blobs this handle added */
 	_Atomic uint64_t freed_bytes;	/* and freed */
 	_Atomic uint64_t opens;		/* blobs opened to read */
+	atomic_int write_early;		/* tcfs_cas_write_early */
 };
 
 struct tcfs_cas_stage {
@@ -224,6 +225,11 @@ void tcfs_cas_close(struct tcfs_cas *cas)
 	pthread_rwlock_destroy(&cas->free_lock);
 	free(cas->path);
 	free(cas);
+}
+
+void tcfs_cas_write_early(struct tcfs_cas *cas)
+{
+	atomic_store(&cas->write_early, 1);
 }
 
 /* Stages stay in memory up to this size each and this much in all: most
@@ -780,6 +786,9 @@ static int install(struct tcfs_cas_stage *s, const struct tcfs_hash *h,
 	s->name[0] = '\0';
 	*put = TCFS_CAS_CREATED;
 	judge_file(cas, h, s->fd);
+	/* A hint: a failed start leaves the bytes to the next sync. */
+	if (atomic_load_explicit(&cas->write_early, memory_order_relaxed))
+		sync_file_range(s->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	return 0;
 fail:
 	return tcfs_err_errno(-errno, "%s/objects/%s", cas->path, p.s);

@@ -39,6 +39,12 @@ int tcfs_cas_open(int storefd, const char *storepath, int create,
 		  struct tcfs_cas **out);
 void tcfs_cas_close(struct tcfs_cas *cas);
 
+/* From now on, starts writing each new blob's bytes to the disk as it is
+ * placed (sync_file_range), not waiting for them.  A writer that syncs
+ * the file system before each commit (durable.h) then waits on the last
+ * of them only, not on all its batch has written. */
+void tcfs_cas_write_early(struct tcfs_cas *cas);
+
 /* Stores len bytes; *put (optional) says what happened. */
 int tcfs_cas_put_buf(struct tcfs_cas *cas, const void *buf, size_t len,
 		     struct tcfs_hash *out, enum tcfs_cas_put *put);
