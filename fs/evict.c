@@ -683,7 +683,7 @@ static uint64_t evict_some(struct tcfs_fs *fs, const struct victims *vs,
 						  r.freed_bytes) < 0)
 		syslog(LOG_ERR, "tcfs: evicting: %s", tcfs_err_msg());
 	for (size_t i = 0; i < r.ntaken; i++)
-		taken += r.taken[i].total_bytes;
+		taken += r.taken[i]->total_bytes;
 	if (r.ntaken)
 		syslog(LOG_INFO, "tcfs: %s: evicted %zu %s, freed %" PRIu64
 		       " %s, %zu kept (held open)", why, r.ntaken,

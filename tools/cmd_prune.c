@@ -12,6 +12,7 @@
 #include "cmds.h"
 #include "fs/fs.h"
 #include "index/base/err.h"
+#include "index/base/json.h"
 #include "index/maint/prune.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
@@ -119,9 +120,7 @@ static cJSON *run_mounted(const char *store,
 
 static double num(const cJSON *o, const char *name)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+	return tcfs_json_number(cJSON_GetObjectItemCaseSensitive(o, name));
 }
 
 static const char *str(const cJSON *o, const char *name)

@@ -135,6 +135,14 @@ cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
 	return cJSON_AddRawToObject(o, name, buf);
 }
 
+double tcfs_json_number(const cJSON *v)
+{
+	if (cJSON_IsNumber(v))
+		return v->valuedouble;
+	return cJSON_IsRaw(v) && v->valuestring ? strtod(v->valuestring, NULL)
+						: 0;
+}
+
 cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v)
 {
 	char buf[24];

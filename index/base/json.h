@@ -29,6 +29,9 @@ cJSON *tcfs_json_cut(const char *p, size_t n, size_t max);
  * sscanf to check it: a third of list --json at 100,000 kernels.  The
  * member, or NULL when out of memory. */
 cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v);
+/* The value of a number member, whether cJSON's or printed as it is
+ * (tcfs_json_add_int); 0 for anything else. */
+double tcfs_json_number(const cJSON *v);
 /* ns since the epoch, in seconds to the microsecond. */
 cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns);
 

@@ -11,6 +11,7 @@
 #include "index/blob/cas.h"
 #include "index/store/db.h"
 #include "index/base/err.h"
+#include "index/base/json.h"
 #include "index/maint/gc.h"
 #include "index/model/group.h"
 #include "index/base/name.h"
@@ -353,7 +354,7 @@ int tcfs_prune_run(struct tcfs_store *s,
 				hooks->release(hooks->ctx);
 			r->bytes += how == TCFS_PRUNE_IR ? v->ir_bytes
 							 : v->total_bytes;
-			rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(*v), v);
+			rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(v), &v);
 			continue;
 		}
 		rc = tcfs_prune_remove(s, v, how, &d);
@@ -370,7 +371,7 @@ int tcfs_prune_run(struct tcfs_store *s,
 			hooks->removed(hooks->ctx, v, &d);
 		r->files += d.files;
 		r->bytes += d.bytes;
-		rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(*v), v);
+		rc = push(&r->taken, &r->ntaken, &r->cap, sizeof(v), &v);
 		if (rc == 0)
 			rc = free_done(s, &d, hooks, r);
 		tcfs_prune_done_free(&d);
@@ -385,7 +386,7 @@ cJSON *tcfs_prune_report_json(const struct tcfs_prune_report *r,
 	int ok = o && a;
 
 	for (size_t i = 0; ok && i < r->ntaken; i++) {
-		const struct tcfs_prune_victim *v = &r->taken[i];
+		const struct tcfs_prune_victim *v = r->taken[i];
 		cJSON *k = cJSON_CreateObject();
 		char target[80];
 
@@ -395,25 +396,23 @@ cJSON *tcfs_prune_report_json(const struct tcfs_prune_report *r,
 		     cJSON_AddStringToObject(k, "key", v->key) &&
 		     cJSON_AddStringToObject(k, "name", v->name) &&
 		     cJSON_AddStringToObject(k, "target", target) &&
-		     cJSON_AddNumberToObject(k, "bytes",
-					     (double)(how == TCFS_PRUNE_IR
-							      ? v->ir_bytes
-							      : v->total_bytes)) &&
-		     cJSON_AddNumberToObject(k, "last_used",
-					     (double)(v->last_used_ns /
-						      1000000000));
+		     tcfs_json_add_int(k, "bytes",
+				       (int64_t)(how == TCFS_PRUNE_IR
+							 ? v->ir_bytes
+							 : v->total_bytes)) &&
+		     tcfs_json_add_int(k, "last_used",
+				       v->last_used_ns / 1000000000);
 	}
 	ok = ok && cJSON_AddBoolToObject(o, "dry_run", dry_run) &&
 	     cJSON_AddBoolToObject(o, "ir", how == TCFS_PRUNE_IR) &&
-	     cJSON_AddNumberToObject(o, "files", (double)r->files) &&
-	     cJSON_AddNumberToObject(o, "bytes", (double)r->bytes) &&
-	     cJSON_AddNumberToObject(o, "freed_bytes",
-				     (double)r->freed_bytes) &&
-	     cJSON_AddNumberToObject(o, "pending_bytes",
-				     (double)r->pending_bytes) &&
-	     cJSON_AddNumberToObject(o, "pending_new_bytes",
-				     (double)r->fresh_bytes) &&
-	     cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
+	     tcfs_json_add_int(o, "files", (int64_t)r->files) &&
+	     tcfs_json_add_int(o, "bytes", (int64_t)r->bytes) &&
+	     tcfs_json_add_int(o, "freed_bytes", (int64_t)r->freed_bytes) &&
+	     tcfs_json_add_int(o, "pending_bytes",
+			       (int64_t)r->pending_bytes) &&
+	     tcfs_json_add_int(o, "pending_new_bytes",
+			       (int64_t)r->fresh_bytes) &&
+	     tcfs_json_add_int(o, "skipped", (int64_t)r->skipped);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;

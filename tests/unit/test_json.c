@@ -1,5 +1,7 @@
 /* json: what tcfs prints as JSON parses, whatever bytes it quotes. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "index/base/json.h"
 #include "index/base/utf8.h"
@@ -49,5 +51,26 @@ int main(void)
 	free(out);
 	cJSON_Delete(back);
 	cJSON_Delete(doc);
+	{
+		cJSON *o = cJSON_CreateObject(), *v;
+		char *text;
+
+		tcfs_json_add_int(o, "big", INT64_C(5000000000));
+		cJSON_AddNumberToObject(o, "n", 3);
+		cJSON_AddStringToObject(o, "s", "7");
+		text = cJSON_PrintUnformatted(o);
+		tap_ok(text && !strcmp(text, "{\"big\":5000000000,\"n\":3,"
+					      "\"s\":\"7\"}"),
+		       "a number added as it is prints as it is: %s", text);
+		free(text);
+		v = cJSON_GetObjectItemCaseSensitive(o, "big");
+		tap_ok(tcfs_json_number(v) == 5e9, "and reads back as a number");
+		tap_ok(tcfs_json_number(cJSON_GetObjectItemCaseSensitive(o, "n")) == 3,
+		       "as does cJSON's own");
+		tap_ok(tcfs_json_number(cJSON_GetObjectItemCaseSensitive(o, "s")) == 0 &&
+			       tcfs_json_number(NULL) == 0,
+		       "a string or nothing is 0");
+		cJSON_Delete(o);
+	}
 	return tap_done();
 }
