@@ -58,6 +58,26 @@ struct putq {
 	int stop;
 };
 
+/* Reads the file at fd whole into *buf (the caller's to free) when it
+ * is at most max bytes: 0.  A bigger one is stored as it is instead: 1,
+ * c and *put set.  Else -errno. */
+static int read_else_put(struct tcfs_cas *cas, int fd, size_t max,
+			 char **buf, size_t *len, struct tcfs_content *c,
+			 enum tcfs_cas_put *put)
+{
+	int rc = tcfs_io_read_small(fd, max, buf, len);
+
+	if (rc != -EFBIG)
+		return rc;
+	free(*buf);
+	*buf = NULL;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	c->fmt = TCFS_FMT_RAW;
+	rc = tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
+	return rc < 0 ? rc : 1;
+}
+
 /* A group file as the group policy says; one that grew past a group
  * file's bound since its stat is not Triton's, and is stored as it is. */
 static int put_group(struct tcfs_cas *cas, int fd, const char *key,
@@ -66,19 +86,12 @@ static int put_group(struct tcfs_cas *cas, int fd, const char *key,
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = tcfs_io_read_small(fd, TCFS_GROUP_MAX, &buf, &len);
+	int rc = read_else_put(cas, fd, TCFS_GROUP_MAX, &buf, &len, c, put);
 
-	if (rc == -EFBIG) {
-		free(buf);
-		if (lseek(fd, 0, SEEK_SET) < 0)
-			return -errno;
-		c->fmt = TCFS_FMT_RAW;
-		return tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
-	}
 	if (rc == 0)
 		rc = tcfs_group_put(cas, key, buf, len, f, c, put);
 	free(buf);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 /* A kernel's metadata (NAME.json) stored and parsed here, so that the
@@ -90,21 +103,17 @@ static int put_meta(struct tcfs_cas *cas, int fd, struct tcfs_content *c,
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = tcfs_io_read_small(fd, TCFS_KERNEL_META_MAX, &buf, &len);
+	int rc = read_else_put(cas, fd, TCFS_KERNEL_META_MAX, &buf, &len, c,
+			       put);
 
-	if (rc == -EFBIG) {
-		free(buf);
-		if (lseek(fd, 0, SEEK_SET) < 0)
-			return -errno;
-		return tcfs_cas_put_fd(cas, fd, &c->blob, &c->size, put);
-	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = tcfs_cas_put_buf(cas, buf, len, &c->blob, put);
-	c->size = len;
+		c->size = len;
+	}
 	if (rc == 0 && (*meta = malloc(sizeof(**meta))))
 		tcfs_kernel_parse_meta(buf, len, *meta);
 	free(buf);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 static int is_json(const char *name)

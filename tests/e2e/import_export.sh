@@ -271,3 +271,27 @@ if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
 else
 	skip "O_TMPFILE-less: blobs staged by name" "no /dev/fuse or fusermount3"
 fi
+
+# NAME.json is read, stored and parsed by import's storing threads
+# (tools/putq.c): a good one gives the kernel's row its target, one that
+# is not JSON none, and one past 4 MiB (no Triton's) is stored as it is
+# and never parsed.  Each lands byte for byte.
+META=$T_TMP/meta-src
+for k in A B C; do
+	key=${k}U5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA
+	mkdir -p "$META/$key"
+	printf '{"child_paths": {"k%s.json": "/c/%s/k%s.json"}}' "$k" "$key" "$k" \
+		>"$META/$key/__grp__k$k.json"
+done
+printf '{"num_warps": 4, "target": {"backend": "cuda", "arch": 90}}' \
+	>"$META/AU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA/kA.json"
+printf '{"num_warps": ' >"$META/BU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA/kB.json"
+python3 -c 'import sys; sys.stdout.write("{\"target\": {\"backend\": \"hip\"}, \"pad\": \"" + "x" * (4 << 20) + "\"}")' \
+	>"$META/CU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA/kC.json"
+tcfs import -q --store "$T_TMP/meta-store" "$META"
+check_rc "import of NAME.json good, broken and past 4 MiB exits 0" 0
+tcfs list --json --store "$T_TMP/meta-store"
+check_eq "their kernels' targets: parsed, none, none" "kA cuda-90 4|kB - -1|kC - -1" \
+	"$(json_eval "$OUT" '"|".join("%s %s %s" % (k["name"], k["target"], k["num_warps"]) for k in sorted(d, key=lambda k: k["name"]))')"
+tcfs export -q --store "$T_TMP/meta-store" "$T_TMP/meta-export"
+check_export "and all three export byte for byte" "$T_TMP/meta-export" "$META"
