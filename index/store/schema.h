@@ -18,6 +18,9 @@ struct tcfs_migration {
 	const char *sql;	/* statements, run as one script */
 	int rebuilds;		/* drops a table that others refer to: runs
 				 * with foreign keys off (checked at its end) */
+	int edits_schema;	/* rewrites rows of sqlite_master, which only
+				 * an edit that leaves every row as it is may
+				 * do: runs with writable_schema on */
 };
 
 /* Opens the index at path and brings its schema up to date.  With create a

@@ -54,6 +54,23 @@ static int plan_sorts(struct tcfs_db *db, const char *sql)
 	return sorts;
 }
 
+/* How many temp tables SQLite's program for sql builds as it runs. */
+static int temp_tables(struct tcfs_db *db, const char *sql)
+{
+	char explain[512];
+	sqlite3_stmt *st;
+	int n = 0;
+
+	snprintf(explain, sizeof(explain), "EXPLAIN %s", sql);
+	if (sqlite3_prepare_v2(tcfs_db_handle(db), explain, -1, &st, NULL))
+		return -1;
+	while (sqlite3_step(st) == SQLITE_ROW)
+		n += strcmp((const char *)sqlite3_column_text(st, 1),
+			    "OpenEphemeral") == 0;
+	sqlite3_finalize(st);
+	return n;
+}
+
 /* Empties a fresh index and makes it anew with this build's first
  * `version` steps: an index as an older tcfs left it. */
 static int at_version(struct tcfs_db *db, int version)
@@ -166,6 +183,47 @@ static void test_v15(const char *dir)
 /* Version 16: the probe log's kind is checked in C, not by SQL, so a
  * kind a later tcfs adds needs no migration; the rows from before stay,
  * and so does the trigger on them. */
+/* Version 19 writes the CHECKs on nodes.kind and kernels.meta so that
+ * an insert builds no temp table, and they hold as before. */
+static void test_v19(const char *dir)
+{
+	static const char node[] =
+		"INSERT INTO nodes (parent, name, kind, mode, mtime, ctime,"
+		" blob) VALUES (2, 'g', 'f', 420, 7, 7, 'h2')";
+	static const char kernel[] =
+		"INSERT INTO kernels (grp_ino, name, meta, total_bytes,"
+		" binary_bytes, ir_bytes, created) VALUES (3, 'k', 'ok', 1, 0,"
+		" 0, 1)";
+	struct tcfs_db *db = with_dir_and_file(dir, 18);
+
+	tap_eq(temp_tables(db, node) + temp_tables(db, kernel), 0,
+	       "an insert of a node or a kernel builds no temp table");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+			  " sql LIKE '%kind = ''h'')%'"
+			  " OR sql LIKE '%meta = ''invalid'')%'"),
+	       2, "both tables say so in their text");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db), node, NULL, NULL, NULL),
+	       SQLITE_OK, "a file is inserted");
+	tap_eq(sqlite3_exec(tcfs_db_handle(db), kernel, NULL, NULL, NULL),
+	       SQLITE_OK, "and its kernel");
+	tap_ok(sqlite3_exec(tcfs_db_handle(db),
+			    "INSERT INTO nodes (parent, name, kind, mode, mtime,"
+			    " ctime) VALUES (2, 'x', 'q', 420, 7, 7)",
+			    NULL, NULL, NULL) != SQLITE_OK,
+	       "a kind the schema does not know is refused");
+	tap_ok(sqlite3_exec(tcfs_db_handle(db),
+			    "UPDATE kernels SET meta = 'maybe'", NULL, NULL,
+			    NULL) != SQLITE_OK,
+	       "so is a meta it does not know");
+	tap_eq(count_rows(db, "SELECT count(*) FROM nodes WHERE ino IN (2, 3)"
+			  " AND parent IN (1, 2)"),
+	       2, "the rows from before are as they were");
+	tap_eq(count_rows(db, "SELECT count(*) FROM pragma_integrity_check"
+			  " WHERE integrity_check = 'ok'"),
+	       1, "and the index is whole");
+	tcfs_db_close(db);
+}
+
 static void test_v16(const char *dir)
 {
 	char path[4096];
@@ -276,6 +334,19 @@ int main(void)
 		{ 2, "" },
 		{ 3, "CREATE TABLE u (a); INSERT INTO nosuch VALUES (1);" },
 	};
+	static const struct tcfs_migration v3_edit_broken[] = {
+		{ 1, "" },
+		{ 2, "" },
+		{ 3, "UPDATE sqlite_master SET sql = 'x' WHERE name = 't';"
+		     "INSERT INTO nosuch VALUES (1);", .edits_schema = 1 },
+	};
+	static const struct tcfs_migration v3_edit[] = {
+		{ 1, "" },
+		{ 2, "" },
+		{ 3, "UPDATE sqlite_master SET sql = replace(sql,"
+		     " 'DEFAULT ''x''', 'DEFAULT ''y''') WHERE name = 't';",
+		     .edits_schema = 1 },
+	};
 	char *dir = tap_tmpdir(), path[512];
 	struct tcfs_db *db;
 	int fd;
@@ -317,6 +388,19 @@ int main(void)
 	tap_eq(user_version(db), 2, "and leaves the version where it was");
 	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = 'u'"),
 	       0, "with nothing of the failed step left");
+	tap_ok(tcfs_schema_apply(db, v3_edit_broken, 3) < 0,
+	       "a failing edit of the schema reports an error");
+	tap_eq(user_version(db), 2, "and leaves the version where it was");
+	tap_ok(sqlite3_exec(tcfs_db_handle(db),
+			    "UPDATE sqlite_master SET sql = sql", NULL, NULL,
+			    NULL) != SQLITE_OK,
+	       "with sqlite_master read-only again");
+	tap_eq(tcfs_schema_apply(db, v3_edit, 3), 0, "an edit of the schema");
+	tap_eq(count_rows(db, "SELECT count(*) FROM sqlite_master WHERE"
+			  " sql LIKE '%DEFAULT ''y''%'"),
+	       1, "changes the table's text");
+	tap_eq(count_rows(db, "INSERT INTO t (a) VALUES (8) RETURNING b = 'y'"),
+	       1, "and this connection uses it at once");
 	tap_eq(tcfs_schema_apply(db, v1, 1), -EPROTONOSUPPORT,
 	       "an index newer than the build is refused");
 	tap_ok(strstr(tcfs_err_msg(), "newer tcfs") != NULL,
@@ -373,6 +457,7 @@ int main(void)
 	test_v14(dir);
 	test_v15(dir);
 	test_v16(dir);
+	test_v19(dir);
 
 	/* Some other program's database. */
 	snprintf(path, sizeof(path), "%s/other.db", dir);
