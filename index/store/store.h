@@ -102,7 +102,8 @@ void tcfs_store_defer(struct tcfs_store *s, void (*lost)(void *ctx, int rc),
  * is written out and written again within one, and checkpoints only past
  * a WAL of 64 MiB, so that pages every batch changes (the indexes keyed
  * by random names: blobs, keys) reach index.db once for several batches.
- * Takes up to 128 MiB of memory. */
+ * A savepoint's journal is kept in one piece of memory (store.c).  Takes
+ * up to 128 MiB of memory. */
 int tcfs_store_bulk(struct tcfs_store *s);
 /* Whether the index is into the second half of the reserve that blobs
  * leave it (space.h): changes then commit alone, and the mount logs no
