@@ -19,9 +19,6 @@
 #include "index/store/store.h"
 
 
-static const char sql_groups[] =
-	"SELECT ino FROM nodes WHERE parent = ? AND kind = 'f'"
-	" AND name GLOB '__grp__*.json'";
 static const char sql_forget[] =
 	"DELETE FROM kernels WHERE grp_ino IN"
 	" (SELECT ino FROM nodes WHERE parent = ?)";
@@ -354,52 +351,75 @@ int tcfs_kernel_root_at(struct tcfs_store *s, uint64_t root, char *buf,
 	return root == TCFS_ROOT_INO ? 0 : tcfs_ns_path(s, root, buf, len);
 }
 
-/* Recomputes the rows of the group files in dir, a key dir. */
-static int refresh_key_dir(struct tcfs_store *s, uint64_t dir)
+/* A group file's row: a file named as GLOB '__grp__*.json' says. */
+static int is_group_row(const struct tcfs_node *n)
 {
-	struct tcfs_node *sib = NULL, d;
-	uint64_t *grp = NULL;
-	size_t nsib = 0, ngrp = 0;
-	int rc, shared;
+	static const char pre[] = "__grp__", suf[] = ".json";
+	size_t len = strlen(n->name);
 
-	rc = tcfs_db_collect(tcfs_store_db(s), sizeof(*grp), fill_ino, NULL,
-			     &grp, &ngrp, sql_groups, "i", (int64_t)dir);
-	if (rc < 0 || ngrp == 0)
-		goto out;
-	rc = tcfs_ns_get(s, dir, &d);
-	if (rc == 0)
-		rc = tcfs_ns_list(s, dir, 0, 0, &sib, &nsib);
-	shared = rc == 0 && written_shared(s, &d, sib, nsib);
-	for (size_t i = 0; rc == 0 && i < nsib; i++)
-		for (size_t j = 0; rc == 0 && j < ngrp; j++)
-			if (sib[i].ino == grp[j])
-				rc = refresh_one(s, &sib[i], sib, nsib,
-						 shared);
-out:
-	free(grp);
+	return n->kind == TCFS_FILE && len >= sizeof(pre) - 1 + sizeof(suf) - 1 &&
+	       strncmp(n->name, pre, sizeof(pre) - 1) == 0 &&
+	       strcmp(n->name + len - (sizeof(suf) - 1), suf) == 0;
+}
+
+/* Recomputes the rows of the group files in d, a key dir: its entries
+ * read once, the group files among them found here. */
+static int refresh_key_dir(struct tcfs_store *s, const struct tcfs_node *d)
+{
+	struct tcfs_node *sib = NULL;
+	size_t nsib = 0;
+	int rc = tcfs_ns_list(s, d->ino, 0, 0, &sib, &nsib), shared = -1;
+
+	for (size_t i = 0; rc == 0 && i < nsib; i++) {
+		if (!is_group_row(&sib[i]))
+			continue;
+		if (shared < 0)
+			shared = written_shared(s, d, sib, nsib);
+		rc = refresh_one(s, &sib[i], sib, nsib, shared);
+	}
 	free(sib);
 	return rc;
 }
 
-int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
+/* The dir d's key dir rows: recomputed, or, with forget, dropped when d
+ * is no key dir. */
+static int refresh_node(struct tcfs_store *s, const struct tcfs_node *d,
+			int forget)
 {
-	int rc, key;
+	int rc = 0, key = 0;
 
-	rc = tcfs_kernel_is_key_dir(s, dir, &key);
+	if (d->kind == TCFS_DIR)
+		rc = tcfs_kernel_key_dir_at(s, d->parent, d->name, &key);
 	if (rc < 0)
 		return rc;
 	if (key)
-		return refresh_key_dir(s, dir);
-	rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i", (int64_t)dir);
+		return refresh_key_dir(s, d);
+	if (!forget)
+		return 0;
+	rc = tcfs_db_exec(tcfs_store_db(s), sql_forget, "i", (int64_t)d->ino);
 	return rc < 0 ? rc : 0;
+}
+
+int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir)
+{
+	struct tcfs_node d;
+	int rc = tcfs_ns_get(s, dir, &d);
+
+	return rc < 0 ? rc : refresh_node(s, &d, 1);
 }
 
 int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir)
 {
-	int rc, key;
+	struct tcfs_node d;
+	int rc = tcfs_ns_get(s, dir, &d);
 
-	rc = tcfs_kernel_is_key_dir(s, dir, &key);
-	return rc < 0 || !key ? rc : refresh_key_dir(s, dir);
+	return rc < 0 ? rc : refresh_node(s, &d, 0);
+}
+
+int tcfs_kernel_dir_files_changed(struct tcfs_store *s,
+				  const struct tcfs_node *dir)
+{
+	return refresh_node(s, dir, 0);
 }
 
 static const char sql_unshared[] =

@@ -16,6 +16,7 @@
 #include "index/base/hash.h"
 #include "index/base/name.h"
 
+struct tcfs_node;
 struct tcfs_store;
 
 /* Metadata (NAME.json) larger than this is not Triton's: recorded as
@@ -86,6 +87,9 @@ int tcfs_kernel_refresh_dir(struct tcfs_store *s, uint64_t dir);
  * recompute (a dir stops being one only by moving), so any other dir,
  * such as the temp dirs every put makes, costs one node lookup. */
 int tcfs_kernel_files_changed(struct tcfs_store *s, uint64_t dir);
+/* The same for a dir its caller has read already (borrowed). */
+int tcfs_kernel_dir_files_changed(struct tcfs_store *s,
+				  const struct tcfs_node *dir);
 
 /* *yes = 0 when a kernel of key dir dir is not shared (a user's own:
  * kernels.shared), else 1, as for any dir without kernels: whether what

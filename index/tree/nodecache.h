@@ -38,7 +38,8 @@ int tcfs_nodecache_get(struct tcfs_nodecache *c, uint64_t ino,
 int tcfs_nodecache_lookup(struct tcfs_nodecache *c, uint64_t parent,
 			  const char *name, struct tcfs_node *out);
 
-/* Keeps a row just read from the index, as it is (not resolved). */
+/* Keeps a row just read from the index, as it is (not resolved), or
+ * just written, as a read would find it. */
 void tcfs_nodecache_put(struct tcfs_nodecache *c, const struct tcfs_node *n);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "index/store/db.h"
 #include "index/blob/durable.h"
+#include "index/tree/nodecache.h"
 #include "index/model/kernel.h"
 #include "index/store/store.h"
 
@@ -37,6 +38,10 @@ static const char sql_gid[] =
 	"UPDATE nodes SET gid = ?, ctime = ? WHERE ino = ?";
 static const char sql_nlink[] =
 	"UPDATE nodes SET nlink = nlink + ?, ctime = ? WHERE ino = ?";
+/* A dir made in dir ?3: one more link, and a change of its entries. */
+static const char sql_subdir_made[] =
+	"UPDATE nodes SET nlink = nlink + 1, mtime = ?1, ctime = ?1"
+	" WHERE ino = ?2";
 static const char sql_other_name[] =
 	"SELECT ino, parent, name FROM nodes WHERE inode = ? ORDER BY ino"
 	" LIMIT 1";
@@ -101,6 +106,35 @@ struct row {
 	const struct tcfs_owner *own;	/* NULL: whoever mounts */
 };
 
+/* The node a row just inserted reads back as (nsread.c), made here and
+ * kept as a read would keep it: a read of every row written cost an
+ * import a statement a key dir. */
+static void inserted_node(struct tcfs_store *s, uint64_t ino,
+			  uint64_t parent, const char *name,
+			  const struct row *r, uint64_t size,
+			  struct tcfs_node *n)
+{
+	struct tcfs_nodecache *cache = tcfs_store_nodecache(s);
+
+	memset(n, 0, sizeof(*n));
+	n->entry = n->ino = ino;
+	n->parent = parent;
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	n->kind = r->kind;
+	n->mode = r->mode & 07777;
+	n->uid = r->own ? r->own->uid : (int64_t)TCFS_OWNER_MOUNT;
+	n->gid = r->own ? r->own->gid : (int64_t)TCFS_OWNER_MOUNT;
+	n->size = size;
+	n->mtime_ns = n->atime_ns = n->ctime_ns = r->mtime_ns;
+	n->nlink = r->kind == TCFS_DIR ? 2 : 1;
+	if (r->c) {
+		n->blob = r->c->blob;
+		n->fmt = r->c->fmt;
+	}
+	if (cache)
+		tcfs_nodecache_put(cache, n);
+}
+
 static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 		       const struct row *r, struct tcfs_node *out)
 {
@@ -134,15 +168,23 @@ static int insert_node(struct tcfs_store *s, uint64_t parent, const char *name,
 			  r->own ? r->own->gid : (int64_t)TCFS_OWNER_MOUNT);
 	if (rc >= 0 && c)
 		rc = tcfs_durable_note(tcfs_store_durable(s), &c->blob);
-	if (rc >= 0 && r->kind == TCFS_DIR)
-		rc = add_links(s, parent, 1, r->mtime_ns);
 	if (rc >= 0 && r->inode)
 		rc = add_links(s, r->inode, 1, r->mtime_ns);
 	if (rc < 0)
 		goto out;
-	rc = tcfs_ns_get(s, (uint64_t)tcfs_db_last_rowid(db), &n);
-	if (rc == 0)
+	/* A hard link reads back as its file (nsread.c's resolve). */
+	rc = 0;
+	if (r->kind == TCFS_HARDLINK)
+		rc = tcfs_ns_get(s, (uint64_t)tcfs_db_last_rowid(db), &n);
+	else
+		inserted_node(s, (uint64_t)tcfs_db_last_rowid(db), parent,
+			      name, r, size, &n);
+	if (rc == 0 && r->kind == TCFS_DIR)
+		rc = tcfs_db_exec(db, sql_subdir_made, "ii", r->mtime_ns,
+				  (int64_t)parent);
+	else if (rc == 0)
 		rc = dir_changed(s, parent, r->kind, r->mtime_ns);
+	rc = rc < 0 ? rc : 0;
 	if (rc == 0 && out)
 		*out = n;
 out:
@@ -199,7 +241,11 @@ int tcfs_ns_create_files(struct tcfs_store *s, uint64_t dir,
 					       &f[i].c.blob);
 	}
 	if (rc >= 0)
-		rc = dir_changed(s, dir, TCFS_FILE, f[n - 1].mtime_ns);
+		rc = tcfs_db_exec(db, sql_touch, "ii", f[n - 1].mtime_ns,
+				  (int64_t)dir);
+	/* d as read before: what a refresh reads of it did not change. */
+	if (rc >= 0)
+		rc = tcfs_kernel_dir_files_changed(s, &d);
 	return tcfs_db_end(db, rc < 0 ? rc : 0);
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "index/base/err.h"
 #include "index/blob/cas.h"
@@ -594,6 +595,50 @@ static void test_owners(void)
 	       "the file keeps its owner under its other name");
 }
 
+/* All that a node says, the same in a and b. */
+static int same_node(const struct tcfs_node *a, const struct tcfs_node *b)
+{
+	return a->ino == b->ino && a->entry == b->entry &&
+	       a->parent == b->parent && strcmp(a->name, b->name) == 0 &&
+	       a->kind == b->kind && a->mode == b->mode && a->uid == b->uid &&
+	       a->gid == b->gid && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->atime_ns == b->atime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->nlink == b->nlink &&
+	       tcfs_hash_equal(&a->blob, &b->blob) && a->fmt == b->fmt;
+}
+
+/* A node made is handed back as a read of its row finds it: by another
+ * connection, which has no node cache, and by the writer's cache. */
+static void test_written_as_read(const char *dir)
+{
+	struct tcfs_store_opts ro = { .dir = dir };
+	struct tcfs_owner u = { 1000, 100 };
+	struct tcfs_content c = content("{\"a\": 1}");
+	struct tcfs_node made[3], back, cached;
+	const char *what[3] = { "a dir", "a group file", "a symlink" };
+	struct tcfs_store *r;
+	uint64_t d = mkdir_(TCFS_ROOT_INO, "asread");
+
+	c.fmt = TCFS_FMT_GROUP;
+	tap_eq(tcfs_ns_mkdir(s, d, "sub", 02755, 11, &u, &made[0]), 0, "mkdir");
+	tap_eq(tcfs_ns_create(s, d, "__grp__k.json", 0640, 12, &c, NULL,
+			      &made[1]),
+	       0, "create");
+	tap_eq(tcfs_ns_symlink(s, d, "l", "sub", 13, &u, &made[2]), 0,
+	       "symlink");
+	tap_eq(tcfs_store_open(&ro, &r), 0, "a reader of the same store");
+	for (int i = 0; i < 3; i++) {
+		tap_ok(tcfs_ns_get(r, made[i].ino, &back) == 0 &&
+			       same_node(&made[i], &back),
+		       "%s made reads back the same from another connection",
+		       what[i]);
+		tap_ok(tcfs_ns_get(s, made[i].ino, &cached) == 0 &&
+			       same_node(&cached, &back),
+		       "and from the writer's node cache");
+	}
+	tcfs_store_close(r);
+}
+
 static void test_counts(void)
 {
 	uint64_t d = mkdir_(TCFS_ROOT_INO, "nl"), a, f;
@@ -732,6 +777,7 @@ int main(void)
 	test_symlinks();
 	test_hard_links();
 	test_counts();
+	test_written_as_read(dir);
 	test_owners();
 	test_shared_mark();
 	test_resolve();
