@@ -37,54 +37,61 @@ int tcfs_name_is_temp(const char *name, int at_top)
 	       strstr(name, ".tmp.pid_") != NULL;
 }
 
-static int ends_with(const char *s, size_t n, const char *suffix)
+/* The length of KERNEL in name, __grp__KERNEL.json; 0 when it is not
+ * one.  Sorting names asks for every pair: no copy, no strlen of a
+ * suffix. */
+static size_t group_kernel_len(const char *name, size_t n)
 {
-	size_t k = strlen(suffix);
+	static const char pre[] = "__grp__", suf[] = ".json";
+	const size_t np = sizeof(pre) - 1, ns = sizeof(suf) - 1;
 
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
+	if (n <= np + ns || memcmp(name, pre, np) != 0 ||
+	    memcmp(name + n - ns, suf, ns) != 0)
+		return 0;
+	return n - np - ns;
 }
 
 int tcfs_name_group_kernel(const char *name, char *kname, size_t len)
 {
-	static const char pre[] = "__grp__", suf[] = ".json";
-	size_t n = strlen(name), k;
+	size_t k = group_kernel_len(name, strlen(name));
 
-	if (strncmp(name, pre, sizeof(pre) - 1) != 0 ||
-	    n <= sizeof(pre) - 1 + sizeof(suf) - 1 || !ends_with(name, n, suf))
+	if (k == 0 || k >= len)
 		return 0;
-	k = n - (sizeof(pre) - 1) - (sizeof(suf) - 1);
-	if (k >= len)
-		return 0;
-	memcpy(kname, name + sizeof(pre) - 1, k);
+	memcpy(kname, name + sizeof("__grp__") - 1, k);
 	kname[k] = '\0';
 	return 1;
 }
 
 enum tcfs_artifact tcfs_name_artifact(const char *name)
 {
+#define SUFFIX(s, kind) { s, sizeof(s) - 1, kind }
 	static const struct {
 		const char *suffix;
+		size_t len;
 		enum tcfs_artifact kind;
 	} table[] = {
-		{ ".autotune.json", TCFS_ART_AUTOTUNE },
-		{ ".json", TCFS_ART_META },
-		{ ".source", TCFS_ART_SOURCE },
-		{ ".ttir", TCFS_ART_IR },
-		{ ".ttgir", TCFS_ART_IR },
-		{ ".llir", TCFS_ART_IR },
-		{ ".ptx", TCFS_ART_IR },
-		{ ".amdgcn", TCFS_ART_IR },
-		{ ".cubin", TCFS_ART_BINARY },
-		{ ".hsaco", TCFS_ART_BINARY },
-		{ ".so", TCFS_ART_MODULE },
+		SUFFIX(".autotune.json", TCFS_ART_AUTOTUNE),
+		SUFFIX(".json", TCFS_ART_META),
+		SUFFIX(".source", TCFS_ART_SOURCE),
+		SUFFIX(".ttir", TCFS_ART_IR),
+		SUFFIX(".ttgir", TCFS_ART_IR),
+		SUFFIX(".llir", TCFS_ART_IR),
+		SUFFIX(".ptx", TCFS_ART_IR),
+		SUFFIX(".amdgcn", TCFS_ART_IR),
+		SUFFIX(".cubin", TCFS_ART_BINARY),
+		SUFFIX(".hsaco", TCFS_ART_BINARY),
+		SUFFIX(".so", TCFS_ART_MODULE),
 	};
-	size_t n = strlen(name);
-	char k[TCFS_NAME_MAX + 1];
+#undef SUFFIX
+	size_t n = strlen(name), k = group_kernel_len(name, n);
 
-	if (tcfs_name_group_kernel(name, k, sizeof(k)))
+	/* As tcfs_name_group_kernel would find it, into a name's room. */
+	if (k > 0 && k <= TCFS_NAME_MAX)
 		return TCFS_ART_GROUP;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (ends_with(name, n, table[i].suffix))
+		if (n >= table[i].len &&
+		    memcmp(name + n - table[i].len, table[i].suffix,
+			   table[i].len) == 0)
 			return table[i].kind;
 	return TCFS_ART_OTHER;
 }
