@@ -3,9 +3,12 @@
 for tests/bench/scale.sh.
 
     probe_scale.py all MOUNT PLAIN       every kernel once, hits only
-    probe_scale.py time MOUNT PLAIN K    K hits and K misses, timed one by
+    probe_scale.py time MOUNT PLAIN K [SEED]
+                                         K hits and K misses, timed one by
                                          one: prints the median of each in
-                                         microseconds
+                                         microseconds; each SEED (1 if
+                                         none) picks other kernels, and
+                                         misses never probed before
 
 The kernels' keys and names come from PLAIN, the same cache on plain disk.
 A miss is a new key, as a kernel Triton has not compiled yet; each is
@@ -35,7 +38,7 @@ def main():
             os.stat(os.path.join(mnt, p))
         return
     k = int(sys.argv[4])
-    rnd = random.Random(1)
+    rnd = random.Random(int(sys.argv[5]) if len(sys.argv) > 5 else 1)
     hits, misses = [], []
     for p in rnd.choices(paths, k=k):
         full = os.path.join(mnt, p)
