@@ -43,28 +43,33 @@ static int by_last_use(const void *a, const void *b)
 	return x->dir_ino < y->dir_ino ? -1 : x->dir_ino > y->dir_ino;
 }
 
+/* A key dir's kernels together, by name. */
+static int by_dir_and_name(const void *a, const void *b)
+{
+	const struct tcfs_prune_victim *x = a, *y = b;
+
+	if (x->dir_ino != y->dir_ino)
+		return x->dir_ino < y->dir_ino ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 struct picking {
 	const struct tcfs_prune_select *sel;
 	struct tcfs_prune_victim *v;
 	size_t n, cap;
 };
 
-/* Rows come by key dir: a dir with two kernels is one victim, as recent
- * as the more recent of them. */
+/* Each kernel sel picks, as a victim of its own (merge_dirs makes one of
+ * a key dir's). */
 static int pick_one(void *ctx, const struct tcfs_kernel_use *u)
 {
 	struct picking *p = ctx;
 	const struct tcfs_kernel *k = &u->k;
 	int64_t last = tcfs_kernel_last_use(u);
-	struct tcfs_prune_victim *w = p->n ? &p->v[p->n - 1] : NULL;
+	struct tcfs_prune_victim *w;
 
 	if (p->sel->unused_since_ns >= 0 && last >= p->sel->unused_since_ns)
 		return 0;
-	if (w && w->dir_ino == k->dir_ino) {
-		if (last > w->last_used_ns)
-			w->last_used_ns = last;
-		return 0;
-	}
 	w = tcfs_vec_push(&p->v, &p->n, &p->cap, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -80,18 +85,44 @@ static int pick_one(void *ctx, const struct tcfs_kernel_use *u)
 	return 0;
 }
 
+/* A dir with two kernels is one victim: its first kernel by name, as
+ * recent as the more recent of them.  v is sorted by_dir_and_name;
+ * returns how many victims are left. */
+static size_t merge_dirs(struct tcfs_prune_victim *v, size_t n)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tcfs_prune_victim *w = out ? &v[out - 1] : NULL;
+
+		if (w && w->dir_ino == v[i].dir_ino) {
+			if (v[i].last_used_ns > w->last_used_ns)
+				w->last_used_ns = v[i].last_used_ns;
+			continue;
+		}
+		if (out != i)
+			v[out] = v[i];
+		out++;
+	}
+	assert(out <= n);
+	return out;
+}
+
 int tcfs_prune_pick(struct tcfs_store *s, const struct tcfs_prune_select *sel,
 		    struct tcfs_prune_victim **out, size_t *n)
 {
 	struct picking p = { sel, NULL, 0, 0 };
-	int rc = tcfs_kernel_each_use(s, &sel->filter, pick_one, &p);
+	int rc = tcfs_kernel_each_use_unsorted(s, &sel->filter, pick_one, &p);
 
 	if (rc < 0) {
 		free(p.v);
 		return rc;
 	}
-	if (p.n)
+	if (p.n) {
+		qsort(p.v, p.n, sizeof(*p.v), by_dir_and_name);
+		p.n = merge_dirs(p.v, p.n);
 		qsort(p.v, p.n, sizeof(*p.v), by_last_use);
+	}
 	*out = p.v;
 	*n = p.n;
 	return 0;

@@ -601,16 +601,30 @@ static int each_use_row(void *ctx, sqlite3_stmt *st)
 	return fill_use((void *)e->f, &u, st) == 0 ? e->cb(e->ctx, &u) : 0;
 }
 
+static int each_use(struct tcfs_store *s, const char *sql,
+		    const struct tcfs_kernel_filter *f,
+		    int (*cb)(void *ctx, const struct tcfs_kernel_use *u),
+		    void *ctx)
+{
+	struct each_use e = { f, cb, ctx };
+	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql, "");
+
+	return rc < 0 ? rc : 0;
+}
+
 int tcfs_kernel_each_use(struct tcfs_store *s,
 			 const struct tcfs_kernel_filter *f,
 			 int (*cb)(void *ctx, const struct tcfs_kernel_use *u),
 			 void *ctx)
 {
-	struct each_use e = { f, cb, ctx };
-	int rc = tcfs_db_each(tcfs_store_db(s), each_use_row, &e, sql_each_use,
-			      "");
+	return each_use(s, sql_each_use, f, cb, ctx);
+}
 
-	return rc < 0 ? rc : 0;
+int tcfs_kernel_each_use_unsorted(
+	struct tcfs_store *s, const struct tcfs_kernel_filter *f,
+	int (*cb)(void *ctx, const struct tcfs_kernel_use *u), void *ctx)
+{
+	return each_use(s, sql_uses, f, cb, ctx);
 }
 
 /* Each writer's kernels: one scan of kernels, one node lookup each. */

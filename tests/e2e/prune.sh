@@ -56,6 +56,21 @@ check_rc "prune --dry-run --name" 0
 check_eq "  lists every add kernel" "$NADD" "$(jpy 'len(d["kernels"])' <"$T_TMP/dry.json")"
 check_eq "  and removes nothing" "$ALL" "$(kernels "$S")"
 
+# A key dir with two kernels is one victim, under its first kernel's name,
+# wherever its kernels' rows lie.
+TWO=$T_TMP/two
+mkdir -p "$TWO"
+K1=$(ls "$SRC" | head -1) K2=$(ls "$SRC" | sed -n 2p)
+cp -a "$SRC/$K1" "$SRC/$K2" "$TWO/"
+G1=$(cd "$TWO/$K1" && ls __grp__*.json | head -1)
+tcfs import -q --store "$T_TMP/s2" "$TWO"
+cp "$TWO/$K1/$G1" "$TWO/$K1/__grp__0first.json"
+tcfs import -q --store "$T_TMP/s2" "$TWO"
+tcfs prune --store "$T_TMP/s2" --name '*' --dry-run --json; cp "$OUT" "$T_TMP/two.json"
+check_eq "a key dir with two kernels is one victim" 2 "$(jpy 'len(d["kernels"])' <"$T_TMP/two.json")"
+check_eq "  named by its first kernel" "$K1 0first" \
+	"$(jpy '" ".join([(k["key"], k["name"]) for k in d["kernels"] if k["key"] == "'"$K1"'"][0])' <"$T_TMP/two.json")"
+
 OLDEST=$(t list --store "$S" --json | jpy 'min(k["created"] for k in d)')
 tcfs prune --store "$S" --unused-since "@$OLDEST" --dry-run --json; cp "$OUT" "$T_TMP/u.json"
 check_eq "--unused-since the oldest kernel's creation: none is older" 0 \
