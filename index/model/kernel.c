@@ -227,7 +227,10 @@ static int written_shared(struct tcfs_store *s, const struct tcfs_node *dir,
 {
 	struct tcfs_node up;
 
-	if (tcfs_ns_get(s, dir->parent, &up) == 0 &&
+	/* The root is no user's dir: no read of its row, which changes with
+	 * every key dir made at the top. */
+	if (dir->parent != TCFS_ROOT_INO &&
+	    tcfs_ns_get(s, dir->parent, &up) == 0 &&
 	    tcfs_name_private(up.name, NULL))
 		return 0;
 	if (!tcfs_store_trusts(s, dir->uid, dir->gid))
