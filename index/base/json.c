@@ -1,6 +1,7 @@
 /* json: strings of a cJSON tree made valid UTF-8 before it is printed. */
 #include "index/base/json.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@ static char *valid_copy(const char *s, int *rc)
 	char *out, *o;
 
 	*rc = 0;
+	/* Nearly every string is ASCII, which needs no decoding. */
+	while (p[n] && p[n] < 0x80)
+		n++;
 	while (p[n]) {
 		unsigned cp;
 		size_t len = tcfs_utf8_next(p + n, &cp);
@@ -143,10 +147,27 @@ double tcfs_json_number(const cJSON *v)
 						: 0;
 }
 
+/* v in decimal into buf (24 bytes): printf's own parse of "%lld" was a
+ * tenth of tcfs list --json at 100,000 kernels, eight numbers each. */
+static const char *decimal(int64_t v, char buf[24])
+{
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	char *p = buf + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	assert(p >= buf);
+	return p;
+}
+
 cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v)
 {
 	char buf[24];
 
-	snprintf(buf, sizeof(buf), "%" PRId64, v);
-	return cJSON_AddRawToObject(o, name, buf);
+	return cJSON_AddRawToObject(o, name, decimal(v, buf));
 }

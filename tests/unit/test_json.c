@@ -1,5 +1,7 @@
 /* json: what tcfs prints as JSON parses, whatever bytes it quotes. */
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +72,28 @@ int main(void)
 		tap_ok(tcfs_json_number(cJSON_GetObjectItemCaseSensitive(o, "s")) == 0 &&
 			       tcfs_json_number(NULL) == 0,
 		       "a string or nothing is 0");
+		cJSON_Delete(o);
+	}
+	{
+		static const int64_t v[] = { 0, 7, -1, 1234567890123,
+					     INT64_MAX, INT64_MIN };
+		cJSON *o = cJSON_CreateObject();
+		char want[256] = "{", *text;
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			char name[8];
+
+			snprintf(name, sizeof(name), "v%zu", i);
+			tcfs_json_add_int(o, name, v[i]);
+			snprintf(want + strlen(want), sizeof(want) - strlen(want),
+				 "%s\"%s\":%" PRId64, i ? "," : "", name, v[i]);
+		}
+		strcat(want, "}");
+		text = cJSON_PrintUnformatted(o);
+		tap_ok(text && !strcmp(text, want),
+		       "numbers print as printf would: 0, signs, both ends: %s",
+		       text);
+		free(text);
 		cJSON_Delete(o);
 	}
 	return tap_done();
