@@ -494,6 +494,17 @@ int tcfs_kernel_match(const struct tcfs_kernel *k,
 	return 1;
 }
 
+/* Column col as a string into dst (len bytes, cut as snprintf would):
+ * snprintf's own parse of "%s" was a tenth of reading 100,000 rows. */
+static void copy_text(sqlite3_stmt *st, int col, char *dst, size_t len)
+{
+	const char *s = tcfs_db_text(st, col, NULL);
+	size_t n = strnlen(s, len - 1);
+
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
 static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 {
 	const char *meta = tcfs_db_text(st, 4, NULL);
@@ -502,14 +513,13 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 	memset(k, 0, sizeof(*k));
 	k->grp_ino = (uint64_t)sqlite3_column_int64(st, 0);
 	k->dir_ino = (uint64_t)sqlite3_column_int64(st, 1);
-	snprintf(k->key, sizeof(k->key), "%s", tcfs_db_text(st, 2, NULL));
-	snprintf(k->name, sizeof(k->name), "%s", tcfs_db_text(st, 3, NULL));
+	copy_text(st, 2, k->key, sizeof(k->key));
+	copy_text(st, 3, k->name, sizeof(k->name));
 	k->meta = strcmp(meta, "ok") == 0	   ? TCFS_META_OK
 		  : strcmp(meta, "missing") == 0 ? TCFS_META_MISSING
 						 : TCFS_META_INVALID;
-	snprintf(k->backend, sizeof(k->backend), "%s",
-		 tcfs_db_text(st, 5, NULL));
-	snprintf(k->arch, sizeof(k->arch), "%s", tcfs_db_text(st, 6, NULL));
+	copy_text(st, 5, k->backend, sizeof(k->backend));
+	copy_text(st, 6, k->arch, sizeof(k->arch));
 	k->warp_size = sqlite3_column_type(st, 7) == SQLITE_NULL
 			       ? -1 : sqlite3_column_int64(st, 7);
 	k->num_warps = sqlite3_column_type(st, 8) == SQLITE_NULL
@@ -518,14 +528,12 @@ static void kernel_from_row(sqlite3_stmt *st, struct tcfs_kernel *k)
 				? -1 : sqlite3_column_int64(st, 9);
 	k->num_ctas = sqlite3_column_type(st, 10) == SQLITE_NULL
 			      ? -1 : sqlite3_column_int64(st, 10);
-	snprintf(k->triton_version, sizeof(k->triton_version), "%s",
-		 tcfs_db_text(st, 11, NULL));
+	copy_text(st, 11, k->triton_version, sizeof(k->triton_version));
 	k->total_bytes = (uint64_t)sqlite3_column_int64(st, 12);
 	k->binary_bytes = (uint64_t)sqlite3_column_int64(st, 13);
 	k->ir_bytes = (uint64_t)sqlite3_column_int64(st, 14);
 	k->created_ns = sqlite3_column_int64(st, 15);
-	snprintf(k->origin, sizeof(k->origin), "%s",
-		 tcfs_db_text(st, KERNEL_COLS - 5, NULL));
+	copy_text(st, KERNEL_COLS - 5, k->origin, sizeof(k->origin));
 	k->uid = sqlite3_column_int64(st, KERNEL_COLS - 4);
 	/* A user's own kernel is in that user's own dir (fs/users.c). */
 	k->own_uid = -1;
