@@ -119,34 +119,6 @@ cJSON *tcfs_json_cut(const char *p, size_t n, size_t max)
 	return s;
 }
 
-cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
-{
-	int64_t us = ns / 1000;
-	int64_t sec = us / 1000000, frac = us % 1000000;
-	char buf[48];
-
-	if (frac < 0) {		/* before the epoch: C's division truncates */
-		sec -= 1;
-		frac += 1000000;
-	}
-	if (sec < 0 && frac) {
-		snprintf(buf, sizeof(buf), "-%" PRId64 ".%06" PRId64,
-			 -(sec + 1), 1000000 - frac);
-	} else {
-		snprintf(buf, sizeof(buf), "%" PRId64 ".%06" PRId64, sec,
-			 frac);
-	}
-	return cJSON_AddRawToObject(o, name, buf);
-}
-
-double tcfs_json_number(const cJSON *v)
-{
-	if (cJSON_IsNumber(v))
-		return v->valuedouble;
-	return cJSON_IsRaw(v) && v->valuestring ? strtod(v->valuestring, NULL)
-						: 0;
-}
-
 /* v in decimal into buf (24 bytes): printf's own parse of "%lld" was a
  * tenth of tcfs list --json at 100,000 kernels, eight numbers each. */
 static const char *decimal(int64_t v, char buf[24])
@@ -163,6 +135,41 @@ static const char *decimal(int64_t v, char buf[24])
 		*--p = '-';
 	assert(p >= buf);
 	return p;
+}
+
+cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
+{
+	int64_t us = ns / 1000;
+	int64_t sec = us / 1000000, frac = us % 1000000;
+	char buf[48];
+
+	if (frac < 0) {		/* before the epoch: C's division truncates */
+		sec -= 1;
+		frac += 1000000;
+	}
+	if (sec < 0 && frac) {
+		snprintf(buf, sizeof(buf), "-%" PRId64 ".%06" PRId64,
+			 -(sec + 1), 1000000 - frac);
+	} else {
+		char num[24];
+		const char *d = decimal(sec, num);
+		size_t n = strlen(d);
+
+		memcpy(buf, d, n);
+		buf[n] = '.';
+		for (size_t i = 6; i > 0; i--, frac /= 10)
+			buf[n + i] = (char)('0' + frac % 10);
+		buf[n + 7] = '\0';
+	}
+	return cJSON_AddRawToObject(o, name, buf);
+}
+
+double tcfs_json_number(const cJSON *v)
+{
+	if (cJSON_IsNumber(v))
+		return v->valuedouble;
+	return cJSON_IsRaw(v) && v->valuestring ? strtod(v->valuestring, NULL)
+						: 0;
 }
 
 cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v)

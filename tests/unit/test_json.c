@@ -96,5 +96,31 @@ int main(void)
 		free(text);
 		cJSON_Delete(o);
 	}
+	{
+		static const struct {
+			int64_t ns;
+			const char *text;
+		} t[] = {
+			{ 0, "0.000000" },
+			{ 1500000999, "1.500000" },
+			{ INT64_C(1764300000123456789), "1764300000.123456" },
+			{ -1500000000, "-1.500000" },
+			{ -2000000000, "-2.000000" },
+		};
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			cJSON *o = cJSON_CreateObject();
+			char want[64], *text;
+
+			tcfs_json_add_seconds(o, "t", t[i].ns);
+			snprintf(want, sizeof(want), "{\"t\":%s}", t[i].text);
+			text = cJSON_PrintUnformatted(o);
+			tap_ok(text && !strcmp(text, want),
+			       "%" PRId64 " ns prints as %s", t[i].ns,
+			       t[i].text);
+			free(text);
+			cJSON_Delete(o);
+		}
+	}
 	return tap_done();
 }
