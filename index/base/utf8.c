@@ -52,6 +52,13 @@ const char *tcfs_utf8_printable(const char *s, char *out, size_t outlen)
 		size_t n, len;
 		unsigned cp;
 
+		/* Printable ASCII, nearly every byte tcfs shows, as it is. */
+		if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
+			if (used + 1 >= outlen)
+				break;
+			out[used++] = (char)*p++;
+			continue;
+		}
 		n = tcfs_utf8_next(p, &cp);
 		if (n == 0 || is_control(cp)) {
 			/* Each byte of an invalid or control sequence. */

@@ -27,6 +27,12 @@ int main(void)
 	shows("a\\b", "a\\\\b", "a backslash doubled, so escapes are unambiguous");
 	tcfs_utf8_printable("\x1b\x1b\x1b", small, sizeof(small));
 	tap_ok(strcmp(small, "\\x1b") == 0, "cut short at an escape, never in one");
+	{
+		char four[4];
+
+		tcfs_utf8_printable("abcdef", four, sizeof(four));
+		tap_ok(strcmp(four, "abc") == 0, "plain ASCII cut short to fit");
+	}
 	tap_eq(tcfs_utf8_next((const unsigned char *)"\xc0\xaf", &cp), 0,
 	       "an overlong form is no UTF-8");
 	tap_eq(tcfs_utf8_next((const unsigned char *)"\xe2\x82\xac", &cp), 3,
