@@ -196,8 +196,13 @@ echo "# --- a wait for another writer is said as it starts"
 S2=$T_TMP/s2
 tcfs import -q --store "$S2" "$SMALL"
 # hold_lock: another process (HOLDER) takes S2's writer lock, held
-# once this returns.
+# once this returns.  A daemon just unmounted may hold it a moment
+# longer: the lock is taken only once it is free, so that it is HOLDER's.
 hold_lock() {
+	for _ in $(seq 100); do
+		flock -n "$S2/lock" true && break
+		sleep 0.1
+	done
 	flock "$S2/lock" sleep 60 </dev/null >/dev/null 2>&1 &
 	HOLDER=$!
 	at_exit "kill \$(pgrep -P $HOLDER) $HOLDER"
