@@ -46,42 +46,52 @@ static void tick(void *ctx)
 	progress_tick(t->prog, ++t->done, t->total);
 }
 
-/* The report, offline: what the daemon answers when mounted. */
-static cJSON *run_here(struct tcfs_store *s,
-		       const struct tcfs_prune_select *sel,
-		       enum tcfs_prune_how how, int dry, struct progress *prog)
+/* What a prune did, or would do: the report of a run here, or the
+ * daemon's answer when it ran in the mount.  Owned by the outcome:
+ * outcome_free. */
+struct outcome {
+	struct tcfs_prune_victim *v;	/* what r.taken points into */
+	struct tcfs_prune_report r;
+	cJSON *daemon;			/* or the daemon's report */
+};
+
+static void outcome_free(struct outcome *o)
 {
-	struct tcfs_prune_victim *v = NULL;
-	struct tcfs_prune_report r = { 0 };
+	tcfs_prune_report_free(&o->r);
+	free(o->v);
+	cJSON_Delete(o->daemon);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Offline, or a dry run: the run here, its report kept as it is (its
+ * JSON is built only for --json: 100,000 kernels' of it took a third of
+ * a dry run's time). */
+static int run_here(struct tcfs_store *s, const struct tcfs_prune_select *sel,
+		    enum tcfs_prune_how how, int dry, struct progress *prog,
+		    struct outcome *o)
+{
 	struct ticks t = { prog, 0, 0 };
 	struct tcfs_prune_hooks hooks = { .release = tick, .ctx = &t };
-	cJSON *out = NULL;
 	size_t n = 0;
 	int rc;
 
 	progress_step(prog, "choosing the kernels");
-	rc = tcfs_prune_pick(s, sel, &v, &n);
+	rc = tcfs_prune_pick(s, sel, &o->v, &n);
 	prog->unit = "kernels";
 	t.total = n;
 	if (rc == 0)
-		rc = tcfs_prune_run(s, v, n, how, dry, &hooks, &r);
+		rc = tcfs_prune_run(s, o->v, n, how, dry, &hooks, &o->r);
 	progress_end(prog);
 	if (rc == 0 && !dry)
 		rc = tcfs_store_sync(s);
-	if (rc == 0)
-		out = tcfs_prune_report_json(&r, how, dry);
 	if (rc < 0)
 		cli_lib_err("prune", rc, tcfs_store_path(s));
-	else if (!out)
-		cli_err("prune", "out of memory");
-	tcfs_prune_report_free(&r);
-	free(v);
-	return out;
+	return rc;
 }
 
-static cJSON *run_mounted(const char *store,
-			  const struct tcfs_prune_select *sel,
-			  enum tcfs_prune_how how, struct progress *prog)
+static int run_mounted(const char *store, const struct tcfs_prune_select *sel,
+		       enum tcfs_prune_how how, struct progress *prog,
+		       struct outcome *o)
 {
 	cJSON *req = cJSON_CreateObject(), *resp = NULL;
 	const cJSON *err;
@@ -106,16 +116,17 @@ static cJSON *run_mounted(const char *store,
 	cJSON_Delete(req);
 	if (rc < 0) {
 		cli_lib_err("prune", rc, store);
-		return NULL;
+		return rc;
 	}
 	err = cJSON_GetObjectItemCaseSensitive(resp, "error");
 	if (cJSON_IsString(err)) {
 		cli_err("prune", "%s: the mount's daemon: %s", store,
 			err->valuestring);
 		cJSON_Delete(resp);
-		return NULL;
+		return -EIO;
 	}
-	return resp;
+	o->daemon = resp;
+	return 0;
 }
 
 static double num(const cJSON *o, const char *name)
@@ -130,19 +141,90 @@ static const char *str(const cJSON *o, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* One kernel of the table, from either kind of outcome. */
+struct shown {
+	const char *key, *name, *target;
+	uint64_t bytes;
+	int64_t last_used;	/* seconds */
+};
+
+/* Calls fn with each kernel o took, in order. */
+static void each_shown(const struct outcome *o, enum tcfs_prune_how how,
+		       void (*fn)(void *ctx, const struct shown *k), void *ctx)
+{
+	const cJSON *k;
+
+	for (size_t i = 0; !o->daemon && i < o->r.ntaken; i++) {
+		const struct tcfs_prune_victim *v = o->r.taken[i];
+		char target[80];
+		struct shown sh = {
+			v->key, v->name,
+			tcfs_prune_target(v, target, sizeof(target)),
+			how == TCFS_PRUNE_IR ? v->ir_bytes : v->total_bytes,
+			v->last_used_ns / 1000000000,
+		};
+
+		fn(ctx, &sh);
+	}
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(o->daemon,
+							       "kernels")) {
+		struct shown sh = {
+			str(k, "key"), str(k, "name"), str(k, "target"),
+			(uint64_t)num(k, "bytes"), (int64_t)num(k, "last_used"),
+		};
+
+		fn(ctx, &sh);
+	}
+}
+
+/* The run's totals, from either kind of outcome. */
+struct totals {
+	uint64_t kernels, files, bytes, freed, pending, fresh, skipped;
+};
+
+static void count_shown(void *ctx, const struct shown *k)
+{
+	(void)k;
+	((struct totals *)ctx)->kernels++;
+}
+
+static struct totals totals_of(const struct outcome *o,
+			       enum tcfs_prune_how how)
+{
+	const cJSON *d = o->daemon;
+	struct totals t = { 0 };
+
+	each_shown(o, how, count_shown, &t);
+	if (!d) {
+		t.files = o->r.files;
+		t.bytes = o->r.bytes;
+		t.freed = o->r.freed_bytes;
+		t.pending = o->r.pending_bytes;
+		t.fresh = o->r.fresh_bytes;
+		t.skipped = o->r.skipped;
+		return t;
+	}
+	t.files = (uint64_t)num(d, "files");
+	t.bytes = (uint64_t)num(d, "bytes");
+	t.freed = (uint64_t)num(d, "freed_bytes");
+	t.pending = (uint64_t)num(d, "pending_bytes");
+	t.fresh = (uint64_t)num(d, "pending_new_bytes");
+	t.skipped = (uint64_t)num(d, "skipped");
+	return t;
+}
+
 /* What is not freed yet, and why: blobs put in the last minute are
  * kept a minute (for puts in flight: cas.h), the others while the
  * kernel or a process holds a file that names them. */
-static void print_pending(const cJSON *r)
+static void print_pending(const struct totals *t)
 {
-	uint64_t fresh = (uint64_t)num(r, "pending_new_bytes");
-	uint64_t held = (uint64_t)num(r, "pending_bytes") - fresh;
+	uint64_t held = t->pending - t->fresh;
 	char b[16];
 
-	if (fresh)
+	if (t->fresh)
 		printf(" (%s more within a minute: blobs written in the last "
 		       "minute are kept that long, for writes in flight)",
-		       cli_human(fresh, b, sizeof(b)));
+		       cli_human(t->fresh, b, sizeof(b)));
 	if (held)
 		printf(" (%s more once no process uses them)",
 		       cli_human(held, b, sizeof(b)));
@@ -150,95 +232,105 @@ static void print_pending(const cJSON *r)
 
 /* The widest of the kernels' NAME fields, as printed, and of the
  * column's head. */
-static int name_width(const cJSON *ks)
+static void widen(void *ctx, const struct shown *k)
 {
-	const cJSON *k;
-	size_t w = strlen("NAME");
+	char name[1024];
+	size_t l = tcfs_utf8_width(tcfs_utf8_printable(k->name, name,
+						       sizeof(name)));
+	int *w = ctx;
 
-	cJSON_ArrayForEach(k, ks) {
-		char name[1024];
-		size_t l = tcfs_utf8_width(tcfs_utf8_printable(
-			str(k, "name"), name, sizeof(name)));
+	*w = (int)l > *w ? (int)l : *w;
+}
 
-		w = l > w ? l : w;
-	}
-	return (int)w;
+static void print_row(void *ctx, const struct shown *k)
+{
+	char name[1024], key[1024], target[256], b[16], t[32];
+
+	cli_pad(tcfs_utf8_printable(k->name, name, sizeof(name)), *(int *)ctx);
+	printf(" %-52s %-12s %10s  %s\n",
+	       tcfs_utf8_printable(k->key, key, sizeof(key)),
+	       tcfs_utf8_printable(k->target, target, sizeof(target)),
+	       cli_human(k->bytes, b, sizeof(b)),
+	       cli_time(k->last_used * 1000000000, t, sizeof(t)));
 }
 
 /* One row per kernel, each key whole, as tcfs list shows it. */
-static void print_table(const cJSON *r, enum tcfs_prune_how how, int dry)
+static void print_table(const struct outcome *o, enum tcfs_prune_how how,
+			int dry)
 {
-	const cJSON *k, *ks = cJSON_GetObjectItemCaseSensitive(r, "kernels");
-	char b1[16], b2[16], t[32];
-	int n = cJSON_GetArraySize(ks), nw = name_width(ks);
+	struct totals t = totals_of(o, how);
+	int nw = (int)strlen("NAME");
+	char b1[16], b2[16];
 
-	if (n)
+	each_shown(o, how, widen, &nw);
+	if (t.kernels)
 		printf("%-*s %-52s %-12s %10s  %s\n", nw, "NAME", "KEY",
 		       "TARGET", how == TCFS_PRUNE_IR ? "IR" : "SIZE",
 		       "LAST USED");
-	cJSON_ArrayForEach(k, ks) {
-		char name[1024], key[1024], target[256];
-
-		cli_pad(tcfs_utf8_printable(str(k, "name"), name, sizeof(name)),
-			nw);
-		printf(" %-52s %-12s %10s  %s\n",
-		       tcfs_utf8_printable(str(k, "key"), key, sizeof(key)),
-		       tcfs_utf8_printable(str(k, "target"), target,
-					   sizeof(target)),
-		       cli_human((uint64_t)num(k, "bytes"), b1, sizeof(b1)),
-		       cli_time((int64_t)num(k, "last_used") * 1000000000,
-				t, sizeof(t)));
-	}
-	printf("%s %d kernel%s%s (%s)", dry ? "would prune" : "pruned", n,
-	       n == 1 ? "" : "s", how == TCFS_PRUNE_IR ? "' IR" : "",
-	       cli_human((uint64_t)num(r, "bytes"), b1, sizeof(b1)));
+	each_shown(o, how, print_row, &nw);
+	printf("%s %llu kernel%s%s (%s)", dry ? "would prune" : "pruned",
+	       (unsigned long long)t.kernels, t.kernels == 1 ? "" : "s",
+	       how == TCFS_PRUNE_IR ? "' IR" : "",
+	       cli_human(t.bytes, b1, sizeof(b1)));
 	if (!dry)
-		printf(", %.0f files; freed %s", num(r, "files"),
-		       cli_human((uint64_t)num(r, "freed_bytes"), b2,
-				 sizeof(b2)));
-	print_pending(r);
-	if (num(r, "skipped") > 0)
-		printf("; %.0f skipped (changed meanwhile, or a group file "
-		       "that is not Triton's)", num(r, "skipped"));
+		printf(", %llu files; freed %s", (unsigned long long)t.files,
+		       cli_human(t.freed, b2, sizeof(b2)));
+	print_pending(&t);
+	if (t.skipped > 0)
+		printf("; %llu skipped (changed meanwhile, or a group file "
+		       "that is not Triton's)", (unsigned long long)t.skipped);
 	printf("\n");
 }
 
 /* Prunes what sel selects: here (offline, or a dry run, which sees what
- * the mount committed) or through the mount.  The report, or NULL. */
-static cJSON *run(const struct cli_common *co,
-		  const struct tcfs_prune_select *sel, enum tcfs_prune_how how,
-		  int dry, struct progress *prog)
+ * the mount committed) or through the mount.  0, or negative (said). */
+static int run(const struct cli_common *co,
+	       const struct tcfs_prune_select *sel, enum tcfs_prune_how how,
+	       int dry, struct progress *prog, struct outcome *o)
 {
 	char mount[PATH_MAX], store[PATH_MAX];
 	struct cli_store_opts so = co->store;
 	struct tcfs_store *s;
-	cJSON *report;
 	int rc;
 
 	if (cli_open_store("prune", &co->store, 0, 0, &s) != CLI_OK)
-		return NULL;
+		return -EIO;
 	/* Mounted, the daemon commits what it holds first: a dry run sees
 	 * what a real one would. */
 	if ((rc = cli_mount_sync(s, mount)) < 0) {
 		cli_lib_err("prune", rc, tcfs_store_path(s));
 		tcfs_store_close(s);
-		return NULL;
+		return rc;
 	}
 	snprintf(store, sizeof(store), "%s", tcfs_store_path(s));
 	if (dry) {
-		report = run_here(s, sel, how, 1, prog);
+		rc = run_here(s, sel, how, 1, prog, o);
 		tcfs_store_close(s);
-		return report;
+		return rc;
 	}
 	tcfs_store_close(s);
 	if (mount[0])
-		return run_mounted(store, sel, how, prog);
+		return run_mounted(store, sel, how, prog, o);
 	so.dir = store;	/* the store found (and said) at the first open */
 	if (cli_open_store("prune", &so, 0, 1, &s) != CLI_OK)
-		return NULL;
-	report = run_here(s, sel, how, 0, prog);
+		return -EIO;
+	rc = run_here(s, sel, how, 0, prog, o);
 	tcfs_store_close(s);
-	return report;
+	return rc;
+}
+
+/* --json: the daemon's report as it came, or this run's. */
+static int print_json(struct outcome *o, enum tcfs_prune_how how, int dry)
+{
+	cJSON *doc = o->daemon ? o->daemon
+			       : tcfs_prune_report_json(&o->r, how, dry);
+
+	o->daemon = NULL;	/* cli_print_json's now */
+	if (!doc) {
+		cli_err("prune", "out of memory");
+		return CLI_FAIL;
+	}
+	return cli_print_json(doc);
 }
 
 int cmd_prune(int argc, char **argv)
@@ -246,8 +338,9 @@ int cmd_prune(int argc, char **argv)
 	struct cli_common co = CLI_COMMON_INIT;
 	struct tcfs_prune_select sel = { { NULL, NULL, NULL }, -1 };
 	int rc, dry = 0, ir = 0, quiet = 0;
+	enum tcfs_prune_how how;
+	struct outcome o = { 0 };
 	struct progress prog;
-	cJSON *report;
 	char **args;
 	struct opt opts[] = {
 		CLI_OPTS_FILTER(&sel.filter),
@@ -272,18 +365,17 @@ int cmd_prune(int argc, char **argv)
 	    !sel.filter.backend && !sel.filter.arch)
 		return cli_usage_err("prune", "say which kernels: --name, "
 				     "--backend, --arch, --unused-since or --ir");
+	how = ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE;
 	progress_init(&prog, "pruning", "kernels", quiet);
-	report = run(&co, &sel, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry,
-		     &prog);
-	if (!report)
+	if (run(&co, &sel, how, dry, &prog, &o) < 0) {
+		outcome_free(&o);
 		return CLI_FAIL;
-	if (quiet) {
-		cJSON_Delete(report);
-		return CLI_OK;
 	}
-	if (co.json)
-		return cli_print_json(report);
-	print_table(report, ir ? TCFS_PRUNE_IR : TCFS_PRUNE_WHOLE, dry);
-	cJSON_Delete(report);
-	return CLI_OK;
+	rc = CLI_OK;
+	if (co.json && !quiet)
+		rc = print_json(&o, how, dry);
+	else if (!quiet)
+		print_table(&o, how, dry);
+	outcome_free(&o);
+	return rc;
 }

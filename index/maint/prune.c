@@ -417,6 +417,14 @@ int tcfs_prune_run(struct tcfs_store *s,
 	return rc;
 }
 
+const char *tcfs_prune_target(const struct tcfs_prune_victim *v, char *buf,
+			      size_t len)
+{
+	snprintf(buf, len, "%s%s%s", v->backend,
+		 v->backend[0] && v->arch[0] ? "-" : "", v->arch);
+	return buf;
+}
+
 cJSON *tcfs_prune_report_json(const struct tcfs_prune_report *r,
 			      enum tcfs_prune_how how, int dry_run)
 {
@@ -428,12 +436,12 @@ cJSON *tcfs_prune_report_json(const struct tcfs_prune_report *r,
 		cJSON *k = cJSON_CreateObject();
 		char target[80];
 
-		snprintf(target, sizeof(target), "%s%s%s", v->backend,
-			 v->backend[0] && v->arch[0] ? "-" : "", v->arch);
 		ok = k && cJSON_AddItemToArray(a, k) &&
 		     cJSON_AddStringToObject(k, "key", v->key) &&
 		     cJSON_AddStringToObject(k, "name", v->name) &&
-		     cJSON_AddStringToObject(k, "target", target) &&
+		     cJSON_AddStringToObject(k, "target",
+					     tcfs_prune_target(v, target,
+							       sizeof(target))) &&
 		     tcfs_json_add_int(k, "bytes",
 				       (int64_t)(how == TCFS_PRUNE_IR
 							 ? v->ir_bytes

@@ -131,6 +131,11 @@ int tcfs_prune_run(struct tcfs_store *s,
 		   struct tcfs_prune_report *report);
 void tcfs_prune_report_free(struct tcfs_prune_report *r);
 
+/* v's target as reports show it: "backend-arch", either alone when the
+ * other is unknown.  Returns buf. */
+const char *tcfs_prune_target(const struct tcfs_prune_victim *v, char *buf,
+			      size_t len);
+
 /* The report as tcfs prune --json prints it: {dry_run, ir, kernels:
  * [{key, name, target, bytes, last_used}], files, bytes, freed_bytes,
  * pending_bytes, skipped}.  Owned by the caller (cJSON_Delete); NULL when out of
