@@ -137,18 +137,18 @@ static const char *decimal(int64_t v, char buf[24])
 	return p;
 }
 
-cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
+/* ns since the epoch as seconds to the microsecond, into buf. */
+static const char *seconds(int64_t ns, char buf[48])
 {
 	int64_t us = ns / 1000;
 	int64_t sec = us / 1000000, frac = us % 1000000;
-	char buf[48];
 
 	if (frac < 0) {		/* before the epoch: C's division truncates */
 		sec -= 1;
 		frac += 1000000;
 	}
 	if (sec < 0 && frac) {
-		snprintf(buf, sizeof(buf), "-%" PRId64 ".%06" PRId64,
+		snprintf(buf, 48, "-%" PRId64 ".%06" PRId64,
 			 -(sec + 1), 1000000 - frac);
 	} else {
 		char num[24];
@@ -161,7 +161,14 @@ cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
 			buf[n + i] = (char)('0' + frac % 10);
 		buf[n + 7] = '\0';
 	}
-	return cJSON_AddRawToObject(o, name, buf);
+	return buf;
+}
+
+cJSON *tcfs_json_add_seconds(cJSON *o, const char *name, int64_t ns)
+{
+	char buf[48];
+
+	return cJSON_AddRawToObject(o, name, seconds(ns, buf));
 }
 
 double tcfs_json_number(const cJSON *v)
@@ -177,4 +184,103 @@ cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v)
 	char buf[24];
 
 	return cJSON_AddRawToObject(o, name, decimal(v, buf));
+}
+
+/* s quoted as cJSON 1.7.15 quotes a string (", \\ and the control
+ * characters escaped, the rest as it is), after tcfs_json_sanitize: a
+ * byte that starts no UTF-8 sequence as the text \xNN. */
+static void quoted(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	putc_unlocked('"', f);
+	while (*p) {
+		size_t run = 0, len;
+		unsigned cp;
+
+		/* Printable ASCII but for the two that need a backslash. */
+		while (p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' &&
+		       p[run] != '\\')
+			run++;
+		fwrite(p, 1, run, f);
+		p += run;
+		if (!*p)
+			break;
+		if (*p >= 0x80) {
+			len = tcfs_utf8_next(p, &cp);
+			if (len) {
+				fwrite(p, 1, len, f);
+				p += len;
+			} else {
+				fprintf(f, "\\\\x%02x", *p++);
+			}
+			continue;
+		}
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\b': fputs("\\b", f); break;
+		case '\f': fputs("\\f", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default: fprintf(f, "\\u%04x", *p); break;
+		}
+		p++;
+	}
+	putc_unlocked('"', f);
+}
+
+/* The member's name, after a comma unless it is the first. */
+static void member(struct tcfs_json_obj *o, const char *name)
+{
+	if (o->members++)
+		putc_unlocked(',', o->f);
+	quoted(o->f, name);
+	putc_unlocked(':', o->f);
+}
+
+void tcfs_json_obj_begin(struct tcfs_json_obj *o, FILE *f)
+{
+	o->f = f;
+	o->members = 0;
+	putc_unlocked('{', f);
+}
+
+void tcfs_json_obj_str(struct tcfs_json_obj *o, const char *name,
+		       const char *v)
+{
+	member(o, name);
+	if (v)
+		quoted(o->f, v);
+	else
+		fputs("null", o->f);
+}
+
+void tcfs_json_obj_int(struct tcfs_json_obj *o, const char *name, int64_t v)
+{
+	char buf[24];
+
+	member(o, name);
+	fputs(decimal(v, buf), o->f);
+}
+
+void tcfs_json_obj_seconds(struct tcfs_json_obj *o, const char *name,
+			   int64_t ns)
+{
+	char buf[48];
+
+	member(o, name);
+	fputs(seconds(ns, buf), o->f);
+}
+
+void tcfs_json_obj_null(struct tcfs_json_obj *o, const char *name)
+{
+	member(o, name);
+	fputs("null", o->f);
+}
+
+void tcfs_json_obj_end(struct tcfs_json_obj *o)
+{
+	putc_unlocked('}', o->f);
 }

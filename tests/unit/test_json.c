@@ -122,5 +122,70 @@ int main(void)
 			cJSON_Delete(o);
 		}
 	}
+	{
+		/* The stream writer against cJSON's own print of the same
+		 * members, sanitized: every byte alone, and strings that mix
+		 * escapes, UTF-8 and bytes that are not. */
+		static const char *const mixed[] = {
+			"", "plain", "q\"uote\\back", "tab\tnl\ncr\rbs\bff\f",
+			"\x01\x1f\x7f", "caf\xc3\xa9 \xf0\x9f\x98\x80",
+			"caf\xe9", "\xed\xa0\x80", "\xc3", "\xc0\xaf",
+			"\xf4\x90\x80\x80", "a\xff" "b\xfe\"",
+		};
+		int same = 1;
+
+		for (int pass = 0; pass < 2; pass++) {
+			size_t n = pass ? sizeof(mixed) / sizeof(mixed[0]) : 255;
+
+			for (size_t i = 0; i < n; i++) {
+				char one[2] = { (char)(i + 1), 0 }, *text, *buf = NULL;
+				const char *v = pass ? mixed[i] : one;
+				size_t len = 0;
+				cJSON *o = cJSON_CreateObject();
+				struct tcfs_json_obj w;
+				FILE *f = open_memstream(&buf, &len);
+
+				cJSON_AddStringToObject(o, v, v);
+				tcfs_json_add_int(o, "n", -42);
+				tcfs_json_add_seconds(o, "t", -1500000000);
+				cJSON_AddNullToObject(o, "z");
+				tcfs_json_sanitize(o);
+				text = cJSON_PrintUnformatted(o);
+				tcfs_json_obj_begin(&w, f);
+				tcfs_json_obj_str(&w, v, v);
+				tcfs_json_obj_int(&w, "n", -42);
+				tcfs_json_obj_seconds(&w, "t", -1500000000);
+				tcfs_json_obj_str(&w, "z", NULL);
+				tcfs_json_obj_end(&w);
+				fclose(f);
+				if (!text || strcmp(text, buf) != 0) {
+					fprintf(stderr, "# %s\n# vs %s\n", text, buf);
+					same = 0;
+				}
+				free(text);
+				free(buf);
+				cJSON_Delete(o);
+			}
+		}
+		tap_ok(same, "the stream writer prints what cJSON prints, "
+		       "sanitized, for every byte and mixed strings");
+	}
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		struct tcfs_json_obj w;
+
+		tcfs_json_obj_begin(&w, f);
+		tcfs_json_obj_end(&w);
+		tcfs_json_obj_begin(&w, f);
+		tcfs_json_obj_null(&w, "a");
+		tcfs_json_obj_int(&w, "b", INT64_MIN);
+		tcfs_json_obj_end(&w);
+		fclose(f);
+		tap_ok(!strcmp(buf, "{}{\"a\":null,\"b\":-9223372036854775808}"),
+		       "an empty object, and one after another: %s", buf);
+		free(buf);
+	}
 	return tap_done();
 }
