@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "index/base/json.h"
+#include "index/base/text.h"
 #include "index/model/kernel.h"
 #include "index/store/store.h"
 #include "index/base/utf8.h"
@@ -216,6 +217,15 @@ struct row {
 	char cell[NCOLS][CELL_MAX];
 };
 
+/* A cell of a number; printf's parse of its format, for 100,000 rows of
+ * five numbers, was a fifth of the table's time. */
+static void number(char *cell, int64_t v)
+{
+	char buf[24];
+
+	strcpy(cell, tcfs_decimal(v, buf));
+}
+
 static void row_of(struct tcfs_store *s, struct roots *roots,
 		   const struct tcfs_kernel_use *u, int term, struct row *r)
 {
@@ -229,34 +239,29 @@ static void row_of(struct tcfs_store *s, struct roots *roots,
 	if (term && strlen(r->cell[C_KEY]) > KEY_SHORT)
 		r->cell[C_KEY][KEY_SHORT] = '\0';
 	tcfs_utf8_printable(t, r->cell[C_TARGET], CELL_MAX);
-	snprintf(r->cell[C_WARPS], CELL_MAX, "%lld", (long long)k->num_warps);
-	snprintf(r->cell[C_STAGES], CELL_MAX, "%lld",
-		 (long long)k->num_stages);
+	number(r->cell[C_WARPS], k->num_warps);
+	number(r->cell[C_STAGES], k->num_stages);
 	cli_human(k->total_bytes, r->cell[C_SIZE], CELL_MAX);
-	snprintf(r->cell[C_FILES], CELL_MAX, "%llu",
-		 (unsigned long long)u->files);
-	snprintf(r->cell[C_HITS], CELL_MAX, "%llu",
-		 (unsigned long long)u->hits);
-	snprintf(r->cell[C_MISSES], CELL_MAX, "%llu",
-		 (unsigned long long)u->misses);
+	number(r->cell[C_FILES], (int64_t)u->files);
+	number(r->cell[C_HITS], (int64_t)u->hits);
+	number(r->cell[C_MISSES], (int64_t)u->misses);
 	if (u->last_hit_ns)
 		cli_time(u->last_hit_ns, r->cell[C_LAST], CELL_MAX);
 	else
-		snprintf(r->cell[C_LAST], CELL_MAX, "never");
+		strcpy(r->cell[C_LAST], "never");
 	cli_time(k->created_ns, r->cell[C_CREATED], CELL_MAX);
-	snprintf(r->cell[C_ORIGIN], CELL_MAX, "%s",
-		 k->origin[0] ? k->origin : "-");
+	strcpy(r->cell[C_ORIGIN], k->origin[0] ? k->origin : "-");
 	if (k->shared)
-		snprintf(r->cell[C_VISIBLE], CELL_MAX, "all");
+		strcpy(r->cell[C_VISIBLE], "all");
 	else if (k->own_uid >= 0)
 		snprintf(r->cell[C_VISIBLE], CELL_MAX, "uid %lld",
 			 (long long)k->own_uid);
 	else
-		snprintf(r->cell[C_VISIBLE], CELL_MAX, "none");
+		strcpy(r->cell[C_VISIBLE], "none");
 	if (root[0])
 		tcfs_utf8_printable(root, r->cell[C_ROOT], CELL_MAX);
 	else
-		snprintf(r->cell[C_ROOT], CELL_MAX, ".");
+		strcpy(r->cell[C_ROOT], ".");
 }
 
 /* The row's width with the columns shown, a space between two. */
@@ -298,6 +303,16 @@ static void fit(int *w, int *shown, int term)
 	}
 }
 
+static void spaces(int n)
+{
+	static const char blank[] = "                                ";
+
+	for (; n > 0; n -= (int)sizeof(blank) - 1)
+		fwrite(blank, 1,
+		       n < (int)sizeof(blank) - 1 ? (size_t)n : sizeof(blank) - 1,
+		       stdout);
+}
+
 static void print_row(char cell[][CELL_MAX], const int *w, const int *shown)
 {
 	char cut[CELL_MAX];
@@ -314,13 +329,14 @@ static void print_row(char cell[][CELL_MAX], const int *w, const int *shown)
 		if (c == C_NAME)
 			v = tcfs_utf8_cut(v, (size_t)w[c], cut, sizeof(cut));
 		pad = w[c] - (int)tcfs_utf8_width(v);
-		printf("%s", first ? "" : " ");
+		if (!first)
+			putchar(' ');
 		first = 0;
 		if (cols[c].right)
-			printf("%*s", pad > 0 ? pad : 0, "");
+			spaces(pad);
 		fputs(v, stdout);
 		if (!cols[c].right && c != last)
-			printf("%*s", pad > 0 ? pad : 0, "");
+			spaces(pad);
 	}
 	putchar('\n');
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/base/text.h"
 #include "index/base/utf8.h"
 
 /* A copy of s with each byte that starts no UTF-8 sequence written as
@@ -119,24 +120,6 @@ cJSON *tcfs_json_cut(const char *p, size_t n, size_t max)
 	return s;
 }
 
-/* v in decimal into buf (24 bytes): printf's own parse of "%lld" was a
- * tenth of tcfs list --json at 100,000 kernels, eight numbers each. */
-static const char *decimal(int64_t v, char buf[24])
-{
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	char *p = buf + 23;
-
-	*p = '\0';
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	assert(p >= buf);
-	return p;
-}
-
 /* ns since the epoch as seconds to the microsecond, into buf. */
 static const char *seconds(int64_t ns, char buf[48])
 {
@@ -152,7 +135,7 @@ static const char *seconds(int64_t ns, char buf[48])
 			 -(sec + 1), 1000000 - frac);
 	} else {
 		char num[24];
-		const char *d = decimal(sec, num);
+		const char *d = tcfs_decimal(sec, num);
 		size_t n = strlen(d);
 
 		memcpy(buf, d, n);
@@ -183,7 +166,7 @@ cJSON *tcfs_json_add_int(cJSON *o, const char *name, int64_t v)
 {
 	char buf[24];
 
-	return cJSON_AddRawToObject(o, name, decimal(v, buf));
+	return cJSON_AddRawToObject(o, name, tcfs_decimal(v, buf));
 }
 
 /* s quoted as cJSON 1.7.15 quotes a string (", \\ and the control
@@ -262,7 +245,7 @@ void tcfs_json_obj_int(struct tcfs_json_obj *o, const char *name, int64_t v)
 	char buf[24];
 
 	member(o, name);
-	fputs(decimal(v, buf), o->f);
+	fputs(tcfs_decimal(v, buf), o->f);
 }
 
 void tcfs_json_obj_seconds(struct tcfs_json_obj *o, const char *name,

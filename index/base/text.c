@@ -1,6 +1,7 @@
 /* text: growing texts, and JSON strings as Python's json.dumps writes them. */
 #include "index/base/text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +102,20 @@ const char *tcfs_plural(unsigned long long n, const char *one,
 			const char *many)
 {
 	return n == 1 ? one : many;
+}
+
+const char *tcfs_decimal(int64_t v, char buf[24])
+{
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	char *p = buf + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	assert(p >= buf);
+	return p;
 }

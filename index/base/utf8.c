@@ -99,9 +99,17 @@ size_t tcfs_utf8_width(const char *s)
 {
 	size_t w = 0;
 
-	for (; *s; s += step(s))
+	for (;;) {
+		/* Nearly every name, key and number is ASCII: a byte each. */
+		while (*s && (unsigned char)*s < 0x80) {
+			s++;
+			w++;
+		}
+		if (!*s)
+			return w;
+		s += step(s);
 		w++;
-	return w;
+	}
 }
 
 const char *tcfs_utf8_cut(const char *s, size_t width, char *out,

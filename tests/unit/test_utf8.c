@@ -41,6 +41,10 @@ int main(void)
 
 	tap_eq(tcfs_utf8_width("caf\xc3\xa9"), 4, "width: a column a code point");
 	tap_eq(tcfs_utf8_width("a\xff" "b"), 3, "... a stray byte one column");
+	tap_eq(tcfs_utf8_width(""), 0, "... nothing none");
+	tap_eq(tcfs_utf8_width("kernel_00001"), 12, "... ASCII a byte each");
+	tap_eq(tcfs_utf8_width("\xe2\x80\xa6" "ab\xf0\x9f\x98\x80" "c\xc3"),
+	       6, "... ASCII between others, and a sequence cut at the end");
 	tap_ok(strcmp(tcfs_utf8_cut("matmul_kernel", 13, out, sizeof(out)),
 		      "matmul_kernel") == 0, "cut: what fits is whole");
 	tap_ok(strcmp(tcfs_utf8_cut("matmul_kernel", 8, out, sizeof(out)),
