@@ -1,4 +1,5 @@
 /* io: sorted listings, files put whole by rename; err: context prefixed. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -44,6 +45,34 @@ static void test_list(int dirfd)
 	tcfs_io_names_free(v, n);
 	tap_eq(tcfs_io_list_names(-1, NULL, &v, &n), -EBADF,
 	       "a bad descriptor is -EBADF");
+	{
+		/* More entries than one read of the directory returns. */
+		_Alignas(8) char ents[4096];
+		char name[64];
+		int sub, ok = 1;
+
+		mkdirat(dirfd, "big", 0755);
+		sub = openat(dirfd, "big", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		for (int i = 0; i < 1000; i++) {
+			snprintf(name, sizeof(name), "%04d-a-name-long-enough-"
+				 "to-take-room", i);
+			touch(sub, name);
+		}
+		tap_eq(tcfs_io_list_names(sub, NULL, &v, &n), 0,
+		       "a dir of 1,000 names lists");
+		for (size_t i = 0; ok && i < n; i++) {
+			snprintf(name, sizeof(name), "%04zu-a-name-long-enough-"
+				 "to-take-room", i);
+			ok = !strcmp(v[i], name);
+		}
+		tap_ok(n == 1000 && ok, "... each once, in order (%zu)", n);
+		tcfs_io_names_free(v, n);
+		tap_ok(lseek(sub, 0, SEEK_CUR) == 0,
+		       "... and its descriptor is left at the top");
+		tap_ok(getdents64(sub, ents, sizeof(ents)) > 0,
+		       "... where a read of it starts again");
+		close(sub);
+	}
 }
 
 static void test_put(int dirfd)
@@ -149,6 +178,7 @@ int main(void)
 	unlinkat(dirfd, "a", 0);
 	unlinkat(dirfd, "b", 0);
 	unlinkat(dirfd, "__grp__a.json", 0);
+	tcfs_io_rm_tree_at(dirfd, "big");
 	test_put(dirfd);
 	test_rm_tree(dirfd);
 	test_err();
