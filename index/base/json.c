@@ -1,4 +1,5 @@
-/* json: strings of a cJSON tree made valid UTF-8 before it is printed. */
+/* json: strings of a cJSON tree made valid UTF-8 before it is printed,
+ * and objects written straight to a stream as cJSON would print them. */
 #include "index/base/json.h"
 
 #include <assert.h>
