@@ -130,7 +130,7 @@ int main(void)
 			"", "plain", "q\"uote\\back", "tab\tnl\ncr\rbs\bff\f",
 			"\x01\x1f\x7f", "caf\xc3\xa9 \xf0\x9f\x98\x80",
 			"caf\xe9", "\xed\xa0\x80", "\xc3", "\xc0\xaf",
-			"\xf4\x90\x80\x80", "a\xff" "b\xfe\"",
+			"\xf4\x90\x80\x80", ("a\xff" "b\xfe\""),
 		};
 		int same = 1;
 
