@@ -79,6 +79,20 @@ static int print_summary(const struct import *im, int nsrc, int json)
 	return CLI_OK;
 }
 
+/* --commit-every N: a count of at least 1. */
+static const char *batch_opt(void *value, const char *arg)
+{
+	uint64_t n;
+
+	if (cli_parse_count(arg, &n) < 0 || n == 0)
+		return "not a count of at least 1";
+	*(uint64_t *)value = n;
+	return NULL;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 int cmd_import(int argc, char **argv)
 {
 	struct cli_common co = CLI_COMMON_INIT;
@@ -95,6 +109,10 @@ int cmd_import(int argc, char **argv)
 		OPT_FLAG(0, "tree", &o.tree, "import the whole tree: caches below "
 			 "SRC at any depth (Inductor's, vLLM's VLLM_CACHE_ROOT) "
 			 "and the files beside them, not only its key dirs"),
+		OPT_FN(0, "commit-every", "N", &o.batch_dirs, batch_opt,
+		       "commit every N key dirs (default " STR(IMPORT_BATCH_DIRS)
+		       "): a crash or a kill loses at most the last N, which "
+		       "the same import run again adds; fewer is slower"),
 		CLI_OPT_QUIET(&o.quiet),
 		CLI_OPT_WAIT(&co),
 		CLI_OPTS_COMMON(&co, "print the summary as JSON"),

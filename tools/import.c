@@ -52,8 +52,8 @@
  * its thread waited on 25 syncs of the file system, now 7.  A kill -9
  * loses at most a batch, which a new import does again.  The key dir's
  * savepoint is the only one: its rows open none of their own
- * (tcfs_store_begin_whole). */
-#define BATCH_DIRS 16384
+ * (tcfs_store_begin_whole).  tcfs import --commit-every sets another. */
+static_assert(IMPORT_BATCH_DIRS > 0, "a batch holds a key dir at least");
 
 static int64_t mtime_ns(const struct stat *st)
 {
@@ -786,7 +786,9 @@ static void import_keydir(struct import *im, int dirfd,
 	if (settle(im, &before, nadded, rc) < 0)
 		return;
 	im->st.keydirs++;
-	if (!im->o.atomic && ++im->batch_dirs >= BATCH_DIRS)
+	if (!im->o.atomic &&
+	    ++im->batch_dirs >= (im->o.batch_dirs ? im->o.batch_dirs
+						   : IMPORT_BATCH_DIRS))
 		commit_batch(im);
 }
 

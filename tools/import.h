@@ -31,6 +31,10 @@ struct import_stats {
 	uint64_t failed_dirs;
 };
 
+/* Key dirs an import commits together unless told otherwise: why so
+ * many, import.c. */
+#define IMPORT_BATCH_DIRS 16384
+
 struct import_opts {
 	const char *cmd;	/* for messages: "import", "unpack" */
 	int quiet;		/* no notes, only errors */
@@ -43,6 +47,8 @@ struct import_opts {
 	/* All or nothing: the first error undoes everything imported
 	 * (import_end), and nothing commits before it. */
 	int atomic;
+	/* Key dirs committed together; 0: IMPORT_BATCH_DIRS. */
+	uint64_t batch_dirs;
 };
 
 struct import {

@@ -2,7 +2,7 @@
 # kill -9 of tcfs import at 20 points, chosen by count: the Nth write,
 # blob landing or sync the import makes (tests/e2e/kill_at.c), from its
 # first blobs to its last commit, over more key dirs than one commit
-# takes (tools/import.c, BATCH_DIRS).  After each kill fsck finds the
+# takes (--commit-every 1000).  After each kill fsck finds the
 # store consistent (no row names a blob that is not on disk), and the
 # same import run again ends equal to a clean one: the same kernels,
 # files and bytes (list --json, info), and every fifth store exported is
@@ -31,7 +31,8 @@ killed_import() {
 	[ "$2" -gt 0 ] && at=(TCFS_KILL_AT="$2")
 	env LD_PRELOAD="$KILL_AT" "${at[@]}" TCFS_KILL_COUNT="$T_TMP/count" \
 		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-		"$TCFS" import -q --store "$1" "$SRC" 2>>"$T_TMP/import.err"
+		"$TCFS" import -q --commit-every 1000 --store "$1" "$SRC" \
+		2>>"$T_TMP/import.err"
 }
 
 # The clean import, counting its calls.

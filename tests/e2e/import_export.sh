@@ -96,6 +96,20 @@ check_eq "re-import reports new_files 0, new_blob_bytes 0, conflicts 0" "0 0 0" 
 check_eq "re-import leaves files, logical/stored bytes, blobs, kernels unchanged" \
 	"$BEFORE" "$(info_numbers "$S")"
 
+# --- a commit every few key dirs -------------------------------------------------
+
+tcfs import --json --commit-every 7 --store "$T_TMP/every7" "$BIG" "$BIG2"
+check_rc "import --commit-every 7 exits 0" 0
+check_eq "... and holds what an import of one commit does" "$BEFORE" \
+	"$(info_numbers "$T_TMP/every7")"
+for n in 0 -3 x; do
+	tcfs import --commit-every "$n" --store "$T_TMP/every0" "$BIG"
+	check_rc "import --commit-every $n is a usage error" 2
+	check_grep "... that says N is a count of at least 1" \
+		"commit-every: '$n' is not a count of at least 1" "$ERR"
+done
+check "... and makes no store" test ! -e "$T_TMP/every0"
+
 # --- export everything ----------------------------------------------------------
 
 E=$T_TMP/export
